@@ -1,0 +1,77 @@
+#pragma once
+
+#include "model/dataset.hpp"
+#include "model/result.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardopt::io {
+
+/// On-disk formats of a dataset.
+enum class data_format { automatic, csv, libsvm, idx };
+
+/// Parses "auto", "csv", "libsvm" (or "svmlight"), "idx"; nullopt otherwise.
+std::optional<data_format> parse_data_format(const std::string& name);
+
+/// How to read a dataset.
+struct read_options {
+  data_format format = data_format::automatic;
+  /// CSV: 0-based column of the label; negative counts from the end (-1 = last column).
+  int label_column = 0;
+  /// CSV: whether the first row is a header; nullopt = detect (a first row with a non-numeric field).
+  std::optional<bool> header;
+  /// LIBSVM: number of features; 0 = the largest index seen. A larger index is an error.
+  std::int64_t features = 0;
+  /// Read at most this many examples (0 = all).
+  std::int64_t limit = 0;
+};
+
+/// A dataset as read from disk: features (dense for CSV and IDX, CSR for LIBSVM) and raw label values
+/// (not yet encoded for a model), plus where every example came from, for error messages.
+struct raw_dataset {
+  model::dataset data;
+  /// The file the examples came from (for IDX, the labels file).
+  std::string source;
+  /// Text formats: the 1-based line of each example; empty for IDX.
+  std::vector<std::int64_t> lines;
+  /// True for IDX images: raw 0..255 pixel intensities, scaled by 1/255 by default.
+  bool pixels = false;
+
+  /// "train.csv:17" for text formats, "train-labels-idx1-ubyte.gz: record 16" for IDX.
+  std::string where(std::int64_t row) const;
+};
+
+/// Reads a CSV file: one example per line, the label in `label_column`, every other field a feature.
+/// Errors name file and line: a ragged row, a non-numeric field, an empty file.
+result<raw_dataset> read_csv(const std::string& path, const read_options& options);
+
+/// Reads a LIBSVM/svmlight file: `label index:value ...`, 1-based strictly increasing indices,
+/// `#` starts a comment. Errors name file and line: index 0, indices out of order, malformed pairs.
+result<raw_dataset> read_libsvm(const std::string& path, const read_options& options);
+
+/// Reads an IDX image file and its IDX label file (MNIST family), raw or gzip-compressed.
+/// Errors name the file: bad magic, truncated data, image and label counts that differ.
+result<raw_dataset> read_idx(const std::string& images_path, const std::string& labels_path,
+                             const read_options& options);
+
+/// Which part of a dataset in the MNIST directory layout to read.
+enum class split { train, test };
+
+/// Resolves a `--data` or `--test` argument and reads it:
+/// - "fashion-mnist": Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist);
+/// - a directory in the MNIST layout: train-images-idx3-ubyte[.gz] + train-labels-idx1-ubyte[.gz]
+///   for `split::train`, t10k-* for `split::test`;
+/// - a file: CSV or LIBSVM by `options.format`, else by extension (.csv; .svm, .libsvm, .txt).
+result<raw_dataset> read_dataset(const std::string& spec, split which, const read_options& options);
+
+/// Checks that a test set has the training set's number of features; the message names both files
+/// and both counts. (LIBSVM test files with fewer features are widened to the training count.)
+result<void> check_same_features(const raw_dataset& train, raw_dataset& test);
+
+/// True when `spec` names a dataset with its own test split (a MNIST-layout directory or a name).
+bool has_builtin_test_split(const std::string& spec);
+
+} // namespace shardopt::io

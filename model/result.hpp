@@ -1,0 +1,85 @@
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace shardopt {
+
+/// A failure carried as a value: one human-readable message that names what went wrong and where
+/// (`train.csv:1042: expected 785 fields, got 784`). Context is prepended as the error travels up.
+class failure {
+public:
+  failure() = default;
+  explicit failure(std::string message) : message_(std::move(message)) {}
+
+  /// The full message, outermost context first.
+  const std::string& message() const noexcept { return message_; }
+
+  /// Returns this failure with `context` prepended, separated by ": ".
+  failure with_context(const std::string& context) const {
+    return failure{context + ": " + message_};
+  }
+
+private:
+  std::string message_;
+};
+
+/// Either a value of type T or a `failure`. The project's error channel below `apps/`, where no
+/// layer may throw (xgboost's collective::Result is the model). Check `ok()` before `value()`.
+template <class T>
+class [[nodiscard]] result {
+public:
+  result(T value) : state_(std::move(value)) {}            // NOLINT: implicit by design
+  result(failure error) : state_(std::move(error)) {}      // NOLINT: implicit by design
+
+  bool ok() const noexcept { return state_.index() == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  T& value() & { return std::get<0>(state_); }
+  const T& value() const& { return std::get<0>(state_); }
+  T&& value() && { return std::get<0>(std::move(state_)); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+
+  const failure& error() const { return std::get<1>(state_); }
+
+  /// Prepends `context` to the failure, if any; a value passes through unchanged.
+  result with_context(const std::string& context) && {
+    if (ok())
+      return std::move(*this);
+    return error().with_context(context);
+  }
+
+private:
+  std::variant<T, failure> state_;
+};
+
+/// A result that carries no value: success, or a failure.
+template <>
+class [[nodiscard]] result<void> {
+public:
+  result() = default;
+  result(failure error) : error_(std::move(error)), ok_(false) {}  // NOLINT: implicit by design
+
+  bool ok() const noexcept { return ok_; }
+  explicit operator bool() const noexcept { return ok_; }
+  const failure& error() const { return error_; }
+
+  result with_context(const std::string& context) && {
+    if (ok_)
+      return std::move(*this);
+    return error_.with_context(context);
+  }
+
+private:
+  failure error_;
+  bool ok_ = true;
+};
+
+/// Shorthand for returning a failure: `return fail("bad magic ", magic);`.
+inline failure fail(std::string message) { return failure{std::move(message)}; }
+
+} // namespace shardopt
