@@ -1,0 +1,32 @@
+#pragma once
+
+#include "io/labels.hpp"
+#include "io/scaling.hpp"
+#include "model/linear_model.hpp"
+#include "model/result.hpp"
+
+#include <Eigen/Core>
+
+#include <string>
+
+namespace shardopt::io {
+
+/// A trained model as `shardopt train --save` writes it and `shardopt eval` reads it: everything needed
+/// to predict on new raw data (shape, theta, label encoding, feature scaling).
+struct saved_model {
+  model::model_shape shape;
+  Eigen::VectorXd theta;
+  label_encoding labels;
+  feature_scaling scaling;
+  double lambda = 0;
+};
+
+/// Writes the model with Boost.Serialization (portable text archive) to a temporary file next to
+/// `path`, flushes it and renames it over `path`, so a crash never leaves a half-written model.
+result<void> save_model(const std::string& path, const saved_model& model);
+
+/// Reads a model written by `save_model`. Errors name the file: missing, not a shardopt model,
+/// truncated, or inconsistent (theta size not matching the shape).
+result<saved_model> load_model(const std::string& path);
+
+} // namespace shardopt::io
