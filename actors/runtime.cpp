@@ -1,0 +1,117 @@
+#include "actors/runtime.hpp"
+
+#include "actors/messages.hpp"
+
+#include <thread>
+
+namespace shardopt::actors {
+
+namespace {
+
+std::string render_error(std::uint8_t code, caf::atom_value, const caf::message& context) {
+  std::string what;
+  switch (static_cast<errc>(code)) {
+    case errc::dimension_mismatch:
+      what = "dimension mismatch";
+      break;
+    case errc::shard_failed:
+      what = "shard failed";
+      break;
+    case errc::timeout:
+      what = "timeout";
+      break;
+  }
+  if (context.match_elements<std::string>())
+    what += ": " + context.get_as<std::string>(0);
+  return what;
+}
+
+} // namespace
+
+caf::error make_error(errc code, std::string message) {
+  return caf::error{static_cast<std::uint8_t>(code), error_category,
+                    caf::make_message(std::move(message))};
+}
+
+std::string describe(const caf::error& error, const caf::actor_system& system) {
+  if (error.category() == error_category) {
+    if (error.context().match_elements<std::string>())
+      return error.context().get_as<std::string>(0);
+    return render_error(error.code(), error.category(), error.context());
+  }
+  return system.render(error);
+}
+
+caf::error inspect(caf::serializer& f, dense_vector& x) {
+  auto length = x.size();
+  return caf::error::eval([&] { return f.begin_sequence(length); },
+                          [&] {
+                            return length == 0 ? caf::error{}
+                                               : f.apply_raw(length * sizeof(double),
+                                                             const_cast<double*>(x.data()));
+                          },
+                          [&] { return f.end_sequence(); });
+}
+
+caf::error inspect(caf::deserializer& f, dense_vector& x) {
+  std::size_t length = 0;
+  if (auto err = f.begin_sequence(length))
+    return err;
+  if (length > max_wire_elements)
+    return make_error(errc::dimension_mismatch,
+                      "peer announced a vector of " + std::to_string(length) + " doubles, more than "
+                        + std::to_string(max_wire_elements));
+  auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
+  if (length > 0)
+    if (auto err = f.apply_raw(length * sizeof(double), values->data()))
+      return err;
+  if (auto err = f.end_sequence())
+    return err;
+  x = dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(values)}};
+  return {};
+}
+
+void add_message_types(caf::actor_system_config& config) {
+  config.add_message_type<dense_vector>("shardopt::dense_vector");
+  config.add_error_category(error_category, render_error);
+}
+
+namespace {
+
+/// The project's actor system configuration: our message types, a bounded scheduler, quiet logs.
+struct shardopt_config : caf::actor_system_config {
+  explicit shardopt_config(std::size_t threads) {
+    set("scheduler.max-threads", threads);
+    set("logger.console", caf::atom("none"));
+    actors::add_message_types(*this);
+  }
+};
+
+std::size_t resolve_threads(std::size_t requested) {
+  return requested > 0 ? requested : std::max(1u, std::thread::hardware_concurrency());
+}
+
+} // namespace
+
+struct runtime::impl {
+  explicit impl(runtime_options options)
+    : threads(resolve_threads(options.worker_threads)), config(threads), system(config) {}
+
+  std::size_t threads;
+  shardopt_config config;
+  caf::actor_system system;
+};
+
+runtime::runtime(runtime_options options) : impl_(std::make_unique<impl>(options)) {}
+
+runtime::~runtime() = default;
+
+caf::actor_system& runtime::system() {
+  return impl_->system;
+}
+
+std::size_t runtime::worker_threads() const {
+  return impl_->threads;
+}
+
+} // namespace shardopt::actors

@@ -1,0 +1,28 @@
+#pragma once
+
+// CAF-level wiring of shards: spawning shard actors and building a sharded objective over any set of
+// shard handles (local or, later, remote). Include only in translation units that already use CAF.
+
+#include "actors/messages.hpp"
+#include "actors/sharded_objective.hpp"
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+namespace shardopt::actors {
+
+/// Spawns a shard actor that owns rows `rows` of `data` (shared, never copied) and answers the shard
+/// protocol (messages.hpp) for a model of shape `shape`.
+shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
+                        std::shared_ptr<const model::dataset> data, model::row_range rows);
+
+/// A sharded objective over existing shard handles, queried in the given order.
+sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,
+                                         std::vector<shard_actor> shards,
+                                         std::chrono::milliseconds timeout);
+
+/// The shard handles behind an objective, in shard order.
+const std::vector<shard_actor>& shards_of(const sharded_objective& objective);
+
+} // namespace shardopt::actors

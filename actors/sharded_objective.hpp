@@ -1,0 +1,56 @@
+#pragma once
+
+#include "actors/runtime.hpp"
+#include "model/dataset.hpp"
+#include "model/linear_model.hpp"
+#include "model/result.hpp"
+
+#include <Eigen/Core>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace shardopt::actors {
+
+/// The full objective of a model over data split across shard actors:
+/// f(theta) = (1/n) sum over shards of loss_sum + (lambda/2) ||W||^2.
+///
+/// Each evaluation sends one request per shard (theta shared, not copied, within the process), waits
+/// for every reply with a timeout, and adds the replies in shard order, so the result is bit for bit
+/// the same whatever order they arrive in. A shard that dies, errs or times out makes the evaluation
+/// fail with a message naming the shard; it never hangs. Satisfies the optimizer's objective concept.
+/// Blocks the calling thread (a driver thread, never an actor).
+class sharded_objective {
+public:
+  /// Spawns one local shard actor per block of `data` (shared, never copied).
+  static sharded_objective local(runtime& rt, model::model_shape shape, double lambda,
+                                 std::shared_ptr<const model::dataset> data,
+                                 const std::vector<model::row_range>& blocks,
+                                 std::chrono::milliseconds timeout);
+
+  sharded_objective(sharded_objective&&) noexcept;
+  sharded_objective& operator=(sharded_objective&&) noexcept;
+  ~sharded_objective();
+
+  std::int64_t dimension() const;
+  std::size_t shard_count() const;
+
+  /// The objective at theta; overwrites grad.
+  result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad);
+
+  /// Accuracy counts / squared errors over all shards' examples at theta.
+  result<model::quality_sums> quality(const Eigen::VectorXd& theta);
+
+  /// The CAF side of the objective; defined in sharded_objective.cpp (see shard.hpp for builders).
+  struct impl;
+  explicit sharded_objective(std::unique_ptr<impl> state);
+  impl& state() { return *impl_; }
+  const impl& state() const { return *impl_; }
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace shardopt::actors

@@ -1,0 +1,83 @@
+#pragma once
+
+#include "optimizer/objective.hpp"
+
+#include <Eigen/Core>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shardopt::optimizer {
+
+/// Settings of L-BFGS (and of L-BFGS-B when bounds are given). Defaults suit real problems: unlike
+/// LBFGS++'s own, the relative tolerance is off, so runs stop on the absolute gradient norm.
+struct lbfgs_options {
+  int history = 10;             ///< m: correction pairs kept
+  double epsilon = 1e-6;        ///< stop when ||grad||_2 <= epsilon (projected gradient with bounds)
+  double epsilon_rel = 0;       ///< ...or when ||grad||_2 <= epsilon_rel * ||theta||_2 (0 = off)
+  int past = 0;                 ///< stop when f changed by at most delta*max(|f|,1) over `past`
+  double delta = 0;             ///<   iterations (past = 0: off)
+  int max_iterations = 1000;    ///< 0 = no limit
+  int max_linesearch = 40;      ///< evaluations per line search
+  double ftol = 1e-4;           ///< sufficient decrease (Armijo) constant
+  double wolfe = 0.9;           ///< curvature constant of the strong Wolfe condition
+  std::optional<Eigen::VectorXd> lower;  ///< bounds: with either set, L-BFGS-B runs
+  std::optional<Eigen::VectorXd> upper;
+};
+
+/// Why a run ended. Every run ends with exactly one.
+enum class stop_reason {
+  converged,            ///< gradient norm below the tolerance
+  objective_converged,  ///< objective change below delta over `past` iterations
+  max_iterations,       ///< iteration limit reached
+  line_search_failed,   ///< no acceptable step (often: converged to machine precision)
+  evaluation_failed,    ///< the objective returned an error (a shard died, a timeout) or NaN at start
+  stopped_by_hook,      ///< the iteration hook asked to stop
+};
+
+/// "converged", "objective_converged", "max_iterations", ...
+std::string_view to_string(stop_reason reason);
+
+/// What the iteration hook sees after every accepted step.
+struct iteration_info {
+  int iteration = 0;           ///< 1-based
+  double f = 0;
+  double grad_norm = 0;        ///< ||grad||_2
+  double grad_norm_inf = 0;    ///< ||grad||_inf
+  double step = 0;             ///< accepted step length along the search direction
+  int evaluations = 0;         ///< objective evaluations so far, including line-search trials
+  double seconds = 0;          ///< wall time since the run started
+};
+
+/// Called after every iteration; return false to stop the run (reason `stopped_by_hook`).
+using iteration_hook = std::function<bool(const iteration_info&)>;
+
+/// The outcome of a run. theta (passed to `minimize`) holds the last accepted iterate, also when the
+/// run stopped early or an evaluation failed.
+struct lbfgs_result {
+  stop_reason reason = stop_reason::converged;
+  std::string message;  ///< details, e.g. the evaluation's error or the line search's complaint
+  double f = 0;
+  double grad_norm = 0;
+  double grad_norm_inf = 0;
+  int iterations = 0;
+  int evaluations = 0;
+  double seconds = 0;
+};
+
+/// Runs L-BFGS through LBFGS++ (L-BFGS-B when bounds are set) with a strong-Wolfe line search, starting
+/// from and updating `theta`. Blocks the calling thread until done. Options are checked first; bad
+/// ones give `evaluation_failed` with a message (never an exception).
+lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
+                             const lbfgs_options& options, const iteration_hook& hook = {});
+
+/// Minimises any objective (see objective.hpp) from `theta`.
+template <class F>
+lbfgs_result minimize(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
+                      const iteration_hook& hook = {}) {
+  return minimize_erased(erase_objective(objective), theta, options, hook);
+}
+
+} // namespace shardopt::optimizer
