@@ -1,0 +1,115 @@
+#include "apps/data.hpp"
+
+namespace shardopt::apps {
+
+namespace {
+
+result<io::read_options> to_read_options(const data_options& options) {
+  io::read_options read;
+  auto format = io::parse_data_format(options.format);
+  if (!format)
+    return fail("--format: unknown format '" + options.format + "' (expected auto, csv, libsvm, idx)");
+  read.format = *format;
+  read.label_column = options.label_column;
+  if (options.header == "yes")
+    read.header = true;
+  else if (options.header == "no")
+    read.header = false;
+  else if (options.header != "auto")
+    return fail("--header: expected auto, yes or no, got '" + options.header + "'");
+  read.features = options.features;
+  read.limit = options.limit;
+  return read;
+}
+
+result<io::scale_mode> to_scale_mode(const std::string& scale) {
+  if (scale == "auto")
+    return io::scale_mode::automatic;
+  if (scale == "none")
+    return io::scale_mode::none;
+  return fail("--scale: expected auto or none, got '" + scale + "'");
+}
+
+/// Encodes labels and applies scaling to one set, then freezes it for sharing.
+result<std::shared_ptr<const model::dataset>> finish(io::raw_dataset raw,
+                                                     const io::label_encoding& labels,
+                                                     const io::feature_scaling& scaling) {
+  if (auto ok = io::encode_labels(labels, raw); !ok)
+    return ok.error();
+  if (auto ok = io::apply_scaling(scaling, raw); !ok)
+    return ok.error().with_context(raw.source);
+  return std::make_shared<const model::dataset>(std::move(raw.data));
+}
+
+} // namespace
+
+result<prepared_data> prepare_training_data(const data_options& options, model::model_kind kind,
+                                            std::int64_t classes) {
+  auto read = to_read_options(options);
+  if (!read)
+    return read.error();
+  auto mode = to_scale_mode(options.scale);
+  if (!mode)
+    return mode.error();
+
+  auto train = io::read_dataset(options.data, io::split::train, *read);
+  if (!train)
+    return train.error();
+  std::optional<io::raw_dataset> test;
+  if (!options.test.empty() || io::has_builtin_test_split(options.data)) {
+    auto test_read = *read;
+    test_read.limit = options.test_limit;
+    test_read.features = 0;
+    auto loaded = options.test.empty()
+                    ? io::read_dataset(options.data, io::split::test, test_read)
+                    : io::read_dataset(options.test, io::split::test, test_read);
+    if (!loaded)
+      return loaded.error();
+    if (auto ok = io::check_same_features(*train, *loaded); !ok)
+      return ok.error();
+    test = std::move(*loaded);
+  }
+
+  prepared_data out;
+  auto labels = io::fit_labels(kind, *train, classes);
+  if (!labels)
+    return labels.error();
+  out.labels = std::move(*labels);
+  out.scaling = io::fit_scaling(*train, *mode, options.standardize);
+  out.train_source = train->source;
+  out.shape = model::model_shape{kind, train->data.cols(), out.labels.outputs()};
+  auto train_data = finish(std::move(*train), out.labels, out.scaling);
+  if (!train_data)
+    return train_data.error();
+  out.train = std::move(*train_data);
+  if (test) {
+    out.test_source = test->source;
+    auto test_data = finish(std::move(*test), out.labels, out.scaling);
+    if (!test_data)
+      return test_data.error();
+    out.test = std::move(*test_data);
+  }
+  if (out.train->rows() == 0)
+    return fail(out.train_source + ": no training examples");
+  return out;
+}
+
+result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
+                                                                const io::saved_model& saved) {
+  auto read = to_read_options(options);
+  if (!read)
+    return read.error();
+  auto raw = io::read_dataset(options.data, io::split::test, *read);
+  if (!raw)
+    return raw.error();
+  if (raw->data.cols() != saved.shape.features) {
+    if (!raw->data.is_sparse() || raw->data.cols() > saved.shape.features)
+      return fail("dimension mismatch: the model has " + std::to_string(saved.shape.features)
+                  + " features, " + raw->source + " has " + std::to_string(raw->data.cols()));
+    std::get<model::sparse_features>(raw->data.x).conservativeResize(raw->data.rows(),
+                                                                     saved.shape.features);
+  }
+  return finish(std::move(*raw), saved.labels, saved.scaling);
+}
+
+} // namespace shardopt::apps

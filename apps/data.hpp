@@ -1,0 +1,50 @@
+#pragma once
+
+#include "io/labels.hpp"
+#include "io/model_file.hpp"
+#include "io/readers.hpp"
+#include "io/scaling.hpp"
+#include "model/linear_model.hpp"
+#include "model/result.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace shardopt::apps {
+
+/// Where the data comes from and how to read and scale it (options shared by train and eval).
+struct data_options {
+  std::string data = "fashion-mnist";
+  std::string test;
+  std::string format = "auto";
+  int label_column = 0;
+  std::string header = "auto";
+  std::int64_t features = 0;
+  std::int64_t limit = 0;
+  std::int64_t test_limit = 0;
+  std::string scale = "auto";
+  bool standardize = false;
+};
+
+/// Training (and optional test) data, read, label-encoded and scaled with training statistics.
+struct prepared_data {
+  std::shared_ptr<const model::dataset> train;
+  std::shared_ptr<const model::dataset> test;  ///< null when there is no test set
+  std::string train_source;
+  std::string test_source;
+  io::label_encoding labels;
+  io::feature_scaling scaling;
+  model::model_shape shape;
+};
+
+/// Reads, encodes and scales the training data and its test set (`--test`, or the dataset's own
+/// test split). `classes` > 0 fixes the class count.
+result<prepared_data> prepare_training_data(const data_options& options, model::model_kind kind,
+                                            std::int64_t classes);
+
+/// Reads a dataset (`options.data`) and prepares it exactly as the saved model's training data was.
+result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
+                                                                const io::saved_model& saved);
+
+} // namespace shardopt::apps

@@ -1,0 +1,133 @@
+#include "apps/train.hpp"
+
+#include "actors/runtime.hpp"
+#include "actors/sharded_objective.hpp"
+#include "apps/progress.hpp"
+#include "io/partition.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+namespace shardopt::apps {
+
+namespace {
+
+int report_error(const std::string& message) {
+  std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
+  return 1;
+}
+
+/// Accuracy or RMSE from quality sums, by model kind.
+void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,
+                 const model::quality_sums& sums) {
+  if (sums.count == 0)
+    return;
+  const auto n = static_cast<double>(sums.count);
+  if (model::is_classifier(kind))
+    out[prefix + "_accuracy"] = sums.correct / n;
+  else
+    out[prefix + "_rmse"] = std::sqrt(sums.squared_error / n);
+}
+
+} // namespace
+
+int run_train(const train_options& options) {
+  const auto kind = model::parse_model_kind(options.model);
+  if (!kind)
+    return report_error("--model: unknown model '" + options.model
+                        + "' (expected linear, logistic, softmax or svm)");
+  const auto started = std::chrono::steady_clock::now();
+  auto prepared = prepare_training_data(options.data, *kind, options.classes);
+  if (!prepared)
+    return report_error(prepared.error().message());
+  auto& data = *prepared;
+  const auto n = data.train->rows();
+  if (!options.quiet)
+    std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld outputs\n",
+                 static_cast<long long>(n), static_cast<long long>(data.shape.features),
+                 data.train_source.c_str(),
+                 data.test ? (", test " + data.test_source).c_str() : "",
+                 options.model.c_str(), static_cast<long long>(data.shape.outputs));
+
+  actors::runtime rt{actors::runtime_options{options.threads}};
+  const auto shards = options.shards > 0 ? options.shards : static_cast<int>(rt.worker_threads());
+  if (shards > n)
+    return report_error("--shards " + std::to_string(shards) + ": more shards than the "
+                        + std::to_string(n) + " training examples");
+  const auto timeout = std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)};
+  auto objective = actors::sharded_objective::local(rt, data.shape, options.lambda, data.train,
+                                                    io::partition_rows(n, shards), timeout);
+
+  auto lbfgs = options.lbfgs;
+  const auto dimension = data.shape.dimension();
+  if (options.lower)
+    lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
+  if (options.upper)
+    lbfgs.upper = Eigen::VectorXd::Constant(dimension, *options.upper);
+  progress_reporter progress{options.quiet, options.progress_interval};
+  if (!options.metrics.empty())
+    if (auto ok = progress.open_metrics(options.metrics); !ok)
+      return report_error(ok.error().message());
+
+  Eigen::VectorXd theta = Eigen::VectorXd::Zero(dimension);
+  const auto run = optimizer::minimize(objective, theta, lbfgs, std::ref(progress));
+  progress.flush();
+  if (!options.quiet)
+    std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations, %.2fs%s%s\n",
+                 std::string(optimizer::to_string(run.reason)).c_str(), run.iterations,
+                 run.evaluations, run.seconds, run.message.empty() ? "" : ": ",
+                 run.message.c_str());
+  if (run.reason == optimizer::stop_reason::evaluation_failed)
+    return report_error("training failed: " + run.message);
+
+  nlohmann::json summary{{"model", options.model},
+                         {"objective", run.f},
+                         {"grad_norm", run.grad_norm},
+                         {"grad_norm_inf", run.grad_norm_inf},
+                         {"iterations", run.iterations},
+                         {"evaluations", run.evaluations},
+                         {"seconds", run.seconds},
+                         {"stop_reason", optimizer::to_string(run.reason)},
+                         {"shards", shards},
+                         {"lambda", options.lambda},
+                         {"examples", n},
+                         {"features", data.shape.features},
+                         {"outputs", data.shape.outputs},
+                         {"dimension", dimension}};
+  if (!run.message.empty())
+    summary["stop_message"] = run.message;
+  auto train_quality = objective.quality(theta);
+  if (!train_quality)
+    return report_error("computing training accuracy: " + train_quality.error().message());
+  add_quality(summary, "train", *kind, *train_quality);
+  if (data.test) {
+    add_quality(summary, "test", *kind,
+                model::quality(data.shape, *data.test, {0, data.test->rows()}, theta));
+    summary["test_examples"] = data.test->rows();
+  } else {
+    summary[model::is_classifier(*kind) ? "test_accuracy" : "test_rmse"] = nullptr;
+  }
+  summary["total_seconds"] =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  if (!options.save.empty()) {
+    io::saved_model saved{data.shape, theta, data.labels, data.scaling, options.lambda};
+    if (auto ok = io::save_model(options.save, saved); !ok)
+      return report_error(ok.error().message());
+  }
+  if (!options.quiet) {
+    for (const char* key : {"train_accuracy", "test_accuracy", "train_rmse", "test_rmse"})
+      if (summary.contains(key) && !summary[key].is_null())
+        std::fprintf(stderr, "%s: %.4f\n", key, summary[key].get<double>());
+  }
+  if (options.json)
+    std::cout << summary.dump() << std::endl;
+  return 0;
+}
+
+} // namespace shardopt::apps

@@ -1,0 +1,34 @@
+#pragma once
+
+#include "apps/data.hpp"
+#include "optimizer/lbfgs.hpp"
+
+#include <optional>
+#include <string>
+
+namespace shardopt::apps {
+
+/// Everything `shardopt train` takes.
+struct train_options {
+  data_options data;
+  std::string model = "softmax";
+  double lambda = 1e-4;
+  std::int64_t classes = 0;        ///< 0 = from the training labels
+  int shards = 0;                  ///< 0 = one per hardware thread
+  std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
+  optimizer::lbfgs_options lbfgs;
+  std::optional<double> lower;     ///< one bound for every coordinate of theta (L-BFGS-B)
+  std::optional<double> upper;
+  double eval_timeout = 300;       ///< seconds one evaluation may take before it fails
+  std::string metrics;             ///< JSON-lines file, one row per iteration
+  std::string save;                ///< model file (Boost.Serialization)
+  bool json = false;               ///< final summary as one JSON object on stdout
+  bool quiet = false;              ///< no progress lines
+  double progress_interval = 1.0;  ///< seconds between progress lines
+};
+
+/// Runs a training job: read and prepare data, spawn local shard actors, run L-BFGS over the
+/// sharded objective, report accuracy, save. Returns the process exit code; errors go to stderr.
+int run_train(const train_options& options);
+
+} // namespace shardopt::apps

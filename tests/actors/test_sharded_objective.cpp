@@ -1,0 +1,273 @@
+// The sharded objective over shard actors: equal to the single-block objective for any split,
+// deterministic to the bit, and failing cleanly (never hanging) when a shard errs, dies or stalls.
+
+#include "actors/shard.hpp"
+#include "model/local_objective.hpp"
+#include "optimizer/lbfgs.hpp"
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A random softmax problem; sparse when asked (about a third of the entries non-zero).
+std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
+                                                  std::int64_t classes, bool sparse) {
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> label(0, static_cast<int>(classes) - 1);
+  model::dense_features x(n, d);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < d; ++j)
+      x(i, j) = (!sparse || rng() % 3 == 0) ? normal(rng) : 0.0f;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i)
+    data->y[i] = label(rng);
+  if (sparse)
+    data->x = model::sparse_features(x.sparseView());
+  else
+    data->x = std::move(x);
+  return data;
+}
+
+/// K contiguous blocks with random cut points (at least one row each).
+std::vector<model::row_range> random_blocks(std::mt19937& rng, std::int64_t n, std::int64_t k) {
+  std::vector<std::int64_t> cuts(static_cast<std::size_t>(n - 1));
+  for (std::int64_t i = 0; i < n - 1; ++i)
+    cuts[static_cast<std::size_t>(i)] = i + 1;
+  std::shuffle(cuts.begin(), cuts.end(), rng);
+  cuts.resize(static_cast<std::size_t>(k - 1));
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<model::row_range> blocks;
+  std::int64_t begin = 0;
+  for (auto cut : cuts) {
+    blocks.push_back({begin, cut});
+    begin = cut;
+  }
+  blocks.push_back({begin, n});
+  return blocks;
+}
+
+double relative_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return (a - b).norm() / std::max(1.0, b.norm());
+}
+
+} // namespace
+
+TEST_CASE("K shard actors give the single-block objective for random partitions, K = 1..7") {
+  actors::runtime rt{actors::runtime_options{2}};
+  for (bool sparse : {false, true}) {
+    const std::uint32_t seed = 20261122;
+    INFO("seed " << seed << (sparse ? " sparse" : " dense"));
+    std::mt19937 rng{seed};
+    const auto data = make_problem(seed, 701, 13, 4, sparse);
+    const model::model_shape shape{model::model_kind::softmax, 13, 4};
+    const double lambda = 0.01;
+    model::local_objective whole{shape, data, lambda};
+    std::normal_distribution<double> normal;
+    const Eigen::VectorXd theta =
+      Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.3 * normal(rng); });
+    Eigen::VectorXd expected_grad;
+    const double expected = whole.evaluate(theta, expected_grad);
+    for (std::int64_t k = 1; k <= 7; ++k) {
+      INFO("K = " << k);
+      auto sharded = actors::sharded_objective::local(rt, shape, lambda, data,
+                                                      random_blocks(rng, 701, k), 30s);
+      CHECK(sharded.shard_count() == static_cast<std::size_t>(k));
+      Eigen::VectorXd grad;
+      auto f = sharded.evaluate(theta, grad);
+      REQUIRE(f.ok());
+      CHECK(std::abs(*f - expected) <= 1e-12 * std::abs(expected));
+      CHECK(relative_error(grad, expected_grad) <= 1e-12);
+      // The same evaluation again gives the same bits.
+      Eigen::VectorXd grad_again;
+      auto again = sharded.evaluate(theta, grad_again);
+      REQUIRE(again.ok());
+      CHECK(std::memcmp(&*again, &*f, sizeof(double)) == 0);
+      CHECK(std::memcmp(grad.data(), grad_again.data(), sizeof(double) * grad.size()) == 0);
+      // Quality sums add up to the local ones.
+      auto q = sharded.quality(theta);
+      REQUIRE(q.ok());
+      const auto local_q = model::quality(shape, *data, {0, data->rows()}, theta);
+      CHECK(q->correct == local_q.correct);
+      CHECK(q->count == 701);
+    }
+  }
+}
+
+TEST_CASE("the same L-BFGS run over shard actors twice gives identical bits") {
+  actors::runtime rt{actors::runtime_options{2}};
+  const auto data = make_problem(5, 400, 9, 3, false);
+  const model::model_shape shape{model::model_kind::softmax, 9, 3};
+  auto run = [&] {
+    auto objective = actors::sharded_objective::local(rt, shape, 1e-3, data,
+                                                      {{0, 100}, {100, 250}, {250, 400}}, 30s);
+    Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+    shardopt::optimizer::lbfgs_options options;
+    options.max_iterations = 40;
+    const auto result = shardopt::optimizer::minimize(objective, theta, options);
+    CHECK(result.iterations > 5);
+    return theta;
+  };
+  const Eigen::VectorXd first = run();
+  const Eigen::VectorXd second = run();
+  CHECK(std::memcmp(first.data(), second.data(), sizeof(double) * first.size()) == 0);
+}
+
+TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
+  actors::runtime rt{actors::runtime_options{2}};
+  const auto data = make_problem(1, 50, 4, 2, false);
+  const model::model_shape shape{model::model_kind::softmax, 4, 2};
+  auto objective = actors::sharded_objective::local(rt, shape, 0, data, {{0, 25}, {25, 50}}, 10s);
+  Eigen::VectorXd grad;
+  auto f = objective.evaluate(Eigen::VectorXd::Zero(7), grad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().message() == "theta has 7 entries, the model expects 10");
+
+  // A shard itself rejects a wrong theta with an error reply, not a crash.
+  caf::scoped_actor self{rt.system()};
+  const auto& shards = actors::shards_of(objective);
+  bool got_error = false;
+  self->request(shards[0], 10s, actors::eval_atom::value,
+                actors::dense_vector{Eigen::VectorXd::Zero(3)})
+    .receive([&](double, const actors::dense_vector&, std::int64_t) {},
+             [&](caf::error& err) {
+               got_error = true;
+               CHECK(actors::describe(err, rt.system()).find("theta has 3 entries") != std::string::npos);
+             });
+  CHECK(got_error);
+}
+
+TEST_CASE("a dead shard makes the evaluation fail, naming the shard, without hanging") {
+  actors::runtime rt{actors::runtime_options{2}};
+  const auto data = make_problem(2, 90, 5, 3, false);
+  const model::model_shape shape{model::model_kind::softmax, 5, 3};
+  auto objective =
+    actors::sharded_objective::local(rt, shape, 0, data, {{0, 30}, {30, 60}, {60, 90}}, 10s);
+  caf::anon_send_exit(actors::shards_of(objective)[1], caf::exit_reason::kill);
+  // Wait until the shard is gone, so the request below meets a dead actor.
+  {
+    caf::scoped_actor self{rt.system()};
+    self->monitor(actors::shards_of(objective)[1]);
+    self->receive([](const caf::down_msg&) {});
+  }
+  const auto started = std::chrono::steady_clock::now();
+  Eigen::VectorXd grad;
+  auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().message().rfind("shard 1 of 3: ", 0) == 0);
+  CHECK(std::chrono::steady_clock::now() - started < 5s);
+}
+
+namespace {
+
+/// A shard that answers every request with an error.
+actors::shard_actor::behavior_type erring_shard() {
+  return {
+    [](actors::eval_atom, const actors::dense_vector&)
+      -> caf::result<double, actors::dense_vector, std::int64_t> {
+      return actors::make_error(actors::errc::shard_failed, "disk on fire");
+    },
+    [](actors::quality_atom, const actors::dense_vector&)
+      -> caf::result<double, double, std::int64_t> {
+      return actors::make_error(actors::errc::shard_failed, "disk on fire");
+    },
+  };
+}
+
+/// A shard that never answers (it keeps the promise and drops it).
+actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer self) {
+  return {
+    [self](actors::eval_atom, const actors::dense_vector&)
+      -> caf::result<double, actors::dense_vector, std::int64_t> {
+      return self->make_response_promise<double, actors::dense_vector, std::int64_t>();
+    },
+    [self](actors::quality_atom, const actors::dense_vector&)
+      -> caf::result<double, double, std::int64_t> {
+      return self->make_response_promise<double, double, std::int64_t>();
+    },
+  };
+}
+
+} // namespace
+
+TEST_CASE("a shard that answers with an error fails the evaluation with its message") {
+  actors::runtime rt{actors::runtime_options{2}};
+  const auto data = make_problem(3, 40, 3, 2, false);
+  const model::model_shape shape{model::model_kind::softmax, 3, 2};
+  std::vector<actors::shard_actor> shards{actors::spawn_shard(rt.system(), shape, data, {0, 20}),
+                                          rt.system().spawn(erring_shard)};
+  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), 10s);
+  Eigen::VectorXd grad;
+  auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().message() == "shard 1 of 2: disk on fire");
+}
+
+TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
+  actors::runtime rt{actors::runtime_options{2}};
+  const auto data = make_problem(4, 40, 3, 2, false);
+  const model::model_shape shape{model::model_kind::softmax, 3, 2};
+  std::vector<actors::shard_actor> shards{rt.system().spawn(silent_shard),
+                                          actors::spawn_shard(rt.system(), shape, data, {0, 40})};
+  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), 300ms);
+  const auto started = std::chrono::steady_clock::now();
+  Eigen::VectorXd grad;
+  auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  REQUIRE_FALSE(f.ok());
+  CHECK(f.error().message().rfind("shard 0 of 2: ", 0) == 0);
+  CHECK(waited >= 250ms);
+  CHECK(waited < 5s);
+}
+
+TEST_CASE("dense_vector crosses the wire as one raw block and rejects bad input") {
+  actors::runtime rt{actors::runtime_options{1}};
+  Eigen::VectorXd values(1000);
+  for (int i = 0; i < 1000; ++i)
+    values[i] = std::sin(i) * 1e10;
+  actors::dense_vector original{values};
+  std::vector<char> buffer;
+  caf::binary_serializer sink{rt.system(), buffer};
+  REQUIRE_FALSE(sink(original));
+  // A length prefix plus exactly the raw bytes: no per-element framing.
+  CHECK(buffer.size() <= 1000 * sizeof(double) + 10);
+  CHECK(buffer.size() >= 1000 * sizeof(double));
+
+  actors::dense_vector copy;
+  caf::binary_deserializer source{rt.system(), buffer};
+  REQUIRE_FALSE(source(copy));
+  CHECK(copy == original);
+  CHECK(std::memcmp(copy.data(), values.data(), sizeof(double) * 1000) == 0);
+
+  SUBCASE("a truncated block is an error, not a crash") {
+    std::vector<char> truncated(buffer.begin(), buffer.begin() + 100);
+    actors::dense_vector broken;
+    caf::binary_deserializer truncated_source{rt.system(), truncated};
+    CHECK(truncated_source(broken));
+  }
+  SUBCASE("an absurd announced length is rejected before allocating") {
+    std::vector<char> rogue;
+    caf::binary_serializer rogue_sink{rt.system(), rogue};
+    // CAF 0.17 encodes sequence lengths as 32-bit varbytes: announce nearly 2^32 doubles.
+    std::size_t huge = 0xFFFFFFF0u;
+    REQUIRE_FALSE(rogue_sink.begin_sequence(huge));
+    actors::dense_vector broken;
+    caf::binary_deserializer rogue_source{rt.system(), rogue};
+    auto err = rogue_source(broken);
+    REQUIRE(err);
+    CHECK(actors::describe(err, rt.system()).find("peer announced a vector") != std::string::npos);
+  }
+}

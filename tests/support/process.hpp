@@ -1,0 +1,115 @@
+#pragma once
+
+// Runs a child process for end-to-end tests: arguments as given (no shell), stdout and stderr
+// captured through files, a deadline after which the child is killed. Every process started here is
+// waited for before `run` returns.
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace shardopt::test {
+
+struct process_result {
+  int exit_code = -1;    ///< valid when !signaled
+  bool signaled = false; ///< killed by a signal (a crash, or our deadline)
+  bool timed_out = false;
+  std::string out;
+  std::string err;
+};
+
+/// A fresh temporary directory, removed when the object goes out of scope.
+class temp_dir {
+public:
+  temp_dir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "shardopt-test-XXXXXX").string();
+    path_ = ::mkdtemp(pattern.data());
+  }
+  ~temp_dir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  temp_dir(const temp_dir&) = delete;
+  temp_dir& operator=(const temp_dir&) = delete;
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+  const std::filesystem::path& path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+};
+
+inline std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out{path, std::ios::binary};
+  out << text;
+}
+
+/// Runs `args[0]` with `args`, waits at most `deadline`, returns exit status and output.
+inline process_result run(const std::vector<std::string>& args,
+                          std::chrono::seconds deadline = std::chrono::seconds{300}) {
+  temp_dir io;
+  const auto out_path = io / "stdout";
+  const auto err_path = io / "stderr";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (const auto& arg : args)
+    argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  process_result result;
+  pid_t pid = 0;
+  if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) != 0) {
+    posix_spawn_file_actions_destroy(&actions);
+    result.err = "cannot start " + args[0];
+    return result;
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  int status = 0;
+  for (;;) {
+    const pid_t done = ::waitpid(pid, &status, WNOHANG);
+    if (done == pid)
+      break;
+    if (std::chrono::steady_clock::now() > until) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      result.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  result.signaled = WIFSIGNALED(status);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  result.out = slurp(out_path);
+  result.err = slurp(err_path);
+  return result;
+}
+
+/// The path of the built `shardopt` executable.
+inline std::string shardopt_binary() {
+  return std::string{SHARDOPT_BINARY_DIR} + "/apps/shardopt";
+}
+
+} // namespace shardopt::test
