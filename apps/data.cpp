@@ -37,7 +37,7 @@ result<std::shared_ptr<const model::dataset>> finish(io::raw_dataset raw,
   if (auto ok = io::encode_labels(labels, raw); !ok)
     return ok.error();
   if (auto ok = io::apply_scaling(scaling, raw); !ok)
-    return ok.error().with_context(raw.source);
+    return ok.error();
   return std::make_shared<const model::dataset>(std::move(raw.data));
 }
 
@@ -102,13 +102,8 @@ result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_optio
   auto raw = io::read_dataset(options.data, io::split::test, *read);
   if (!raw)
     return raw.error();
-  if (raw->data.cols() != saved.shape.features) {
-    if (!raw->data.is_sparse() || raw->data.cols() > saved.shape.features)
-      return fail("dimension mismatch: the model has " + std::to_string(saved.shape.features)
-                  + " features, " + raw->source + " has " + std::to_string(raw->data.cols()));
-    std::get<model::sparse_features>(raw->data.x).conservativeResize(raw->data.rows(),
-                                                                     saved.shape.features);
-  }
+  if (auto ok = io::match_features(*raw, saved.shape.features, "the model"); !ok)
+    return ok.error();
   return finish(std::move(*raw), saved.labels, saved.scaling);
 }
 

@@ -40,16 +40,19 @@ struct raw_dataset {
   /// True for IDX images: raw 0..255 pixel intensities, scaled by 1/255 by default.
   bool pixels = false;
 
-  /// "train.csv:17" for text formats, "train-labels-idx1-ubyte.gz: record 16" for IDX.
+  /// Names example `row` (0-based) for messages: "train.csv:17" (its 1-based line) for text formats,
+  /// "train-labels-idx1-ubyte.gz: record 16" (the 0-based record index) for IDX.
   std::string where(std::int64_t row) const;
 };
 
-/// Reads a CSV file: one example per line, the label in `label_column`, every other field a feature.
-/// Errors name file and line: a ragged row, a non-numeric field, an empty file.
+/// Reads a CSV file (plain or gzip-compressed): one example per line, the label in `label_column`,
+/// every other field a feature. Fields are split at every comma (no quoted commas); blank lines are
+/// skipped. Errors name file and line: a ragged row, a non-numeric field, an empty file.
 result<raw_dataset> read_csv(const std::string& path, const read_options& options);
 
-/// Reads a LIBSVM/svmlight file: `label index:value ...`, 1-based strictly increasing indices,
-/// `#` starts a comment. Errors name file and line: index 0, indices out of order, malformed pairs.
+/// Reads a LIBSVM/svmlight file (plain or gzip-compressed): `label index:value ...`, 1-based strictly
+/// increasing indices, `#` starts a comment, `qid:` tokens are ignored. Errors name file and line:
+/// index 0, indices out of order, malformed pairs, an index above `options.features`.
 result<raw_dataset> read_libsvm(const std::string& path, const read_options& options);
 
 /// Reads an IDX image file and its IDX label file (MNIST family), raw or gzip-compressed.
@@ -64,12 +67,17 @@ enum class split { train, test };
 /// - "fashion-mnist": Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist);
 /// - a directory in the MNIST layout: train-images-idx3-ubyte[.gz] + train-labels-idx1-ubyte[.gz]
 ///   for `split::train`, t10k-* for `split::test`;
-/// - a file: CSV or LIBSVM by `options.format`, else by extension (.csv; .svm, .libsvm, .txt).
+/// - a file: CSV or LIBSVM by `options.format`, else by extension (.csv; .svm, .libsvm, .svmlight,
+///   .txt; each optionally followed by .gz).
 result<raw_dataset> read_dataset(const std::string& spec, split which, const read_options& options);
 
 /// Checks that a test set has the training set's number of features; the message names both files
 /// and both counts. (LIBSVM test files with fewer features are widened to the training count.)
 result<void> check_same_features(const raw_dataset& train, raw_dataset& test);
+
+/// Checks that `data` has `features` columns (widening sparse data with fewer); the message names
+/// `reference` (what fixed the count, e.g. the training file or the model) and `data`'s source.
+result<void> match_features(raw_dataset& data, std::int64_t features, const std::string& reference);
 
 /// True when `spec` names a dataset with its own test split (a MNIST-layout directory or a name).
 bool has_builtin_test_split(const std::string& spec);

@@ -71,7 +71,7 @@ void read_sklearn_csv(const std::string& path, Eigen::MatrixXd& x, Eigen::Vector
 
 } // namespace
 
-TEST_CASE("train on a 2,000-image subset of Fashion-MNIST reaches 75% test accuracy; eval agrees") {
+TEST_CASE("train on a 2,000-image subset of Fashion-MNIST reaches 75% test accuracy and eval agrees") {
   if (!have(fashion_dir)) {
     MESSAGE("skipped: " << fashion_dir << " is missing (apt-get install dataset-fashion-mnist)");
     return;
@@ -81,7 +81,7 @@ TEST_CASE("train on a 2,000-image subset of Fashion-MNIST reaches 75% test accur
   const auto metrics_path = (dir / "run.jsonl").string();
   const auto summary = run_json({"train", "--model", "softmax", "--data", "fashion-mnist", "--limit",
                                  "2000", "--test-limit", "2000", "--lambda", "1e-3", "--shards",
-                                 "3", "--max-iter", "500", "--epsilon", "1e-6", "--json", "--quiet",
+                                 "3", "--max-iter", "3000", "--epsilon", "1e-6", "--json", "--quiet",
                                  "--save", model_path, "--metrics", metrics_path});
   INFO(summary.dump());
   CHECK(summary["test_accuracy"].get<double>() >= 0.75);

@@ -1,0 +1,187 @@
+#include "io/model_file.hpp"
+
+#include <boost/archive/archive_exception.hpp>
+#include <boost/archive/text_iarchive.hpp>
+#include <boost/archive/text_oarchive.hpp>
+#include <boost/serialization/array_wrapper.hpp>
+#include <boost/serialization/string.hpp>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <locale>
+#include <system_error>
+
+namespace shardopt::io {
+
+namespace {
+
+// File layout, in a Boost text archive: magic, format version, shape (kind, features, outputs),
+// theta, label encoding (kind, classes), scaling (factor, mean, inv_std), lambda, end marker.
+// Vectors are a size followed by their elements. The end marker makes a file cut anywhere fail
+// to load instead of yielding a shorter last number.
+const std::string magic = "shardopt-model";
+const std::string end_marker = "end-of-model";
+constexpr int format_version = 1;
+
+/// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
+constexpr std::int64_t max_features = std::int64_t{1} << 40;
+constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
+
+void save_vector(boost::archive::text_oarchive& archive, const double* data, std::int64_t size) {
+  archive << size;
+  if (size > 0)
+    archive << boost::serialization::make_array(data, static_cast<std::size_t>(size));
+}
+
+/// Loads a vector whose size must lie in [0, max_size]; false (and `out` untouched) otherwise.
+template <class Vector>
+bool load_vector(boost::archive::text_iarchive& archive, Vector& out, std::int64_t max_size) {
+  std::int64_t size = 0;
+  archive >> size;
+  if (size < 0 || size > max_size)
+    return false;
+  out.resize(static_cast<std::size_t>(size));
+  if (size > 0)
+    archive >> boost::serialization::make_array(out.data(), static_cast<std::size_t>(size));
+  return true;
+}
+
+void write_archive(std::ostream& stream, const saved_model& model) {
+  boost::archive::text_oarchive archive{stream};
+  const int kind = static_cast<int>(model.shape.kind);
+  const int label_kind = static_cast<int>(model.labels.kind);
+  archive << magic << format_version;
+  archive << kind << model.shape.features << model.shape.outputs;
+  save_vector(archive, model.theta.data(), model.theta.size());
+  archive << label_kind;
+  save_vector(archive, model.labels.classes.data(),
+              static_cast<std::int64_t>(model.labels.classes.size()));
+  archive << model.scaling.factor;
+  save_vector(archive, model.scaling.mean.data(), model.scaling.mean.size());
+  save_vector(archive, model.scaling.inv_std.data(), model.scaling.inv_std.size());
+  archive << model.lambda << end_marker;
+}
+
+bool valid_kind(int kind) { return kind >= 0 && kind <= static_cast<int>(model::model_kind::svm); }
+
+/// Checks that the parts of a model agree: theta fits the shape, the label encoding gives the
+/// shape's outputs, the scaling has one entry per feature (or none).
+result<void> check_consistent(const saved_model& model) {
+  const auto& shape = model.shape;
+  if (model.theta.size() != shape.dimension())
+    return fail("theta has " + std::to_string(model.theta.size()) + " entries, but the shape needs " +
+                std::to_string(shape.dimension()));
+  if (model.labels.kind != shape.kind || model.labels.outputs() != shape.outputs)
+    return fail("the label encoding (" + std::string{model::to_string(model.labels.kind)} + ", " +
+                std::to_string(model.labels.outputs()) + " outputs) does not match the shape (" +
+                std::string{model::to_string(shape.kind)} + ", " + std::to_string(shape.outputs) +
+                " outputs)");
+  const auto sized = [&](const Eigen::VectorXd& v) { return v.size() == 0 || v.size() == shape.features; };
+  if (!sized(model.scaling.mean) || !sized(model.scaling.inv_std) ||
+      !std::isfinite(model.scaling.factor))
+    return fail("the feature scaling does not match the " + std::to_string(shape.features) +
+                " features");
+  return {};
+}
+
+/// Reads the archive after its header; `stage` tells the caller how far it got, for the message.
+result<saved_model> read_archive(std::istream& stream, const std::string& path, int& stage) {
+  boost::archive::text_iarchive archive{stream};
+  std::string file_magic;
+  int version = 0;
+  archive >> file_magic >> version;
+  if (file_magic != magic)
+    return fail(path + ": not a shardopt model file");
+  if (version != format_version)
+    return fail(path + ": model format version " + std::to_string(version) +
+                " is not supported (this build reads version " + std::to_string(format_version) + ")");
+  stage = 1;
+
+  saved_model model;
+  int kind = 0;
+  archive >> kind >> model.shape.features >> model.shape.outputs;
+  if (!valid_kind(kind) || model.shape.features < 0 || model.shape.features > max_features ||
+      model.shape.outputs < 1 || model.shape.outputs > max_outputs)
+    return fail(path + ": corrupt model file: invalid shape");
+  model.shape.kind = static_cast<model::model_kind>(kind);
+  if (!load_vector(archive, model.theta, model.shape.dimension()))
+    return fail(path + ": corrupt model file: theta has more than the " +
+                std::to_string(model.shape.dimension()) + " entries the shape needs");
+  int label_kind = 0;
+  archive >> label_kind;
+  if (!valid_kind(label_kind) || !load_vector(archive, model.labels.classes, max_outputs))
+    return fail(path + ": corrupt model file: invalid label encoding");
+  model.labels.kind = static_cast<model::model_kind>(label_kind);
+  archive >> model.scaling.factor;
+  if (!load_vector(archive, model.scaling.mean, model.shape.features) ||
+      !load_vector(archive, model.scaling.inv_std, model.shape.features))
+    return fail(path + ": corrupt model file: invalid feature scaling");
+  std::string file_end;
+  archive >> model.lambda >> file_end;
+  if (file_end != end_marker)
+    return fail(path + ": truncated or corrupt model file: no end marker");
+  if (auto consistent = check_consistent(model); !consistent)
+    return consistent.error().with_context(path + ": corrupt model file");
+  return model;
+}
+
+} // namespace
+
+result<void> save_model(const std::string& path, const saved_model& model) {
+  if (auto consistent = check_consistent(model); !consistent)
+    return consistent.error().with_context(path + ": cannot save the model");
+  const std::string temporary = path + ".tmp";
+  const auto give_up = [&](const std::string& why) -> result<void> {
+    std::error_code ec;
+    std::filesystem::remove(temporary, ec);
+    return fail(path + ": cannot save the model: " + why);
+  };
+  try {
+    std::ofstream stream{temporary, std::ios::out | std::ios::trunc};
+    if (!stream)
+      return give_up("cannot create " + temporary + ": " + std::strerror(errno));
+    stream.imbue(std::locale::classic()); // numbers in the C format whatever the global locale
+    // The archive writes its last bytes when it goes out of scope, before the flush.
+    write_archive(stream, model);
+    stream.flush();
+    stream.close();
+    if (!stream)
+      return give_up("write error on " + temporary);
+  } catch (const boost::archive::archive_exception& e) {
+    return give_up(e.what());
+  } catch (const std::exception& e) {
+    return give_up(e.what());
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    return give_up("cannot rename " + temporary + ": " + std::strerror(errno));
+  return {};
+}
+
+result<saved_model> load_model(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return fail(path + ": no such file");
+  std::ifstream stream{path};
+  if (!stream)
+    return fail(path + ": cannot open: " + std::strerror(errno));
+  stream.imbue(std::locale::classic());
+  // stage 0: archive header and magic (a failure means "not a model"); 1: the model's fields.
+  int stage = 0;
+  const auto failed = [&](const char* what) {
+    const char* kind = stage == 0 ? "not a shardopt model file" : "truncated or corrupt model file";
+    return fail(path + ": " + kind + " (" + what + ")");
+  };
+  try {
+    return read_archive(stream, path, stage);
+  } catch (const boost::archive::archive_exception& e) {
+    return failed(e.what());
+  } catch (const std::exception& e) {
+    return failed(e.what());
+  }
+}
+
+} // namespace shardopt::io

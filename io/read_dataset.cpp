@@ -1,0 +1,137 @@
+#include "io/readers.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <system_error>
+
+namespace shardopt::io {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Where Debian's dataset-fashion-mnist package installs the data.
+constexpr const char* fashion_mnist_dir = "/usr/share/datasets/fashion-mnist";
+
+bool is_directory(const std::string& path) {
+  std::error_code ec;
+  return fs::is_directory(path, ec);
+}
+
+bool path_exists(const fs::path& path) {
+  std::error_code ec;
+  return fs::exists(path, ec);
+}
+
+/// The existing one of `dir/name` and `dir/name.gz`, or an error naming both.
+result<std::string> find_idx_file(const std::string& dir, const std::string& name) {
+  const fs::path plain = fs::path{dir} / name;
+  const fs::path packed = fs::path{dir} / (name + ".gz");
+  if (path_exists(plain))
+    return plain.string();
+  if (path_exists(packed))
+    return packed.string();
+  return fail(dir + ": neither " + name + " nor " + name + ".gz found (expected the MNIST layout)");
+}
+
+/// Reads the `which` split of a directory in the MNIST layout.
+result<raw_dataset> read_mnist_dir(const std::string& dir, split which, const read_options& options) {
+  const std::string prefix = which == split::train ? "train" : "t10k";
+  auto images = find_idx_file(dir, prefix + "-images-idx3-ubyte");
+  if (!images)
+    return images.error();
+  auto labels = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
+  if (!labels)
+    return labels.error();
+  return read_idx(images.value(), labels.value(), options);
+}
+
+/// The lower-case extension of `path`, looking through a final ".gz".
+std::string extension_of(const std::string& path) {
+  fs::path p{path};
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (ext == ".gz")
+    return extension_of(p.replace_extension().string());
+  return ext;
+}
+
+} // namespace
+
+std::optional<data_format> parse_data_format(const std::string& name) {
+  if (name == "auto")
+    return data_format::automatic;
+  if (name == "csv")
+    return data_format::csv;
+  if (name == "libsvm" || name == "svmlight")
+    return data_format::libsvm;
+  if (name == "idx")
+    return data_format::idx;
+  return std::nullopt;
+}
+
+std::string raw_dataset::where(std::int64_t row) const {
+  if (row >= 0 && row < static_cast<std::int64_t>(lines.size()))
+    return source + ":" + std::to_string(lines[static_cast<std::size_t>(row)]);
+  return source + ": record " + std::to_string(row);
+}
+
+result<raw_dataset> read_dataset(const std::string& spec, split which, const read_options& options) {
+  // Named datasets and directories hold IDX files in the MNIST layout.
+  const bool named = spec == "fashion-mnist";
+  if (named || is_directory(spec)) {
+    const std::string dir = named ? fashion_mnist_dir : spec;
+    if (options.format != data_format::automatic && options.format != data_format::idx)
+      return fail(spec + ": a dataset directory holds IDX files; its format cannot be csv or libsvm");
+    if (named && !is_directory(dir))
+      return fail(spec + ": " + dir + " not found (install the dataset-fashion-mnist package)");
+    return read_mnist_dir(dir, which, options);
+  }
+
+  // A single file: CSV or LIBSVM, by the format asked for or else by extension.
+  if (!path_exists(spec))
+    return fail(spec + ": no such file");
+  data_format format = options.format;
+  if (format == data_format::automatic) {
+    const std::string ext = extension_of(spec);
+    if (ext == ".csv")
+      format = data_format::csv;
+    else if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight" || ext == ".txt")
+      format = data_format::libsvm;
+    else
+      return fail("cannot tell the format of " + spec + "; pass --format csv|libsvm");
+  }
+  switch (format) {
+    case data_format::csv:
+      return read_csv(spec, options);
+    case data_format::libsvm:
+      return read_libsvm(spec, options);
+    default:
+      return fail(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
+  }
+}
+
+result<void> match_features(raw_dataset& data, std::int64_t features, const std::string& reference) {
+  const std::int64_t have = data.data.cols();
+  if (have == features)
+    return {};
+  // A LIBSVM file lacks the columns past its largest index: padding with zero columns is exact.
+  if (have < features && data.data.is_sparse()) {
+    std::get<model::sparse_features>(data.data.x).conservativeResize(data.data.rows(), features);
+    return {};
+  }
+  return fail("dimension mismatch: " + reference + " has " + std::to_string(features) +
+              " features, " + data.source + " has " + std::to_string(have));
+}
+
+result<void> check_same_features(const raw_dataset& train, raw_dataset& test) {
+  return match_features(test, train.data.cols(), train.source);
+}
+
+bool has_builtin_test_split(const std::string& spec) {
+  return spec == "fashion-mnist" || is_directory(spec);
+}
+
+} // namespace shardopt::io

@@ -1,0 +1,142 @@
+#include "io/reader_support.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <system_error>
+
+namespace shardopt::io::detail {
+
+namespace {
+
+/// The largest request passed to one gzread call (its length is an unsigned int, its result an int).
+constexpr std::uint64_t max_gzread = std::uint64_t{1} << 30;
+
+} // namespace
+
+result<gz_input> gz_input::open(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    return fail(path + ": no such file");
+  if (std::filesystem::is_directory(path, ec))
+    return fail(path + ": is a directory, not a file");
+  errno = 0;
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    const int err = errno;
+    return fail(path + ": cannot open: " + (err != 0 ? std::strerror(err) : "out of memory"));
+  }
+  // A large buffer lets zlib read big payloads in few system calls.
+  gzbuffer(file, 1U << 17);
+  return gz_input{path, file};
+}
+
+result<std::uint64_t> gz_input::read(void* buffer, std::uint64_t size) {
+  auto* out = static_cast<unsigned char*>(buffer);
+  std::uint64_t done = 0;
+  while (done < size) {
+    const auto chunk = static_cast<unsigned>(std::min(size - done, max_gzread));
+    const int got = gzread(file_.get(), out + done, chunk);
+    if (got < 0) {
+      int code = 0;
+      const char* message = gzerror(file_.get(), &code);
+      return fail(path_ + ": read error: " + (message != nullptr ? message : "unknown zlib error"));
+    }
+    if (got == 0)
+      break;
+    done += static_cast<std::uint64_t>(got);
+  }
+  return done;
+}
+
+result<std::string> read_whole_file(const std::string& path) {
+  auto input = gz_input::open(path);
+  if (!input)
+    return input.error();
+  // Plain files are read in one call: the buffer holds the whole file plus one byte to see the end.
+  // Compressed data is larger than the file, so the buffer doubles until the data ends.
+  std::error_code ec;
+  const auto file_size = std::filesystem::file_size(path, ec);
+  std::string text;
+  text.resize(ec ? std::size_t{1} << 16 : static_cast<std::size_t>(file_size) + 1);
+  std::size_t used = 0;
+  for (;;) {
+    auto got = input->read(text.data() + used, text.size() - used);
+    if (!got)
+      return got.error();
+    used += static_cast<std::size_t>(got.value());
+    if (used < text.size())
+      break;
+    text.resize(text.size() * 2);
+  }
+  text.resize(used);
+  return text;
+}
+
+std::optional<double> parse_number(std::string_view text) {
+  // from_chars rejects a leading '+', which LIBSVM labels ("+1") commonly carry.
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-' && text[1] != '+')
+    text.remove_prefix(1);
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end || !std::isfinite(value))
+    return std::nullopt;
+  return value;
+}
+
+std::optional<std::int64_t> parse_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc{} || ptr != end)
+    return std::nullopt;
+  return value;
+}
+
+std::string_view trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos)
+    return {};
+  const auto last = text.find_last_not_of(" \t");
+  return text.substr(first, last - first + 1);
+}
+
+bool next_line(std::string_view& rest, std::string_view& line) {
+  if (rest.empty())
+    return false;
+  const auto end = rest.find('\n');
+  if (end == std::string_view::npos) {
+    line = rest;
+    rest = {};
+  } else {
+    line = rest.substr(0, end);
+    rest.remove_prefix(end + 1);
+  }
+  if (!line.empty() && line.back() == '\r')
+    line.remove_suffix(1);
+  return true;
+}
+
+std::string quote(std::string_view text) {
+  constexpr std::size_t max_shown = 40;
+  if (text.size() <= max_shown)
+    return "'" + std::string{text} + "'";
+  return "'" + std::string{text.substr(0, max_shown)} + "...'";
+}
+
+std::string format_number(double value) {
+  if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e15)
+    return std::to_string(static_cast<std::int64_t>(value));
+  char buffer[64];
+  const auto [ptr, ec] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  if (ec != std::errc{})
+    return std::to_string(value);
+  return std::string(buffer, ptr);
+}
+
+} // namespace shardopt::io::detail

@@ -1,0 +1,65 @@
+#pragma once
+
+// Private helpers shared by the dataset readers (not installed, not included outside io/).
+
+#include "model/result.hpp"
+
+#include <zlib.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace shardopt::io::detail {
+
+/// A file opened for reading through zlib, which decompresses gzip data and passes anything else
+/// through unchanged. Move-only; closes the file on destruction.
+class gz_input {
+public:
+  /// Opens `path`. Errors: "<path>: no such file", "<path>: cannot open: <reason>".
+  static result<gz_input> open(const std::string& path);
+
+  /// Reads up to `size` bytes into `buffer`, stopping early only at the end of the data. Returns the
+  /// number of bytes read; errors ("<path>: read error: <zlib message>") on corrupt compressed data.
+  result<std::uint64_t> read(void* buffer, std::uint64_t size);
+
+  const std::string& path() const { return path_; }
+
+private:
+  struct closer {
+    void operator()(gzFile file) const { gzclose(file); }
+  };
+
+  gz_input(std::string path, gzFile file) : path_(std::move(path)), file_(file) {}
+
+  std::string path_;
+  std::unique_ptr<gzFile_s, closer> file_;
+};
+
+/// Reads a whole file, plain or gzip-compressed, into memory. Errors as for `gz_input`.
+result<std::string> read_whole_file(const std::string& path);
+
+/// Parses a decimal number that fills all of `text` (one leading '+' allowed). Returns nullopt for
+/// anything else: empty text, trailing junk, out-of-range values, inf and nan.
+std::optional<double> parse_number(std::string_view text);
+
+/// Parses a decimal integer that fills all of `text`; nullopt otherwise.
+std::optional<std::int64_t> parse_integer(std::string_view text);
+
+/// `text` without leading and trailing spaces and tabs.
+std::string_view trim(std::string_view text);
+
+/// Splits off the next line of `rest` (without its '\n' and any trailing '\r'); false at the end.
+bool next_line(std::string_view& rest, std::string_view& line);
+
+/// `text` in single quotes for an error message, cut to 40 characters.
+std::string quote(std::string_view text);
+
+/// A number for an error message: integers without a decimal point ("7"), others in the shortest
+/// form that reads back exactly ("2.5").
+std::string format_number(double value);
+
+} // namespace shardopt::io::detail

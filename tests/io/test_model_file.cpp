@@ -1,0 +1,165 @@
+#include "io/model_file.hpp"
+#include "io/temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <string>
+
+using namespace shardopt;
+using shardopt::io::testing::temp_dir;
+
+namespace {
+
+/// True when both blocks hold the same bits (so -0.0 differs from 0.0 and NaN payloads count).
+bool same_bits(const double* a, const double* b, std::size_t n) {
+  return n == 0 || std::memcmp(a, b, n * sizeof(double)) == 0;
+}
+
+bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return a.size() == b.size() && same_bits(a.data(), b.data(), static_cast<std::size_t>(a.size()));
+}
+
+/// A softmax model over 3 features and 2 classes whose numbers are hard to print and read back.
+io::saved_model awkward_model() {
+  io::saved_model m;
+  m.shape = {model::model_kind::softmax, 3, 2};
+  m.theta.resize(8);
+  m.theta << 0.1, -1.0 / 3.0, 1e-300, 1e300, -0.0, 3.141592653589793,
+      std::numeric_limits<double>::max(), std::numeric_limits<double>::min();
+  m.labels.kind = model::model_kind::softmax;
+  m.labels.classes = {0, 1};
+  m.scaling.factor = 1.0 / 255.0;
+  m.scaling.mean.resize(3);
+  m.scaling.mean << 0.2857142857142857, 1.0 / 7.0, 2.0 / 3.0;
+  m.scaling.inv_std.resize(3);
+  m.scaling.inv_std << 1.0, std::sqrt(2.0), 1e-5 / 3.0;
+  m.lambda = 1e-4 / 3.0;
+  return m;
+}
+
+std::string contents(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+bool starts_with(const std::string& text, const std::string& prefix) {
+  return text.rfind(prefix, 0) == 0;
+}
+
+} // namespace
+
+TEST_CASE("model_file: save then load round-trips every field bit for bit") {
+  temp_dir dir;
+  const auto path = dir.file("model.txt");
+  const auto saved = awkward_model();
+  auto written = io::save_model(path, saved);
+  REQUIRE_MESSAGE(written.ok(), written.error().message());
+  CHECK(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  auto loaded = io::load_model(path);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  CHECK(loaded->shape == saved.shape);
+  CHECK(same_bits(loaded->theta, saved.theta));
+  CHECK(loaded->labels.kind == saved.labels.kind);
+  CHECK(loaded->labels.classes == saved.labels.classes);
+  CHECK(same_bits(&loaded->scaling.factor, &saved.scaling.factor, 1));
+  CHECK(same_bits(loaded->scaling.mean, saved.scaling.mean));
+  CHECK(same_bits(loaded->scaling.inv_std, saved.scaling.inv_std));
+  CHECK(same_bits(&loaded->lambda, &saved.lambda, 1));
+}
+
+TEST_CASE("model_file: a binary model without scaling round-trips, and saving replaces a file") {
+  temp_dir dir;
+  const auto path = dir.write("model.txt", "an older file\n");
+  io::saved_model saved;
+  saved.shape = {model::model_kind::logistic, 2, 1};
+  saved.theta = Eigen::Vector3d{0.5, -0.25, 2.0};
+  saved.labels.kind = model::model_kind::logistic;
+  saved.labels.classes = {3, 5};
+  REQUIRE(io::save_model(path, saved).ok());
+  auto loaded = io::load_model(path);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  CHECK(loaded->shape == saved.shape);
+  CHECK(loaded->theta == saved.theta);
+  CHECK(loaded->labels.classes == std::vector<double>{3, 5});
+  CHECK(loaded->scaling.identity());
+  CHECK(loaded->lambda == 0.0);
+}
+
+TEST_CASE("model_file: an inconsistent model is refused before anything is written") {
+  temp_dir dir;
+  const auto path = dir.file("model.txt");
+  auto bad = awkward_model();
+  bad.theta.resize(7);
+  auto r = io::save_model(path, bad);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message() ==
+        path + ": cannot save the model: theta has 7 entries, but the shape needs 8");
+  CHECK_FALSE(std::filesystem::exists(path));
+  CHECK_FALSE(std::filesystem::exists(path + ".tmp"));
+
+  auto wrong_labels = awkward_model();
+  wrong_labels.labels.classes = {0, 1, 2};
+  auto labels = io::save_model(path, wrong_labels);
+  REQUIRE_FALSE(labels.ok());
+  CHECK(labels.error().message() ==
+        path + ": cannot save the model: the label encoding (softmax, 3 outputs) does not match the "
+               "shape (softmax, 2 outputs)");
+}
+
+TEST_CASE("model_file: missing, garbage and truncated files fail with the file's name") {
+  temp_dir dir;
+  SUBCASE("missing") {
+    auto r = io::load_model(dir.file("absent.model"));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().message() == dir.file("absent.model") + ": no such file");
+  }
+  SUBCASE("garbage") {
+    const auto path = dir.write("garbage.model", "hello world\nthis is not a model\n");
+    auto r = io::load_model(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": not a shardopt model file"));
+  }
+  SUBCASE("empty") {
+    const auto path = dir.write("empty.model", "");
+    auto r = io::load_model(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": not a shardopt model file"));
+  }
+  SUBCASE("another Boost archive") {
+    const auto path = dir.write("other.model", "22 serialization::archive 19 5 hello 1\n");
+    auto r = io::load_model(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": not a shardopt model file"));
+  }
+  SUBCASE("truncated in the middle") {
+    const auto full = dir.file("full.model");
+    REQUIRE(io::save_model(full, awkward_model()).ok());
+    const auto text = contents(full);
+    const auto path = dir.write("half.model", text.substr(0, text.size() / 2));
+    auto r = io::load_model(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": truncated or corrupt model file"));
+  }
+  SUBCASE("truncated anywhere") {
+    const auto full = dir.file("full.model");
+    REQUIRE(io::save_model(full, awkward_model()).ok());
+    const auto text = contents(full);
+    // Every cut that loses a character of content fails; only the final newline is optional.
+    const auto content = text.find_last_not_of(" \n") + 1;
+    const auto path = dir.file("cut.model");
+    for (std::size_t size = 0; size < content; ++size) {
+      CAPTURE(size);
+      dir.write("cut.model", text.substr(0, size));
+      auto r = io::load_model(path);
+      REQUIRE_FALSE(r.ok());
+      CHECK(starts_with(r.error().message(), path + ": "));
+    }
+  }
+}
