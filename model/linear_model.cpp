@@ -50,16 +50,20 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
       }
       break;
     case model_kind::softmax:
-      // Stable cross-entropy: log-sum-exp(z) - z_y with the maximum factored out.
+      // Stable cross-entropy: log-sum-exp(z) - z_y with the maximum z_top factored out, as
+      // (z_top - z_y) + log1p(sum over k != top of exp(z_k - z_top)), exact for tiny losses too.
       for (Eigen::Index i = 0; i < m; ++i) {
         const auto z = zt.col(i);
         const auto label = static_cast<Eigen::Index>(y(i));
-        const double top = z.maxCoeff();
+        Eigen::Index top_index = 0;
+        const double top = z.maxCoeff(&top_index);
         auto r = rt.col(i);
         r = (z.array() - top).exp().matrix();
-        const double total = r.sum();
-        loss += top + std::log(total) - z(label);
-        r /= total;
+        r(top_index) = 0.0;  // sum the others alone: 1 + tiny would round the tiny part away
+        const double rest = r.sum();
+        r(top_index) = 1.0;
+        loss += (top - z(label)) + std::log1p(rest);
+        r /= 1.0 + rest;
         r(label) -= 1.0;
       }
       break;
@@ -95,7 +99,7 @@ struct chunk {
 };
 
 std::int64_t selection_size(const row_selection& rows) {
-  if (const auto* range = std::get_if<row_range>(rows))
+  if (const auto* range = std::get_if<row_range>(&rows))
     return range->size();
   return static_cast<std::int64_t>(std::get<1>(rows).size());
 }

@@ -1090,3 +1090,21 @@ TEST_CASE("model kinds round-trip through their names") {
   CHECK_FALSE(shardopt::model::parse_model_kind("Softmax").has_value());
   CHECK_FALSE(shardopt::model::parse_model_kind("").has_value());
 }
+
+TEST_CASE("softmax keeps tiny losses: a correct class ahead by 40 costs 2 exp(-40), not 0") {
+  // One example, one feature equal to 1: the scores are the weights (biases 0).
+  dataset data;
+  dense_features x(1, 1);
+  x(0, 0) = 1.0f;
+  data.x = x;
+  data.y = Eigen::VectorXd::Zero(1);
+  const shardopt::model::model_shape shape{shardopt::model::model_kind::softmax, 1, 3};
+  Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+  theta.head(3) << 10.0, -30.0, -30.0;
+  Eigen::VectorXd grad(shape.dimension());
+  const double loss =
+    shardopt::model::loss_grad_sum(shape, data, shardopt::model::row_range{0, 1}, theta, grad);
+  const double expected = std::log1p(2 * std::exp(-40.0));
+  CHECK(loss > 0);
+  CHECK(loss == doctest::Approx(expected).epsilon(1e-12));
+}

@@ -1,0 +1,236 @@
+// shardopt benchmarks (issue targets in parentheses):
+//   1. one full softmax loss+gradient evaluation on all 60,000 Fashion-MNIST images: direct
+//      single-threaded model call vs 1, 2, 4 local shard actors (actor overhead <= 3%; 2 shards on
+//      2 cores >= 1.8x faster than 1), against the two matrix products it needs (<= 1.5x);
+//   2. end-to-end L-BFGS time until the objective is within 1e-6 (relative) of the best value found.
+// Google Benchmark measures; a reporter collects the runs and prints the target table, which is also
+// written as JSON (--summary FILE). Run: scripts/bench (see README).
+
+#include "actors/runtime.hpp"
+#include "actors/sharded_objective.hpp"
+#include "apps/data.hpp"
+#include "io/partition.hpp"
+#include "model/linear_model.hpp"
+#include "optimizer/lbfgs.hpp"
+
+#include <benchmark/benchmark.h>
+#include <nlohmann/json.hpp>
+
+#include <Eigen/Dense>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <thread>
+
+namespace {
+
+using namespace shardopt;
+
+/// Fashion-MNIST training set, prepared as `shardopt train` does (pixels / 255), loaded once.
+const apps::prepared_data& fashion() {
+  static const apps::prepared_data data = [] {
+    apps::data_options options;
+    auto prepared = apps::prepare_training_data(options, model::model_kind::softmax, 0);
+    if (!prepared) {
+      std::fprintf(stderr, "bench: %s\n", prepared.error().message().c_str());
+      std::exit(1);
+    }
+    return std::move(*prepared);
+  }();
+  return data;
+}
+
+Eigen::VectorXd test_theta(std::int64_t dimension) {
+  return Eigen::VectorXd::LinSpaced(dimension, -0.01, 0.01);
+}
+
+actors::runtime& shared_runtime() {
+  static actors::runtime rt{actors::runtime_options{std::max(1u, std::thread::hardware_concurrency())}};
+  return rt;
+}
+
+void BM_square_dgemm(benchmark::State& state) {
+  const Eigen::Index n = 1024;
+  const Eigen::MatrixXd a = Eigen::MatrixXd::Random(n, n);
+  const Eigen::MatrixXd b = Eigen::MatrixXd::Random(n, n);
+  Eigen::MatrixXd c(n, n);
+  for (auto _ : state) {
+    c.noalias() = a * b;
+    benchmark::DoNotOptimize(c.data());
+  }
+  state.counters["gflops"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
+/// The two products of one evaluation, Z = X W and G = X^T R, with X stored as `Scalar`.
+template <class Scalar>
+void BM_two_products(benchmark::State& state) {
+  using matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using column_matrix = Eigen::Matrix<Scalar, Eigen::Dynamic, Eigen::Dynamic>;
+  const auto& data = fashion();
+  const matrix x = data.train->dense().template cast<Scalar>();
+  const auto k = data.shape.outputs;
+  const column_matrix w = column_matrix::Random(x.cols(), k);
+  column_matrix z(x.rows(), k);
+  column_matrix g(x.cols(), k);
+  for (auto _ : state) {
+    z.noalias() = x * w;
+    g.noalias() = x.transpose() * z;
+    benchmark::DoNotOptimize(g.data());
+  }
+}
+
+void BM_eval_direct(benchmark::State& state) {
+  const auto& data = fashion();
+  const auto theta = test_theta(data.shape.dimension());
+  Eigen::VectorXd grad(data.shape.dimension());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(
+      model::loss_grad_sum(data.shape, *data.train, model::row_range{0, data.train->rows()}, theta, grad));
+}
+
+void BM_eval_actors(benchmark::State& state) {
+  const auto& data = fashion();
+  const auto shards = state.range(0);
+  auto objective = actors::sharded_objective::local(
+    shared_runtime(), data.shape, 1e-4, data.train, io::partition_rows(data.train->rows(), shards),
+    std::chrono::minutes{5});
+  const auto theta = test_theta(data.shape.dimension());
+  Eigen::VectorXd grad;
+  for (auto _ : state) {
+    auto f = objective.evaluate(theta, grad);
+    if (!f)
+      state.SkipWithError(f.error().message().c_str());
+    benchmark::DoNotOptimize(grad.data());
+  }
+}
+
+/// The best objective L-BFGS reaches (tight tolerance), computed once and shared by the runs below.
+double best_objective(int max_iterations) {
+  static std::map<int, double> cache;
+  if (auto it = cache.find(max_iterations); it != cache.end())
+    return it->second;
+  const auto& data = fashion();
+  auto objective = actors::sharded_objective::local(
+    shared_runtime(), data.shape, 1e-4, data.train, io::partition_rows(data.train->rows(), 2),
+    std::chrono::minutes{5});
+  Eigen::VectorXd theta = Eigen::VectorXd::Zero(data.shape.dimension());
+  optimizer::lbfgs_options options;
+  options.epsilon = 1e-9;
+  options.max_iterations = max_iterations;
+  const auto run = optimizer::minimize(objective, theta, options);
+  std::fprintf(stderr, "best objective %.12g after %d iterations (%s)\n", run.f, run.iterations,
+               std::string(optimizer::to_string(run.reason)).c_str());
+  return cache[max_iterations] = run.f;
+}
+
+int reference_iterations = 3000;
+
+void BM_time_to_target(benchmark::State& state) {
+  const auto& data = fashion();
+  const double target = best_objective(reference_iterations) * (1 + 1e-6);
+  const auto shards = state.range(0);
+  int iterations = 0;
+  for (auto _ : state) {
+    auto objective = actors::sharded_objective::local(
+      shared_runtime(), data.shape, 1e-4, data.train, io::partition_rows(data.train->rows(), shards),
+      std::chrono::minutes{5});
+    Eigen::VectorXd theta = Eigen::VectorXd::Zero(data.shape.dimension());
+    optimizer::lbfgs_options options;
+    options.epsilon = 0;
+    options.max_iterations = reference_iterations;
+    const auto run = optimizer::minimize(objective, theta, options,
+                                         [&](const optimizer::iteration_info& info) {
+                                           return info.f > target;
+                                         });
+    iterations = run.iterations;
+    if (run.f > target)
+      state.SkipWithError("did not reach the target objective");
+  }
+  state.counters["iterations"] = iterations;
+}
+
+BENCHMARK(BM_square_dgemm)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_two_products, float)->Unit(benchmark::kMillisecond);
+BENCHMARK_TEMPLATE(BM_two_products, double)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_eval_direct)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_eval_actors)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_time_to_target)->Arg(1)->Arg(2)->Arg(4)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+
+/// Shows every run as Google Benchmark does and keeps seconds per iteration by name.
+class collecting_reporter : public benchmark::ConsoleReporter {
+public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& run : runs)
+      if (run.run_type == Run::RT_Iteration && !run.error_occurred && run.iterations > 0)
+        seconds[run.benchmark_name()] = run.real_accumulated_time / static_cast<double>(run.iterations);
+  }
+  std::map<std::string, double> seconds;
+};
+
+} // namespace
+
+int main(int argc, char** argv) {
+  std::string summary_path = "bench-eval.json";
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--summary=", 0) == 0)
+      summary_path = arg.substr(10);
+    else if (arg.rfind("--reference-iterations=", 0) == 0)
+      reference_iterations = std::stoi(arg.substr(23));
+    else
+      rest.push_back(argv[i]);
+  }
+  int rest_count = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_count, rest.data());
+  collecting_reporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+
+  const auto& s = reporter.seconds;
+  auto get = [&](const std::string& name) {
+    auto it = s.find(name);
+    return it == s.end() ? std::nan("") : it->second;
+  };
+  const double direct = get("BM_eval_direct");
+  const double one = get("BM_eval_actors/1/real_time");
+  const double two = get("BM_eval_actors/2/real_time");
+  const double four = get("BM_eval_actors/4/real_time");
+  const double products_float = get("BM_two_products<float>");
+  const double products_double = get("BM_two_products<double>");
+  struct row {
+    std::string name;
+    double value;
+    std::string unit;
+    std::string target;
+    bool met;
+  };
+  std::vector<row> rows{
+    {"direct evaluation (1 thread)", direct * 1e3, "ms", "", true},
+    {"1 shard actor", one * 1e3, "ms", "", true},
+    {"2 shard actors", two * 1e3, "ms", "", true},
+    {"4 shard actors", four * 1e3, "ms", "", true},
+    {"actor overhead, 1 shard vs direct", (one / direct - 1) * 100, "%", "<= 3", one / direct - 1 <= 0.03},
+    {"speedup, 2 shards vs 1 shard", one / two, "x", ">= 1.8", one / two >= 1.8},
+    {"direct / two float products", direct / products_float, "x", "<= 1.5", direct / products_float <= 1.5},
+    {"direct / two double products", direct / products_double, "x", "(info)", true},
+  };
+  for (int k : {1, 2, 4})
+    rows.push_back({"time to 1e-6 of best, " + std::to_string(k) + " shard(s)",
+                    get("BM_time_to_target/" + std::to_string(k) + "/iterations:1/real_time"), "s", "",
+                    true});
+  std::printf("\n%-40s %12s %-4s %-8s %s\n", "measure", "value", "unit", "target", "met");
+  nlohmann::json summary = nlohmann::json::array();
+  for (const auto& r : rows) {
+    std::printf("%-40s %12.3f %-4s %-8s %s\n", r.name.c_str(), r.value, r.unit.c_str(),
+                r.target.c_str(), r.target.empty() || r.target == "(info)" ? "" : (r.met ? "yes" : "NO"));
+    summary.push_back({{"measure", r.name}, {"value", std::isnan(r.value) ? nlohmann::json() : nlohmann::json(r.value)},
+                       {"unit", r.unit}, {"target", r.target}, {"met", r.met}});
+  }
+  std::ofstream{summary_path} << summary.dump(2) << '\n';
+  std::printf("summary written to %s\n", summary_path.c_str());
+  return 0;
+}
