@@ -35,7 +35,7 @@ shard_actor::behavior_type shard_behavior(shard_actor::pointer, model::model_sha
 
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows) {
-  return system.spawn(shard_behavior, shape, std::move(data), rows);
+  return system.spawn<caf::detached>(shard_behavior, shape, std::move(data), rows);
 }
 
 } // namespace shardopt::actors

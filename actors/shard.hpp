@@ -13,7 +13,9 @@
 namespace shardopt::actors {
 
 /// Spawns a shard actor that owns rows `rows` of `data` (shared, never copied) and answers the shard
-/// protocol (messages.hpp) for a model of shape `shape`.
+/// protocol (messages.hpp) for a model of shape `shape`. Each shard runs detached, on a thread of its
+/// own: its work is long and CPU-bound, and on the shared scheduler the idle workers' polling cost
+/// about 8% of a single-shard evaluation (bench/), against under 1% detached.
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows);
 
