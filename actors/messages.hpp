@@ -5,13 +5,16 @@
 // A shard actor owns one block of a dataset and answers two questions about a flat parameter
 // vector theta (layout: see model::model_shape):
 //
-//   (eval_atom, dense_vector theta)    -> (double loss_sum, dense_vector grad_sum, int64 count)
-//   (quality_atom, dense_vector theta) -> (double correct, double squared_error, int64 count)
+//   (eval_atom, uint64 round, dense_vector theta)
+//       -> (uint64 round, double loss_sum, dense_vector grad_sum, int64 count)
+//   (quality_atom, uint64 round, dense_vector theta)
+//       -> (uint64 round, double correct, double squared_error, int64 count)
 //
 // Replies carry *sums* over the shard's examples and the example count; the driver adds shards in
-// shard order, divides by the total count and adds the regulariser once. A request whose theta has
-// the wrong dimension is answered with an error (errc::dimension_mismatch), never a crash.
-// A shard has a single state: it serves requests until it is told to exit.
+// shard order, divides by the total count and adds the regulariser once. `round` is echoed so the
+// driver can drop a late reply to an evaluation it has already given up on. A request whose theta
+// has the wrong dimension is answered with an error (errc::dimension_mismatch), never a crash.
+// A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
 #include "model/linear_model.hpp"
 
@@ -97,8 +100,10 @@ inspect(Inspector& f, dense_vector& x) {
 
 /// The typed interface of a shard actor (see the protocol above).
 using shard_actor = caf::typed_actor<
-  caf::replies_to<eval_atom, dense_vector>::with<double, dense_vector, std::int64_t>,
-  caf::replies_to<quality_atom, dense_vector>::with<double, double, std::int64_t>>;
+  caf::replies_to<eval_atom, std::uint64_t, dense_vector>::with<std::uint64_t, double, dense_vector,
+                                                                std::int64_t>,
+  caf::replies_to<quality_atom, std::uint64_t, dense_vector>::with<std::uint64_t, double, double,
+                                                                   std::int64_t>>;
 
 /// Announces the project's message types and error category. Call on every config before the
 /// actor system is created, in drivers and nodes alike.

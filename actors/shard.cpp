@@ -14,19 +14,21 @@ shard_actor::behavior_type shard_behavior(shard_actor::pointer, model::model_sha
                                           model::row_range rows) {
   const auto dimension = shape.dimension();
   return {
-    [=](eval_atom, const dense_vector& theta) -> caf::result<double, dense_vector, std::int64_t> {
+    [=](eval_atom, std::uint64_t round, const dense_vector& theta)
+      -> caf::result<std::uint64_t, double, dense_vector, std::int64_t> {
       if (static_cast<std::int64_t>(theta.size()) != dimension)
         return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
       auto grad = std::make_shared<Eigen::VectorXd>(dimension);
       const double loss = model::loss_grad_sum(shape, *data, rows, theta.map(), *grad);
-      return {loss, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(grad)}},
+      return {round, loss, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(grad)}},
               rows.size()};
     },
-    [=](quality_atom, const dense_vector& theta) -> caf::result<double, double, std::int64_t> {
+    [=](quality_atom, std::uint64_t round, const dense_vector& theta)
+      -> caf::result<std::uint64_t, double, double, std::int64_t> {
       if (static_cast<std::int64_t>(theta.size()) != dimension)
         return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
       const auto sums = model::quality(shape, *data, rows, theta.map());
-      return {sums.correct, sums.squared_error, sums.count};
+      return {round, sums.correct, sums.squared_error, sums.count};
     },
   };
 }

@@ -7,6 +7,7 @@
 #include "actors/sharded_objective.hpp"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -19,10 +20,17 @@ namespace shardopt::actors {
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows);
 
-/// A sharded objective over existing shard handles, queried in the given order.
+/// Makes a replacement for shard `index` after it went down (for example on a surviving node), or
+/// fails saying why. Called on the driver thread, inside an evaluation.
+using shard_factory = std::function<result<shard_actor>(std::size_t index)>;
+
+/// A sharded objective over existing shard handles, queried in the given order. The objective
+/// monitors every shard; with a factory, a shard that goes down is recreated and its part of the
+/// interrupted evaluation asked again, so the result is the same as without the failure.
 sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,
                                          std::vector<shard_actor> shards,
-                                         std::chrono::milliseconds timeout);
+                                         std::chrono::milliseconds timeout,
+                                         shard_factory replace = {});
 
 /// The shard handles behind an objective, in shard order.
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective);

@@ -18,10 +18,11 @@ namespace shardopt::actors {
 /// f(theta) = (1/n) sum over shards of loss_sum + (lambda/2) ||W||^2.
 ///
 /// Each evaluation sends one request per shard (theta shared, not copied, within the process), waits
-/// for every reply with a timeout, and adds the replies in shard order, so the result is bit for bit
-/// the same whatever order they arrive in. A shard that dies, errs or times out makes the evaluation
-/// fail with a message naming the shard; it never hangs. Satisfies the optimizer's objective concept.
-/// Blocks the calling thread (a driver thread, never an actor).
+/// for every reply within a timeout, and adds the replies in shard order, so the result is bit for
+/// bit the same whatever order they arrive in. Shards are monitored: one that dies is noticed at
+/// once (not at the timeout). A shard that dies (without a way to recreate it), errs or times out
+/// makes the evaluation fail with a message naming the shard; it never hangs. Satisfies the
+/// optimizer's objective concept. Blocks the calling thread (a driver thread, never an actor).
 class sharded_objective {
 public:
   /// Spawns one local shard actor per block of `data` (shared, never copied).
@@ -36,6 +37,9 @@ public:
 
   std::int64_t dimension() const;
   std::size_t shard_count() const;
+
+  /// How many shards were recreated after going down (remote shards with a factory only).
+  std::size_t recreated_shards() const;
 
   /// The objective at theta; overwrites grad.
   result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad);

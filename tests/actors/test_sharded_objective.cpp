@@ -140,9 +140,9 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
   caf::scoped_actor self{rt.system()};
   const auto& shards = actors::shards_of(objective);
   bool got_error = false;
-  self->request(shards[0], 10s, actors::eval_atom::value,
+  self->request(shards[0], 10s, actors::eval_atom::value, std::uint64_t{1},
                 actors::dense_vector{Eigen::VectorXd::Zero(3)})
-    .receive([&](double, const actors::dense_vector&, std::int64_t) {},
+    .receive([&](std::uint64_t, double, const actors::dense_vector&, std::int64_t) {},
              [&](caf::error& err) {
                got_error = true;
                CHECK(actors::describe(err, rt.system()).find("theta has 3 entries") != std::string::npos);
@@ -176,12 +176,12 @@ namespace {
 /// A shard that answers every request with an error.
 actors::shard_actor::behavior_type erring_shard() {
   return {
-    [](actors::eval_atom, const actors::dense_vector&)
-      -> caf::result<double, actors::dense_vector, std::int64_t> {
+    [](actors::eval_atom, std::uint64_t, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, double, actors::dense_vector, std::int64_t> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
-    [](actors::quality_atom, const actors::dense_vector&)
-      -> caf::result<double, double, std::int64_t> {
+    [](actors::quality_atom, std::uint64_t, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, double, double, std::int64_t> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
   };
@@ -190,13 +190,14 @@ actors::shard_actor::behavior_type erring_shard() {
 /// A shard that never answers (it keeps the promise and drops it).
 actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer self) {
   return {
-    [self](actors::eval_atom, const actors::dense_vector&)
-      -> caf::result<double, actors::dense_vector, std::int64_t> {
-      return self->make_response_promise<double, actors::dense_vector, std::int64_t>();
+    [self](actors::eval_atom, std::uint64_t, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, double, actors::dense_vector, std::int64_t> {
+      return self->make_response_promise<std::uint64_t, double, actors::dense_vector,
+                                         std::int64_t>();
     },
-    [self](actors::quality_atom, const actors::dense_vector&)
-      -> caf::result<double, double, std::int64_t> {
-      return self->make_response_promise<double, double, std::int64_t>();
+    [self](actors::quality_atom, std::uint64_t, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, double, double, std::int64_t> {
+      return self->make_response_promise<std::uint64_t, double, double, std::int64_t>();
     },
   };
 }
@@ -228,7 +229,7 @@ TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
   auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
   const auto waited = std::chrono::steady_clock::now() - started;
   REQUIRE_FALSE(f.ok());
-  CHECK(f.error().message().rfind("shard 0 of 2: ", 0) == 0);
+  CHECK(f.error().message() == "timeout: shard(s) 0 of 2 did not answer within 300 ms");
   CHECK(waited >= 250ms);
   CHECK(waited < 5s);
 }
@@ -270,4 +271,35 @@ TEST_CASE("dense_vector crosses the wire as one raw block and rejects bad input"
     REQUIRE(err);
     CHECK(actors::describe(err, rt.system()).find("peer announced a vector") != std::string::npos);
   }
+}
+
+TEST_CASE("a shard that goes down is recreated through the factory and the result is unchanged") {
+  actors::runtime rt{actors::runtime_options{2}};
+  const auto data = make_problem(6, 120, 5, 3, false);
+  const model::model_shape shape{model::model_kind::softmax, 5, 3};
+  const std::vector<model::row_range> blocks{{0, 40}, {40, 80}, {80, 120}};
+  std::vector<actors::shard_actor> shards;
+  for (const auto& block : blocks)
+    shards.push_back(actors::spawn_shard(rt.system(), shape, data, block));
+  std::vector<std::size_t> replaced;
+  auto objective = actors::make_sharded_objective(
+    rt, shape, 0.01, shards, 10s,
+    [&](std::size_t i) -> shardopt::result<actors::shard_actor> {
+      replaced.push_back(i);
+      return actors::spawn_shard(rt.system(), shape, data, blocks[i]);
+    });
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.2, 0.3);
+  Eigen::VectorXd before_grad;
+  auto before = objective.evaluate(theta, before_grad);
+  REQUIRE(before.ok());
+
+  caf::anon_send_exit(shards[2], caf::exit_reason::kill);
+  Eigen::VectorXd after_grad;
+  auto after = objective.evaluate(theta, after_grad);
+  REQUIRE(after.ok());
+  CHECK(replaced == std::vector<std::size_t>{2});
+  CHECK(objective.recreated_shards() == 1);
+  CHECK(std::memcmp(&*before, &*after, sizeof(double)) == 0);
+  CHECK(std::memcmp(before_grad.data(), after_grad.data(), sizeof(double) * before_grad.size()) == 0);
+  CHECK(actors::shards_of(objective)[2] != shards[2]);
 }
