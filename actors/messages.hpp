@@ -82,6 +82,10 @@ private:
 /// anything is allocated.
 constexpr std::size_t max_wire_elements = std::size_t{1} << 28;
 
+/// Fails when `f` knows how many bytes it has left (a binary deserializer) and that is fewer than
+/// `bytes`: lets deserialisers refuse a header that promises more than arrived before allocating.
+caf::error expect_bytes(caf::deserializer& f, std::uint64_t bytes, const char* what);
+
 /// Serialises as a sequence length and one raw copy of the bytes.
 caf::error inspect(caf::serializer& f, dense_vector& x);
 

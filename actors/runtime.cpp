@@ -1,6 +1,11 @@
 #include "actors/runtime.hpp"
 
 #include "actors/messages.hpp"
+#include "actors/node.hpp"
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
 
 #include <thread>
 
@@ -42,6 +47,15 @@ std::string describe(const caf::error& error, const caf::actor_system& system) {
   return system.render(error);
 }
 
+caf::error expect_bytes(caf::deserializer& f, std::uint64_t bytes, const char* what) {
+  if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&f))
+    if (binary->remaining() < bytes)
+      return make_error(errc::dimension_mismatch,
+                        "peer announced " + std::to_string(bytes) + " bytes of " + what + ", only "
+                          + std::to_string(binary->remaining()) + " arrived");
+  return {};
+}
+
 caf::error inspect(caf::serializer& f, dense_vector& x) {
   auto length = x.size();
   return caf::error::eval([&] { return f.begin_sequence(length); },
@@ -61,6 +75,8 @@ caf::error inspect(caf::deserializer& f, dense_vector& x) {
     return make_error(errc::dimension_mismatch,
                       "peer announced a vector of " + std::to_string(length) + " doubles, more than "
                         + std::to_string(max_wire_elements));
+  if (auto err = expect_bytes(f, length * sizeof(double), "vector data"))
+    return err;
   auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
   if (length > 0)
     if (auto err = f.apply_raw(length * sizeof(double), values->data()))
@@ -73,6 +89,11 @@ caf::error inspect(caf::deserializer& f, dense_vector& x) {
 
 void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<dense_vector>("shardopt::dense_vector");
+  config.add_message_type<data_block>("shardopt::data_block");
+  config.add_message_type<shard_spec>("shardopt::shard_spec");
+  config.add_message_type<node_info>("shardopt::node_info");
+  config.add_message_type<shard_actor>("shardopt::shard_actor");
+  config.add_message_type<node_actor>("shardopt::node_actor");
   config.add_error_category(error_category, render_error);
 }
 
@@ -80,10 +101,23 @@ namespace {
 
 /// The project's actor system configuration: our message types, a bounded scheduler, quiet logs.
 struct shardopt_config : caf::actor_system_config {
-  explicit shardopt_config(std::size_t threads) {
+  shardopt_config(std::size_t threads, const runtime_options& options) {
     set("scheduler.max-threads", threads);
     set("logger.console", caf::atom("none"));
     actors::add_message_types(*this);
+    if (options.network) {
+      load<caf::io::middleman>();
+      // A peer that stops answering (a dead host, a cut cable) is dropped after a few seconds;
+      // a killed process closes its sockets and is noticed at once.
+      set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds{1}});
+      set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{5}});
+    }
+    if (options.tls.enabled()) {
+      load<caf::openssl::manager>();
+      set("openssl.certificate", options.tls.certificate);
+      set("openssl.key", options.tls.key);
+      set("openssl.cafile", options.tls.ca);
+    }
   }
 };
 
@@ -94,9 +128,11 @@ std::size_t resolve_threads(std::size_t requested) {
 } // namespace
 
 struct runtime::impl {
-  explicit impl(runtime_options options)
-    : threads(resolve_threads(options.worker_threads)), config(threads), system(config) {}
+  explicit impl(runtime_options opts)
+    : options(std::move(opts)), threads(resolve_threads(options.worker_threads)),
+      config(threads, options), system(config) {}
 
+  runtime_options options;
   std::size_t threads;
   shardopt_config config;
   caf::actor_system system;
@@ -112,6 +148,10 @@ caf::actor_system& runtime::system() {
 
 std::size_t runtime::worker_threads() const {
   return impl_->threads;
+}
+
+const runtime_options& runtime::options() const {
+  return impl_->options;
 }
 
 } // namespace shardopt::actors

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 namespace caf {
 class actor_system;
@@ -9,10 +10,25 @@ class actor_system;
 
 namespace shardopt::actors {
 
+/// Mutual TLS between drivers and nodes (caf_openssl): this process's certificate and key, and the
+/// CA that must have signed the peer's certificate. All three or none.
+struct tls_options {
+  std::string certificate;
+  std::string key;
+  std::string ca;
+  bool enabled() const { return !certificate.empty() || !key.empty() || !ca.empty(); }
+};
+
 /// Settings of the process-wide actor runtime.
 struct runtime_options {
   /// Scheduler worker threads; 0 = one per hardware thread.
   std::size_t worker_threads = 0;
+  /// Load CAF's middleman (remote actors); heartbeats notice a silent peer within seconds.
+  bool network = false;
+  tls_options tls;
+
+  /// Local actors only, on `threads` scheduler threads.
+  static runtime_options local(std::size_t threads) { return runtime_options{threads, false, {}}; }
 };
 
 /// Owns the CAF actor system of a process, configured with the project's message types.
@@ -26,6 +42,7 @@ public:
 
   caf::actor_system& system();
   std::size_t worker_threads() const;
+  const runtime_options& options() const;
 
 private:
   struct impl;

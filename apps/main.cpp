@@ -1,6 +1,7 @@
 // shardopt: the command-line entry point. Parses options with CLI11 and hands them to the commands.
 
 #include "apps/eval.hpp"
+#include "apps/node_command.hpp"
 #include "apps/train.hpp"
 
 #include <CLI/CLI.hpp>
@@ -32,13 +33,32 @@ void add_data_options(CLI::App& command, data_options& data, bool training) {
   }
 }
 
+void add_tls_options(CLI::App& command, shardopt::actors::tls_options& tls) {
+  command.add_option("--tls-cert", tls.certificate, "Mutual TLS: this process's PEM certificate");
+  command.add_option("--tls-key", tls.key, "Mutual TLS: its PEM private key");
+  command.add_option("--tls-ca", tls.ca, "Mutual TLS: PEM certificate of the CA peers must be signed by");
+}
+
+void add_node_command(CLI::App& app, shardopt::apps::node_options& o) {
+  auto* node = app.add_subcommand("node", "Serve shard actors to drivers on this host");
+  node->add_option("--bind", o.bind, "Address to listen on")->capture_default_str();
+  node->add_option("--port", o.port, "Port to listen on (0: any free port)")->capture_default_str();
+  node->add_option("--threads", o.threads,
+                   "Worker threads announced to drivers (default: hardware threads)");
+  add_tls_options(*node, o.tls);
+}
+
 void add_train_command(CLI::App& app, shardopt::apps::train_options& o) {
   auto* train = app.add_subcommand("train", "Train a model with L-BFGS over local shard actors");
   add_data_options(*train, o.data, true);
   train->add_option("--model", o.model, "linear, logistic, softmax or svm")->capture_default_str();
   train->add_option("--lambda", o.lambda, "L2 regularisation of the weights")->capture_default_str();
   train->add_option("--classes", o.classes, "Number of classes (default: from the labels)");
-  train->add_option("--shards", o.shards, "Shard actors (default: one per hardware thread)");
+  train->add_option("--shards", o.shards,
+                    "Shard actors (default: one per hardware thread, or the nodes' threads)");
+  train->add_option("--nodes", o.nodes,
+                    "Run the shards on node processes: host:port,host:port (see `shardopt node`)");
+  add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
   train->add_option("--max-iter", o.lbfgs.max_iterations, "Iteration limit (0 = none)")
     ->capture_default_str();
@@ -77,8 +97,12 @@ int main(int argc, char** argv) {
     ->required();
   add_data_options(*eval_command, eval.data, false);
   eval_command->add_flag("--json", eval.json, "Print the result as JSON");
+  shardopt::apps::node_options node;
+  add_node_command(app, node);
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand("train"))
     return shardopt::apps::run_train(train);
+  if (app.got_subcommand("node"))
+    return shardopt::apps::run_node(node);
   return shardopt::apps::run_eval(eval);
 }

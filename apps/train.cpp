@@ -1,9 +1,8 @@
 #include "apps/train.hpp"
 
-#include "actors/runtime.hpp"
-#include "actors/sharded_objective.hpp"
 #include "apps/progress.hpp"
-#include "io/partition.hpp"
+#include "apps/shards.hpp"
+#include "io/tls_files.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -54,14 +53,17 @@ int run_train(const train_options& options) {
                  data.test ? (", test " + data.test_source).c_str() : "",
                  options.model.c_str(), static_cast<long long>(data.shape.outputs));
 
-  actors::runtime rt{actors::runtime_options{options.threads}};
-  const auto shards = options.shards > 0 ? options.shards : static_cast<int>(rt.worker_threads());
-  if (shards > n)
-    return report_error("--shards " + std::to_string(shards) + ": more shards than the "
-                        + std::to_string(n) + " training examples");
-  const auto timeout = std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)};
-  auto objective = actors::sharded_objective::local(rt, data.shape, options.lambda, data.train,
-                                                    io::partition_rows(n, shards), timeout);
+  if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
+    return report_error(ok.error().message());
+  actors::runtime rt{actors::runtime_options{options.threads, !options.nodes.empty(), options.tls}};
+  const shard_options placement{
+    options.shards, options.nodes,
+    std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet};
+  auto setup = setup_shards(rt, placement, data, options.lambda);
+  if (!setup)
+    return report_error(setup.error().message());
+  auto& objective = *setup->objective;
+  const auto shards = setup->shards;
 
   auto lbfgs = options.lbfgs;
   const auto dimension = data.shape.dimension();
@@ -82,8 +84,13 @@ int run_train(const train_options& options) {
                  std::string(optimizer::to_string(run.reason)).c_str(), run.iterations,
                  run.evaluations, run.seconds, run.message.empty() ? "" : ": ",
                  run.message.c_str());
-  if (run.reason == optimizer::stop_reason::evaluation_failed)
+  const io::saved_model saved{data.shape, theta, data.labels, data.scaling, options.lambda};
+  if (run.reason == optimizer::stop_reason::evaluation_failed) {
+    if (!options.save.empty() && run.iterations > 0 && io::save_model(options.save, saved).ok())
+      std::fprintf(stderr, "shardopt: the last theta (iteration %d) was saved to %s\n",
+                   run.iterations, options.save.c_str());
     return report_error("training failed: " + run.message);
+  }
 
   nlohmann::json summary{{"model", options.model},
                          {"objective", run.f},
@@ -94,6 +101,8 @@ int run_train(const train_options& options) {
                          {"seconds", run.seconds},
                          {"stop_reason", optimizer::to_string(run.reason)},
                          {"shards", shards},
+                         {"nodes", setup->cluster ? setup->cluster->nodes().size() : 0},
+                         {"recreated_shards", objective.recreated_shards()},
                          {"lambda", options.lambda},
                          {"examples", n},
                          {"features", data.shape.features},
@@ -116,7 +125,6 @@ int run_train(const train_options& options) {
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   if (!options.save.empty()) {
-    io::saved_model saved{data.shape, theta, data.labels, data.scaling, options.lambda};
     if (auto ok = io::save_model(options.save, saved); !ok)
       return report_error(ok.error().message());
   }

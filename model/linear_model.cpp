@@ -260,6 +260,22 @@ Eigen::MatrixXd scores(const model_shape& shape, const dataset& data, row_range 
   return z;
 }
 
+std::int64_t first_invalid_label(const model_shape& shape, const Eigen::VectorXd& labels) {
+  for (Eigen::Index i = 0; i < labels.size(); ++i) {
+    const double y = labels[i];
+    bool valid = std::isfinite(y);
+    if (valid && shape.kind != model_kind::linear) {
+      if (shape.outputs == 1)
+        valid = y == 1.0 || y == -1.0;
+      else
+        valid = y >= 0 && y < static_cast<double>(shape.outputs) && y == std::floor(y);
+    }
+    if (!valid)
+      return i;
+  }
+  return -1;
+}
+
 quality_sums quality(const model_shape& shape, const dataset& data, row_range rows,
                      Eigen::Ref<const Eigen::VectorXd> theta) {
   quality_sums sums;

@@ -67,7 +67,7 @@ double relative_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
 } // namespace
 
 TEST_CASE("K shard actors give the single-block objective for random partitions, K = 1..7") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   for (bool sparse : {false, true}) {
     const std::uint32_t seed = 20261122;
     INFO("seed " << seed << (sparse ? " sparse" : " dense"));
@@ -108,7 +108,7 @@ TEST_CASE("K shard actors give the single-block objective for random partitions,
 }
 
 TEST_CASE("the same L-BFGS run over shard actors twice gives identical bits") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(5, 400, 9, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 9, 3};
   auto run = [&] {
@@ -127,7 +127,7 @@ TEST_CASE("the same L-BFGS run over shard actors twice gives identical bits") {
 }
 
 TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(1, 50, 4, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 4, 2};
   auto objective = actors::sharded_objective::local(rt, shape, 0, data, {{0, 25}, {25, 50}}, 10s);
@@ -151,7 +151,7 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
 }
 
 TEST_CASE("a dead shard makes the evaluation fail, naming the shard, without hanging") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(2, 90, 5, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   auto objective =
@@ -205,7 +205,7 @@ actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer sel
 } // namespace
 
 TEST_CASE("a shard that answers with an error fails the evaluation with its message") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(3, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
   std::vector<actors::shard_actor> shards{actors::spawn_shard(rt.system(), shape, data, {0, 20}),
@@ -218,7 +218,7 @@ TEST_CASE("a shard that answers with an error fails the evaluation with its mess
 }
 
 TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(4, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
   std::vector<actors::shard_actor> shards{rt.system().spawn(silent_shard),
@@ -235,7 +235,7 @@ TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
 }
 
 TEST_CASE("dense_vector crosses the wire as one raw block and rejects bad input") {
-  actors::runtime rt{actors::runtime_options{1}};
+  actors::runtime rt{actors::runtime_options::local(1)};
   Eigen::VectorXd values(1000);
   for (int i = 0; i < 1000; ++i)
     values[i] = std::sin(i) * 1e10;
@@ -274,7 +274,7 @@ TEST_CASE("dense_vector crosses the wire as one raw block and rejects bad input"
 }
 
 TEST_CASE("a shard that goes down is recreated through the factory and the result is unchanged") {
-  actors::runtime rt{actors::runtime_options{2}};
+  actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(6, 120, 5, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   const std::vector<model::row_range> blocks{{0, 40}, {40, 80}, {80, 120}};

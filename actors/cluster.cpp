@@ -1,0 +1,194 @@
+#include "actors/cluster.hpp"
+
+#include "actors/node.hpp"
+#include "actors/shard.hpp"
+
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+
+#include <algorithm>
+#include <limits>
+
+namespace shardopt::actors {
+
+namespace {
+
+constexpr auto control_timeout = std::chrono::seconds{60};
+
+caf::expected<node_actor> connect_node(runtime& rt, const node_endpoint& endpoint) {
+  if (rt.options().tls.enabled())
+    return caf::openssl::remote_actor<node_actor>(rt.system(), endpoint.host, endpoint.port);
+  return rt.system().middleman().remote_actor<node_actor>(endpoint.host, endpoint.port);
+}
+
+} // namespace
+
+result<std::vector<node_endpoint>> parse_endpoints(const std::string& list) {
+  std::vector<node_endpoint> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto end = std::min(list.find(',', start), list.size());
+    const auto item = list.substr(start, end - start);
+    const auto colon = item.rfind(':');
+    if (item.empty() || colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+      return fail("--nodes: '" + item + "' is not host:port");
+    node_endpoint endpoint;
+    endpoint.host = item.substr(0, colon);
+    if (endpoint.host.size() > 2 && endpoint.host.front() == '[' && endpoint.host.back() == ']')
+      endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
+    const auto port_text = item.substr(colon + 1);
+    char* rest = nullptr;
+    const long port = std::strtol(port_text.c_str(), &rest, 10);
+    if (*rest != '\0' || port <= 0 || port > 65535)
+      return fail("--nodes: '" + item + "': port must be 1..65535");
+    endpoint.port = static_cast<std::uint16_t>(port);
+    out.push_back(endpoint);
+    start = end + 1;
+  }
+  return out;
+}
+
+struct cluster::impl {
+  explicit impl(runtime& r) : rt(r), self(r.system()) {}
+
+  /// Asks node `j` for a shard; errors name the node.
+  result<shard_actor> spawn_on(std::size_t j, const shard_spec& spec) {
+    result<shard_actor> out = fail(nodes[j].endpoint.text() + ": no reply");
+    self->request(handles[j], control_timeout, spawn_atom::value, spec)
+      .receive([&](shard_actor& shard) { out = std::move(shard); },
+               [&](caf::error& err) {
+                 out = fail(nodes[j].endpoint.text() + ": " + describe(err, rt.system()));
+               });
+    return out;
+  }
+
+  runtime& rt;
+  caf::scoped_actor self;  // nodes monitor this actor: when it ends, they free the run's shards
+  std::vector<node_actor> handles;
+  std::vector<connected_node> nodes;
+  std::vector<bool> alive;
+  std::vector<std::size_t> load;  // shards per node
+  std::vector<std::size_t> home;  // node of each shard
+};
+
+cluster::cluster(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
+cluster::cluster(cluster&&) noexcept = default;
+cluster& cluster::operator=(cluster&&) noexcept = default;
+cluster::~cluster() = default;
+
+const std::vector<connected_node>& cluster::nodes() const {
+  return impl_->nodes;
+}
+
+result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& endpoints) {
+  if (endpoints.empty())
+    return fail("no nodes given");
+  auto state = std::make_shared<impl>(rt);
+  for (const auto& endpoint : endpoints) {
+    auto handle = connect_node(rt, endpoint);
+    if (!handle)
+      return fail(endpoint.text() + ": cannot connect: " + describe(handle.error(), rt.system()));
+    result<node_info> info = fail(endpoint.text() + ": no answer to hello");
+    state->self->request(*handle, control_timeout, hello_atom::value, wire_probe())
+      .receive([&](node_info& answer) { info = std::move(answer); },
+               [&](caf::error& err) {
+                 info = fail(endpoint.text() + ": " + describe(err, rt.system()));
+               });
+    if (!info)
+      return info.error();
+    state->handles.push_back(*handle);
+    state->nodes.push_back(connected_node{endpoint, info->threads, info->host});
+    state->alive.push_back(true);
+    state->load.push_back(0);
+  }
+  return cluster{std::move(state)};
+}
+
+result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
+                                        std::shared_ptr<const model::dataset> data,
+                                        const std::vector<model::row_range>& blocks,
+                                        const std::vector<std::size_t>& plan,
+                                        std::chrono::milliseconds timeout,
+                                        std::function<void(const std::string&)> log) {
+  auto& s = *impl_;
+  if (plan.size() != blocks.size())
+    return fail("placement plan does not cover every shard");
+  std::vector<shard_actor> shards;
+  s.home.assign(blocks.size(), 0);
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    auto shard = s.spawn_on(plan[i], shard_spec{shape, data_block{data, blocks[i]}});
+    if (!shard)
+      return shard.error().with_context("creating shard " + std::to_string(i));
+    shards.push_back(std::move(*shard));
+    s.home[i] = plan[i];
+    ++s.load[plan[i]];
+  }
+  // A lost shard's node is taken as dead; the shard moves to the live node with the fewest shards.
+  shard_factory replace = [state = impl_, shape, data, blocks, log](std::size_t i)
+    -> result<shard_actor> {
+    auto& c = *state;
+    const auto lost = c.home[i];
+    --c.load[lost];
+    if (c.alive[lost]) {
+      c.alive[lost] = false;
+      if (log)
+        log("node " + c.nodes[lost].endpoint.text() + " lost");
+    }
+    for (;;) {
+      std::size_t best = c.nodes.size();
+      for (std::size_t j = 0; j < c.nodes.size(); ++j)
+        if (c.alive[j] && (best == c.nodes.size() || c.load[j] < c.load[best]))
+          best = j;
+      if (best == c.nodes.size())
+        return fail("no node left to recreate shard " + std::to_string(i) + " on (all "
+                    + std::to_string(c.nodes.size()) + " nodes lost)");
+      auto shard = c.spawn_on(best, shard_spec{shape, data_block{data, blocks[i]}});
+      if (shard) {
+        c.home[i] = best;
+        ++c.load[best];
+        if (log)
+          log("recreated shard " + std::to_string(i) + " on node " + c.nodes[best].endpoint.text());
+        return shard;
+      }
+      c.alive[best] = false;
+      if (log)
+        log("node " + c.nodes[best].endpoint.text() + " lost: " + shard.error().message());
+    }
+  };
+  return make_sharded_objective(s.rt, shape, lambda, std::move(shards), timeout, std::move(replace));
+}
+
+struct node_service::impl {
+  runtime& rt;
+  node_actor node;
+  std::uint16_t port;
+};
+
+node_service::node_service(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
+node_service::node_service(node_service&&) noexcept = default;
+node_service& node_service::operator=(node_service&&) noexcept = default;
+
+node_service::~node_service() {
+  if (!impl_)
+    return;
+  caf::anon_send_exit(impl_->node, caf::exit_reason::user_shutdown);
+}
+
+std::uint16_t node_service::port() const {
+  return impl_->port;
+}
+
+result<node_service> node_service::start(runtime& rt, const std::string& bind, std::uint16_t port) {
+  auto node = spawn_node(rt.system(), static_cast<std::uint32_t>(rt.worker_threads()));
+  auto bound = rt.options().tls.enabled()
+                 ? caf::openssl::publish(node, port, bind.c_str(), true)
+                 : rt.system().middleman().publish(node, port, bind.c_str(), true);
+  if (!bound) {
+    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
+    return fail("cannot listen on " + bind + ":" + std::to_string(port) + ": "
+                + describe(bound.error(), rt.system()));
+  }
+  return node_service{std::make_unique<impl>(impl{rt, node, *bound})};
+}
+
+} // namespace shardopt::actors

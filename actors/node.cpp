@@ -1,0 +1,191 @@
+#include "actors/node.hpp"
+
+#include "actors/shard.hpp"
+
+#include <caf/binary_deserializer.hpp>
+
+#include <cstring>
+#include <map>
+#include <unistd.h>
+
+namespace shardopt::actors {
+
+namespace {
+
+constexpr double probe_double = -0x1.23456789abcdfp-7;
+constexpr float probe_float = 0x1.abcdep+3f;
+
+template <class T>
+caf::error save_raw(caf::serializer& f, const T* data, std::int64_t count) {
+  return count == 0 ? caf::error{}
+                    : f.apply_raw(static_cast<std::size_t>(count) * sizeof(T), const_cast<T*>(data));
+}
+
+template <class T>
+caf::error load_raw(caf::deserializer& f, T* data, std::int64_t count, const char* what) {
+  if (count == 0)
+    return {};
+  const auto bytes = static_cast<std::uint64_t>(count) * sizeof(T);
+  if (auto err = expect_bytes(f, bytes, what))
+    return err;
+  return f.apply_raw(static_cast<std::size_t>(bytes), data);
+}
+
+struct node_state {
+  /// Shards by the driver that asked for them.
+  std::map<caf::actor_addr, std::vector<shard_actor>> shards;
+  static inline const char* name = "shardopt.node";
+};
+
+node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self,
+                                        std::uint32_t threads) {
+  // Shards are linked to the node so that they end with it; their own exits must not end the node.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    for (const auto& [driver, shards] : self->state.shards)
+      for (const auto& shard : shards)
+        if (caf::actor_cast<caf::actor_addr>(shard) == msg.source)
+          return;
+    self->quit(msg.reason);
+  });
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto it = self->state.shards.find(down.source);
+    if (it == self->state.shards.end())
+      return;
+    for (auto& shard : it->second) {
+      self->unlink_from(shard);
+      self->send_exit(shard, caf::exit_reason::user_shutdown);
+    }
+    self->state.shards.erase(it);
+  });
+  return {
+    [threads](hello_atom, const std::vector<char>& probe) -> caf::result<node_info> {
+      if (probe != wire_probe())
+        return make_error(errc::dimension_mismatch,
+                          "the driver's floating-point format differs from this node's "
+                          "(IEEE 754 little-endian double and float expected)");
+      char host[256] = {};
+      ::gethostname(host, sizeof(host) - 1);
+      return node_info{threads, host};
+    },
+    [self](spawn_atom, shard_spec& spec) -> caf::result<shard_actor> {
+      const auto& shape = spec.shape;
+      const auto& block = spec.block;
+      if (!block.data || shape.features <= 0 || shape.outputs <= 0
+          || static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
+        return make_error(errc::dimension_mismatch, "invalid shard request: bad model shape");
+      if (block.data->cols() != shape.features)
+        return make_error(errc::dimension_mismatch,
+                          "shard data has " + std::to_string(block.data->cols())
+                            + " features, the model expects " + std::to_string(shape.features));
+      if (block.rows.begin < 0 || block.rows.end > block.data->rows() || block.rows.size() <= 0)
+        return make_error(errc::dimension_mismatch, "shard data holds no rows");
+      const Eigen::VectorXd labels = block.data->y.segment(block.rows.begin, block.rows.size());
+      if (auto row = model::first_invalid_label(shape, labels); row >= 0)
+        return make_error(errc::dimension_mismatch,
+                          "shard data row " + std::to_string(row) + " has label "
+                            + std::to_string(labels[row]) + ", invalid for this model");
+      auto shard = spawn_shard(self->system(), shape, block.data, block.rows);
+      self->link_to(shard);  // when the node ends, its shards end with it
+      const auto driver = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      auto& mine = self->state.shards[driver];
+      if (mine.empty())
+        self->monitor(driver);
+      mine.push_back(shard);
+      return shard;
+    },
+  };
+}
+
+} // namespace
+
+std::vector<char> wire_probe() {
+  std::vector<char> bytes(sizeof(double) + sizeof(float));
+  std::memcpy(bytes.data(), &probe_double, sizeof(double));
+  std::memcpy(bytes.data() + sizeof(double), &probe_float, sizeof(float));
+  return bytes;
+}
+
+node_actor spawn_node(caf::actor_system& system, std::uint32_t threads) {
+  return system.spawn(node_behavior, threads);
+}
+
+caf::error inspect(caf::serializer& f, data_block& x) {
+  const auto& d = *x.data;
+  std::uint8_t sparse = d.is_sparse() ? 1 : 0;
+  std::int64_t rows = x.rows.size();
+  std::int64_t cols = d.cols();
+  if (auto err = f(sparse, rows, cols))
+    return err;
+  if (auto err = save_raw(f, d.y.data() + x.rows.begin, rows))
+    return err;
+  if (!sparse)
+    return save_raw(f, d.dense().data() + x.rows.begin * cols, rows * cols);
+  const auto& m = d.sparse();
+  const auto* outer = m.outerIndexPtr() + x.rows.begin;
+  const std::int64_t first = outer[0];
+  std::int64_t nnz = outer[rows] - first;
+  std::vector<std::int32_t> offsets(static_cast<std::size_t>(rows) + 1);
+  for (std::int64_t i = 0; i <= rows; ++i)
+    offsets[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(outer[i] - first);
+  return caf::error::eval([&] { return f(nnz); },
+                          [&] { return save_raw(f, offsets.data(), rows + 1); },
+                          [&] { return save_raw(f, m.innerIndexPtr() + first, nnz); },
+                          [&] { return save_raw(f, m.valuePtr() + first, nnz); });
+}
+
+caf::error inspect(caf::deserializer& f, data_block& x) {
+  std::uint8_t sparse = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  if (auto err = f(sparse, rows, cols))
+    return err;
+  if (rows < 0 || cols < 0 || sparse > 1 || (cols > 0 && rows > (std::int64_t{1} << 40) / cols))
+    return make_error(errc::dimension_mismatch, "data block with an impossible shape");
+  auto d = std::make_shared<model::dataset>();
+  if (auto err = expect_bytes(f, static_cast<std::uint64_t>(rows) * sizeof(double), "labels"))
+    return err;
+  d->y.resize(rows);
+  if (auto err = load_raw(f, d->y.data(), rows, "labels"))
+    return err;
+  if (!sparse) {
+    if (auto err = expect_bytes(f, static_cast<std::uint64_t>(rows * cols) * sizeof(float), "features"))
+      return err;
+    model::dense_features features(rows, cols);
+    if (auto err = load_raw(f, features.data(), rows * cols, "features"))
+      return err;
+    d->x = std::move(features);
+  } else {
+    std::int64_t nnz = 0;
+    if (auto err = f(nnz))
+      return err;
+    if (nnz < 0 || nnz > std::numeric_limits<std::int32_t>::max())
+      return make_error(errc::dimension_mismatch, "data block with an impossible non-zero count");
+    const auto bytes = static_cast<std::uint64_t>(rows + 1) * 4 + static_cast<std::uint64_t>(nnz) * 8;
+    if (auto err = expect_bytes(f, bytes, "sparse features"))
+      return err;
+    model::sparse_features m(rows, cols);
+    m.resizeNonZeros(nnz);
+    if (auto err = caf::error::eval(
+          [&] { return load_raw(f, m.outerIndexPtr(), rows + 1, "row offsets"); },
+          [&] { return load_raw(f, m.innerIndexPtr(), nnz, "column indices"); },
+          [&] { return load_raw(f, m.valuePtr(), nnz, "values"); }))
+      return err;
+    // Refuse offsets or indices that would read outside the arrays.
+    const auto* outer = m.outerIndexPtr();
+    if (outer[0] != 0 || outer[rows] != nnz)
+      return make_error(errc::dimension_mismatch, "data block with inconsistent row offsets");
+    for (std::int64_t i = 0; i < rows; ++i)
+      if (outer[i] > outer[i + 1])
+        return make_error(errc::dimension_mismatch, "data block with decreasing row offsets");
+    const auto* inner = m.innerIndexPtr();
+    for (std::int64_t k = 0; k < nnz; ++k)
+      if (inner[k] < 0 || inner[k] >= cols)
+        return make_error(errc::dimension_mismatch, "data block with a column index out of range");
+    d->x = std::move(m);
+  }
+  x.rows = model::row_range{0, rows};
+  x.data = std::move(d);
+  return {};
+}
+
+} // namespace shardopt::actors

@@ -1,0 +1,80 @@
+#include "apps/shards.hpp"
+
+#include "actors/placement.hpp"
+#include "io/partition.hpp"
+
+#include <cstdio>
+
+namespace shardopt::apps {
+
+namespace {
+
+/// "shards 0-3" or "shards 4" or "no shards".
+std::string shard_list(const std::vector<std::size_t>& plan, std::size_t node) {
+  std::size_t first = plan.size();
+  std::size_t last = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    if (plan[i] == node) {
+      first = std::min(first, i);
+      last = i;
+    }
+  if (first == plan.size())
+    return "no shards";
+  return first == last ? "shard " + std::to_string(first)
+                       : "shards " + std::to_string(first) + "-" + std::to_string(last);
+}
+
+} // namespace
+
+result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
+                                 const prepared_data& data, double lambda) {
+  shard_setup setup;
+  const auto n = data.train->rows();
+  if (options.nodes.empty()) {
+    setup.shards = options.shards > 0 ? options.shards : static_cast<int>(rt.worker_threads());
+    if (setup.shards > n)
+      return fail("--shards " + std::to_string(setup.shards) + ": more shards than the "
+                  + std::to_string(n) + " training examples");
+    setup.objective = actors::sharded_objective::local(
+      rt, data.shape, lambda, data.train, io::partition_rows(n, setup.shards), options.timeout);
+    return setup;
+  }
+
+  auto endpoints = actors::parse_endpoints(options.nodes);
+  if (!endpoints)
+    return endpoints.error();
+  auto cluster = actors::cluster::connect(rt, *endpoints);
+  if (!cluster)
+    return cluster.error();
+  std::vector<std::uint32_t> threads;
+  for (const auto& node : cluster->nodes())
+    threads.push_back(node.threads);
+  std::uint32_t total_threads = 0;
+  for (auto t : threads)
+    total_threads += t;
+  setup.shards = options.shards > 0 ? options.shards : static_cast<int>(std::max(1u, total_threads));
+  if (setup.shards > n)
+    return fail("--shards " + std::to_string(setup.shards) + ": more shards than the "
+                + std::to_string(n) + " training examples");
+  const auto plan = actors::place_shards(threads, static_cast<std::size_t>(setup.shards));
+  if (!options.quiet)
+    for (std::size_t j = 0; j < cluster->nodes().size(); ++j) {
+      const auto& node = cluster->nodes()[j];
+      std::fprintf(stderr, "placement: node %s (%s, %u threads): %s\n",
+                   node.endpoint.text().c_str(), node.host.c_str(), node.threads,
+                   shard_list(plan, j).c_str());
+    }
+  const bool quiet = options.quiet;
+  auto objective = cluster->ship(data.shape, lambda, data.train, io::partition_rows(n, setup.shards),
+                                 plan, options.timeout, [quiet](const std::string& event) {
+                                   if (!quiet)
+                                     std::fprintf(stderr, "cluster: %s\n", event.c_str());
+                                 });
+  if (!objective)
+    return objective.error();
+  setup.objective = std::move(*objective);
+  setup.cluster = std::move(*cluster);
+  return setup;
+}
+
+} // namespace shardopt::apps

@@ -1,0 +1,34 @@
+#pragma once
+
+#include "actors/cluster.hpp"
+#include "actors/sharded_objective.hpp"
+#include "apps/data.hpp"
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace shardopt::apps {
+
+/// Where the shards of a training run live.
+struct shard_options {
+  int shards = 0;           ///< 0: one per local hardware thread, or the nodes' announced threads
+  std::string nodes;        ///< "host:port,..."; empty: local shard actors
+  std::chrono::milliseconds timeout{300'000};
+  bool quiet = false;
+};
+
+/// The sharded objective of a run, and the cluster its shards live on (if any).
+struct shard_setup {
+  std::optional<actors::cluster> cluster;
+  std::optional<actors::sharded_objective> objective;
+  int shards = 0;
+};
+
+/// Splits the training data into balanced contiguous shards and creates them: as local shard
+/// actors, or (with `nodes`) on node processes in proportion to their threads, printing the plan
+/// on stderr and shipping each shard's rows once. Errors name the node or the problem.
+result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
+                                 const prepared_data& data, double lambda);
+
+} // namespace shardopt::apps
