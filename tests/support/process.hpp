@@ -107,6 +107,97 @@ inline process_result run(const std::vector<std::string>& args,
   return result;
 }
 
+/// A child process running in the background, its stdout and stderr in files. The destructor kills
+/// it (SIGKILL) and waits for it if it still runs, so a test never leaves a process behind.
+class background_process {
+public:
+  explicit background_process(const std::vector<std::string>& args) : args_(args) {
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, (dir_ / "stdout").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, (dir_ / "stderr").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> argv;
+    for (const auto& arg : args_)
+      argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0)
+      pid_ = 0;
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~background_process() {
+    if (running()) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  background_process(const background_process&) = delete;
+  background_process& operator=(const background_process&) = delete;
+
+  bool started() const { return pid_ > 0; }
+  bool running() { return pid_ > 0 && !poll_exit(); }
+  std::string out() const { return slurp(dir_ / "stdout"); }
+  std::string err() const { return slurp(dir_ / "stderr"); }
+
+  /// Waits until stdout contains `text`; false on timeout or if the process ended first.
+  bool wait_for_output(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      if (out().find(text) != std::string::npos)
+        return true;
+      if (poll_exit())
+        return out().find(text) != std::string::npos;
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    return false;
+  }
+
+  /// Sends a signal (SIGKILL to simulate a crash, SIGTERM to stop).
+  void signal(int number) {
+    if (running())
+      ::kill(pid_, number);
+  }
+
+  /// Waits for the process to end; returns its result (timed_out if it did not end in time; it is
+  /// then killed).
+  process_result wait(std::chrono::milliseconds timeout) {
+    process_result result;
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!poll_exit()) {
+      if (std::chrono::steady_clock::now() > until) {
+        ::kill(pid_, SIGKILL);
+        result.timed_out = true;
+        ::waitpid(pid_, &status_, 0);
+        finished_ = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds{20});
+    }
+    result.signaled = WIFSIGNALED(status_);
+    result.exit_code = WIFEXITED(status_) ? WEXITSTATUS(status_) : -1;
+    result.out = out();
+    result.err = err();
+    return result;
+  }
+
+private:
+  bool poll_exit() {
+    if (finished_ || pid_ <= 0)
+      return true;
+    if (::waitpid(pid_, &status_, WNOHANG) == pid_)
+      finished_ = true;
+    return finished_;
+  }
+
+  std::vector<std::string> args_;
+  temp_dir dir_;
+  pid_t pid_ = 0;
+  int status_ = 0;
+  bool finished_ = false;
+};
+
 /// The path of the built `shardopt` executable.
 inline std::string shardopt_binary() {
   return std::string{SHARDOPT_BINARY_DIR} + "/apps/shardopt";
