@@ -229,3 +229,78 @@ TEST_CASE("a driver pointed at a port where no node listens fails with the addre
   CHECK(result.exit_code == 1);
   CHECK(result.err.find("127.0.0.1:1: cannot connect") != std::string::npos);
 }
+
+namespace {
+
+/// Runs scripts/make-certs DIR.
+void make_certs(const std::filesystem::path& dir) {
+  const auto result =
+    run({"/bin/bash", std::string{SHARDOPT_SOURCE_DIR} + "/scripts/make-certs", dir.string()}, 60s);
+  INFO("make-certs: " << result.err);
+  REQUIRE(result.exit_code == 0);
+}
+
+std::vector<std::string> tls_args(const std::filesystem::path& dir, const std::string& who) {
+  return {"--tls-cert", (dir / (who + ".pem")).string(), "--tls-key", (dir / (who + ".key")).string(),
+          "--tls-ca", (dir / "ca.pem").string()};
+}
+
+} // namespace
+
+TEST_CASE("mutual TLS: the right certificate connects, another CA's and plain TCP are refused") {
+  if (!have_fashion())
+    return;
+  temp_dir dir;
+  make_certs(dir / "good");
+  make_certs(dir / "rogue");
+  node_process node{tls_args(dir / "good", "node")};
+  CHECK(node.process->out().find("mutual TLS") != std::string::npos);
+  auto driver = [&](const std::vector<std::string>& extra) {
+    std::vector<std::string> args{shardopt_binary(), "train", "--data", "fashion-mnist", "--limit",
+                                  "600", "--test-limit", "50", "--max-iter", "3", "--quiet",
+                                  "--json", "--nodes", node.endpoint()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return run(args, 60s);
+  };
+  const auto good = driver(tls_args(dir / "good", "driver"));
+  INFO("good: " << good.err);
+  CHECK(good.exit_code == 0);
+
+  const auto rogue = driver(tls_args(dir / "rogue", "driver"));
+  CHECK(rogue.exit_code == 1);
+  CHECK(rogue.err.find(node.endpoint() + ": cannot connect") != std::string::npos);
+
+  const auto plain = driver({});
+  CHECK(plain.exit_code == 1);
+  CHECK(plain.err.find(node.endpoint() + ": cannot connect") != std::string::npos);
+
+  // A node with TLS never lets raw bytes reach CAF's protocol layer, not even a crafted header.
+  send_raw(node.port, std::string(64, '\x00'));
+  CHECK(node.process->running());
+  const auto again = driver(tls_args(dir / "good", "driver"));
+  CHECK(again.exit_code == 0);
+
+  // A node without TLS refuses a TLS driver too (the handshake fails), and keeps serving.
+  node_process plain_node;
+  std::vector<std::string> args{shardopt_binary(), "train", "--data", "fashion-mnist", "--limit",
+                                "600", "--max-iter", "3", "--quiet", "--nodes",
+                                plain_node.endpoint()};
+  const auto tls_args_good = tls_args(dir / "good", "driver");
+  args.insert(args.end(), tls_args_good.begin(), tls_args_good.end());
+  CHECK(run(args, 60s).exit_code == 1);
+  CHECK(plain_node.process->running());
+}
+
+TEST_CASE("bad TLS files are refused at startup, naming the file") {
+  temp_dir dir;
+  shardopt::test::write_file(dir / "junk.pem", "not a certificate");
+  const auto result = run({shardopt_binary(), "node", "--port", "0", "--tls-cert",
+                           (dir / "junk.pem").string(), "--tls-key", (dir / "junk.pem").string(),
+                           "--tls-ca", (dir / "junk.pem").string()}, 30s);
+  CHECK(result.exit_code == 1);
+  CHECK(result.err.find("junk.pem: not a usable PEM certificate") != std::string::npos);
+  const auto partial = run({shardopt_binary(), "node", "--port", "0", "--tls-cert",
+                            (dir / "junk.pem").string()}, 30s);
+  CHECK(partial.exit_code == 1);
+  CHECK(partial.err.find("needs all of --tls-cert, --tls-key and --tls-ca") != std::string::npos);
+}
