@@ -80,6 +80,19 @@ const std::vector<connected_node>& cluster::nodes() const {
   return impl_->nodes;
 }
 
+result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {
+  auto& s = *impl_;
+  result<void> out = fail(s.nodes[j].endpoint.text() + ": no echo");
+  s.self->request(s.handles[j], control_timeout, echo_atom::value, dense_vector{values})
+    .receive(
+      [&](const dense_vector& back) {
+        if (back.size() == static_cast<std::size_t>(values.size()))
+          out = result<void>{};
+      },
+      [&](caf::error& err) { out = fail(s.nodes[j].endpoint.text() + ": " + describe(err, s.rt.system())); });
+  return out;
+}
+
 result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& endpoints) {
   if (endpoints.empty())
     return fail("no nodes given");

@@ -4,6 +4,8 @@
 #include "actors/sharded_objective.hpp"
 #include "model/result.hpp"
 
+#include <Eigen/Core>
+
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -43,6 +45,10 @@ public:
   ~cluster();
 
   const std::vector<connected_node>& nodes() const;
+
+  /// Sends `values` to node `j` and waits for them to come back: one round trip of a vector as the
+  /// shard protocol moves theta and gradients. Errors name the node.
+  result<void> echo(std::size_t j, const Eigen::VectorXd& values);
 
   /// Creates shard i on node plan[i] with rows blocks[i] of `data`, shipped once as raw blocks.
   /// The objective recreates a shard whose node dies on the surviving node with the fewest shards

@@ -39,13 +39,12 @@ struct node_state {
 
 node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self,
                                         std::uint32_t threads) {
-  // Shards are linked to the node so that they end with it; their own exits must not end the node.
+  // Shards are linked to the node so that they end with it; their exits (which may arrive after the
+  // node forgot them) must not end the node. Only an anonymous exit does (node_service's shutdown;
+  // CAF 0.17's anon_send_exit names the receiver itself as the source).
   self->set_exit_handler([self](caf::exit_msg& msg) {
-    for (const auto& [driver, shards] : self->state.shards)
-      for (const auto& shard : shards)
-        if (caf::actor_cast<caf::actor_addr>(shard) == msg.source)
-          return;
-    self->quit(msg.reason);
+    if (!msg.source || msg.source == self->address())
+      self->quit(msg.reason);
   });
   self->set_down_handler([self](caf::down_msg& down) {
     auto it = self->state.shards.find(down.source);
@@ -67,6 +66,7 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
       ::gethostname(host, sizeof(host) - 1);
       return node_info{threads, host};
     },
+    [](echo_atom, const dense_vector& v) { return v; },
     [self](spawn_atom, shard_spec& spec) -> caf::result<shard_actor> {
       const auto& shape = spec.shape;
       const auto& block = spec.block;

@@ -9,6 +9,8 @@
 //       The driver sends the raw bytes of a probe double and float; the node answers with its worker
 //       threads and host name, or an error if its floating-point format differs (vectors and data
 //       travel as raw bytes, so both ends must agree).
+//   (echo_atom, dense_vector v) -> (dense_vector v)
+//       Sends the vector back: measures the link (latency, bandwidth) without any computation.
 //   (spawn_atom, shard_spec)  -> (shard_actor)
 //       Creates one shard on this node from a shipped block of data and returns its handle. The
 //       data is checked first (shape, label values); a bad block is refused with an error.
@@ -29,6 +31,7 @@ namespace shardopt::actors {
 
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawnshard")>;
+using echo_atom = caf::atom_constant<caf::atom("echo")>;
 
 /// What a node tells a driver about itself.
 struct node_info {
@@ -80,6 +83,7 @@ typename Inspector::result_type inspect(Inspector& f, shard_spec& x) {
 /// The typed interface of a node actor (see the protocol above).
 using node_actor =
   caf::typed_actor<caf::replies_to<hello_atom, std::vector<char>>::with<node_info>,
+                   caf::replies_to<echo_atom, dense_vector>::with<dense_vector>,
                    caf::replies_to<spawn_atom, shard_spec>::with<shard_actor>>;
 
 /// The probe a driver sends with hello: the bytes of a fixed double and float in this process.

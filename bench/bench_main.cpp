@@ -6,6 +6,8 @@
 // Google Benchmark measures; a reporter collects the runs and prints the target table, which is also
 // written as JSON (--summary FILE). Run: scripts/bench (see README).
 
+#include "bench/fixtures.hpp"
+
 #include "actors/runtime.hpp"
 #include "actors/sharded_objective.hpp"
 #include "apps/data.hpp"
@@ -28,7 +30,10 @@ namespace {
 
 using namespace shardopt;
 
-/// Fashion-MNIST training set, prepared as `shardopt train` does (pixels / 255), loaded once.
+} // namespace
+
+namespace shardopt::bench {
+
 const apps::prepared_data& fashion() {
   static const apps::prepared_data data = [] {
     apps::data_options options;
@@ -42,15 +47,23 @@ const apps::prepared_data& fashion() {
   return data;
 }
 
-Eigen::VectorXd test_theta(std::int64_t dimension) {
-  return Eigen::VectorXd::LinSpaced(dimension, -0.01, 0.01);
-}
-
 /// The actor runtime, owned by main() so that it is torn down before static destructors run.
 actors::runtime* runtime_instance = nullptr;
 
-actors::runtime& shared_runtime() {
+actors::runtime& runtime() {
   return *runtime_instance;
+}
+
+} // namespace shardopt::bench
+
+namespace {
+
+using namespace shardopt;
+using bench::fashion;
+using bench::test_theta;
+
+actors::runtime& shared_runtime() {
+  return bench::runtime();
 }
 
 void BM_square_dgemm(benchmark::State& state) {
@@ -198,8 +211,8 @@ int main(int argc, char** argv) {
   }
   int rest_count = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_count, rest.data());
-  actors::runtime rt{actors::runtime_options::local(std::max(1u, std::thread::hardware_concurrency()))};
-  runtime_instance = &rt;
+  actors::runtime rt{actors::runtime_options{std::max(1u, std::thread::hardware_concurrency()), true, {}}};
+  bench::runtime_instance = &rt;
   collecting_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
@@ -243,6 +256,17 @@ int main(int argc, char** argv) {
     {"direct / two float products (Eigen)", direct / products_float, "x", "(info)", true},
     {"direct / two double products (Eigen)", direct / products_double, "x", "(info)", true},
   };
+  const double remote_two = get("BM_eval_remote/2");
+  rows.push_back({"2 remote nodes x 1 shard (loopback)", remote_two * 1e3, "ms", "", true});
+  rows.push_back({"remote overhead vs 2 local shards", (remote_two - two) * 1e3, "ms", "<= 1",
+                  remote_two - two <= 1e-3});
+  for (long n : {10'000L, 100'000L, 1'000'000L}) {
+    const double t = get("BM_round_trip/" + std::to_string(n));
+    rows.push_back({"round trip, " + std::to_string(n) + " doubles", t * 1e3, "ms", "", true});
+    const double rate = 16.0 * static_cast<double>(n) / t / 1e9;
+    rows.push_back({"  effective rate (both ways)", rate, "GB/s", n == 1'000'000L ? ">= 1" : "",
+                    n != 1'000'000L || rate >= 1});
+  }
   for (int k : {1, 2, 4})
     rows.push_back({"time to 1e-6 of best, " + std::to_string(k) + " shard(s)",
                     get("BM_time_to_target/" + std::to_string(k)), "s", "",

@@ -1,0 +1,23 @@
+#pragma once
+
+// What the benchmark files share: the prepared Fashion-MNIST training set and the actor runtime.
+
+#include "actors/runtime.hpp"
+#include "apps/data.hpp"
+
+#include <Eigen/Core>
+
+namespace shardopt::bench {
+
+/// Fashion-MNIST training set, prepared as `shardopt train` does (pixels / 255), loaded once.
+const apps::prepared_data& fashion();
+
+/// The process's actor runtime (network enabled), owned by main().
+actors::runtime& runtime();
+
+/// A fixed theta for timing evaluations.
+inline Eigen::VectorXd test_theta(std::int64_t dimension) {
+  return Eigen::VectorXd::LinSpaced(dimension, -0.01, 0.01);
+}
+
+} // namespace shardopt::bench
