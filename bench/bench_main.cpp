@@ -215,6 +215,7 @@ int main(int argc, char** argv) {
   bench::runtime_instance = &rt;
   collecting_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  bench::release_remote();
 
   const auto& s = reporter.seconds;
   auto get = [&](const std::string& name) {

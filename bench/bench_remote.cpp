@@ -46,9 +46,16 @@ struct remote_setup {
   }
 };
 
+std::unique_ptr<remote_setup>& remote_instance() {
+  static std::unique_ptr<remote_setup> instance;
+  return instance;
+}
+
 remote_setup& two_nodes() {
-  static remote_setup setup{2};
-  return setup;
+  auto& instance = remote_instance();
+  if (!instance)
+    instance = std::make_unique<remote_setup>(2);
+  return *instance;
 }
 
 void BM_round_trip(benchmark::State& state) {
@@ -87,6 +94,14 @@ void BM_eval_remote(benchmark::State& state) {
     if (auto f = objective->evaluate(theta, grad); !f)
       state.SkipWithError(f.error().message().c_str());
 }
+
+} // namespace
+
+void shardopt::bench::release_remote() {
+  remote_instance().reset();
+}
+
+namespace {
 
 BENCHMARK(BM_round_trip)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMicrosecond)
   ->UseRealTime()->Repetitions(5);

@@ -15,6 +15,10 @@ const apps::prepared_data& fashion();
 /// The process's actor runtime (network enabled), owned by main().
 actors::runtime& runtime();
 
+/// Stops the node processes and drops the cluster of the remote benchmarks; main() calls it before
+/// the runtime goes away.
+void release_remote();
+
 /// A fixed theta for timing evaluations.
 inline Eigen::VectorXd test_theta(std::int64_t dimension) {
   return Eigen::VectorXd::LinSpaced(dimension, -0.01, 0.01);
