@@ -2,6 +2,8 @@
 #include "io/partition.hpp"
 #include "io/scaling.hpp"
 
+#include "support/files.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -50,18 +52,6 @@ io::raw_dataset dense_data(const model::dense_features& x, bool pixels = false) 
   return d;
 }
 
-model::dense_features rows(std::initializer_list<std::initializer_list<float>> values) {
-  model::dense_features m(static_cast<Eigen::Index>(values.size()),
-                          static_cast<Eigen::Index>(values.begin()->size()));
-  Eigen::Index i = 0;
-  for (const auto& row : values) {
-    Eigen::Index j = 0;
-    for (float v : row)
-      m(i, j++) = v;
-    ++i;
-  }
-  return m;
-}
 
 } // namespace
 
@@ -175,7 +165,7 @@ TEST_CASE("labels: svm is binary with two values and one-vs-rest with more") {
 }
 
 TEST_CASE("scaling: automatic scales pixels by 1/255 and leaves other data alone") {
-  auto pixels = dense_data(rows({{0, 51, 255}}), true);
+  auto pixels = dense_data(test::dense_rows({{0, 51, 255}}), true);
   const auto scaling = io::fit_scaling(pixels, io::scale_mode::automatic, false);
   CHECK(scaling.factor == 1.0 / 255.0);
   CHECK(scaling.mean.size() == 0);
@@ -186,13 +176,13 @@ TEST_CASE("scaling: automatic scales pixels by 1/255 and leaves other data alone
   CHECK(pixels.data.dense()(0, 1) == 0.2f);
   CHECK(pixels.data.dense()(0, 2) == 1.0f);
 
-  CHECK(io::fit_scaling(dense_data(rows({{255}}), true), io::scale_mode::none, false).identity());
-  CHECK(io::fit_scaling(dense_data(rows({{255}}), false), io::scale_mode::automatic, false).identity());
+  CHECK(io::fit_scaling(dense_data(test::dense_rows({{255}}), true), io::scale_mode::none, false).identity());
+  CHECK(io::fit_scaling(dense_data(test::dense_rows({{255}}), false), io::scale_mode::automatic, false).identity());
 }
 
 TEST_CASE("scaling: dense standardisation uses training statistics, computed by hand") {
   // Columns: 1,3,5 (mean 3, variance 8/3); constant 10; 5,5,7 (mean 17/3, variance 8/9).
-  auto train = dense_data(rows({{1, 10, 5}, {3, 10, 5}, {5, 10, 7}}));
+  auto train = dense_data(test::dense_rows({{1, 10, 5}, {3, 10, 5}, {5, 10, 7}}));
   const auto s = io::fit_scaling(train, io::scale_mode::automatic, true);
   CHECK(s.factor == 1.0);
   REQUIRE(s.mean.size() == 3);
@@ -212,20 +202,20 @@ TEST_CASE("scaling: dense standardisation uses training statistics, computed by 
   CHECK(x(2, 2) == doctest::Approx(4.0 / 3.0 * 3.0 / std::sqrt(8.0)).epsilon(1e-6));
 
   // The test set is scaled with the training mean and deviation, not its own.
-  auto test = dense_data(rows({{7, 12, 5}}));
+  auto test = dense_data(test::dense_rows({{7, 12, 5}}));
   REQUIRE(io::apply_scaling(s, test).ok());
   CHECK(test.data.dense()(0, 0) == doctest::Approx(4 * std::sqrt(3.0 / 8.0)).epsilon(1e-6));
   CHECK(test.data.dense()(0, 1) == doctest::Approx(2.0).epsilon(1e-6));
   CHECK(test.data.dense()(0, 2) == doctest::Approx(-2.0 / 3.0 * 3.0 / std::sqrt(8.0)).epsilon(1e-6));
 
-  auto narrow = dense_data(rows({{1, 2}}));
+  auto narrow = dense_data(test::dense_rows({{1, 2}}));
   auto mismatch = io::apply_scaling(s, narrow);
   REQUIRE_FALSE(mismatch.ok());
   CHECK(mismatch.error().message() == "x.csv has 2 features, but the scaling was fitted on 3");
 }
 
 TEST_CASE("scaling: standardising pixels takes statistics after the 1/255 factor") {
-  auto train = dense_data(rows({{0, 255}, {255, 255}}), true);
+  auto train = dense_data(test::dense_rows({{0, 255}, {255, 255}}), true);
   const auto s = io::fit_scaling(train, io::scale_mode::automatic, true);
   CHECK(s.factor == 1.0 / 255.0);
   CHECK(s.mean(0) == doctest::Approx(0.5).epsilon(1e-15));

@@ -1,5 +1,5 @@
 #include "io/model_file.hpp"
-#include "io/temp_dir.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -11,7 +11,7 @@
 #include <string>
 
 using namespace shardopt;
-using shardopt::io::testing::temp_dir;
+using shardopt::test::temp_dir;
 
 namespace {
 

@@ -1,5 +1,5 @@
 #include "io/readers.hpp"
-#include "io/temp_dir.hpp"
+#include "support/files.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,24 +8,12 @@
 #include <vector>
 
 using namespace shardopt;
-using shardopt::io::testing::temp_dir;
+using shardopt::test::temp_dir;
 
 namespace {
 
 using dense = model::dense_features;
 
-/// A dense matrix from rows written out in the test.
-dense matrix(std::initializer_list<std::initializer_list<float>> rows) {
-  dense m(static_cast<Eigen::Index>(rows.size()), static_cast<Eigen::Index>(rows.begin()->size()));
-  Eigen::Index i = 0;
-  for (const auto& row : rows) {
-    Eigen::Index j = 0;
-    for (float v : row)
-      m(i, j++) = v;
-    ++i;
-  }
-  return m;
-}
 
 Eigen::VectorXd vec(std::initializer_list<double> values) {
   Eigen::VectorXd v(static_cast<Eigen::Index>(values.size()));
@@ -58,7 +46,7 @@ const std::string labels_idx = idx_bytes(0x801, {3}, label_payload);
 
 void check_tiny_images(const io::raw_dataset& d) {
   REQUIRE_FALSE(d.data.is_sparse());
-  CHECK(d.data.dense() == matrix({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 255}}));
+  CHECK(d.data.dense() == test::dense_rows({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 255}}));
   CHECK(d.data.y == vec({7, 0, 9}));
   CHECK(d.pixels);
   CHECK(d.lines.empty());
@@ -71,7 +59,7 @@ TEST_CASE("read_csv: no header, label in the first column") {
   const auto path = dir.write("a.csv", "1,2.5,3\n0,-1,4e2\n");
   auto r = io::read_csv(path, {});
   REQUIRE_MESSAGE(r.ok(), r.error().message());
-  CHECK(r->data.dense() == matrix({{2.5f, 3}, {-1, 400}}));
+  CHECK(r->data.dense() == test::dense_rows({{2.5f, 3}, {-1, 400}}));
   CHECK(r->data.y == vec({1, 0}));
   CHECK(r->lines == std::vector<std::int64_t>{1, 2});
   CHECK(r->source == path);
@@ -86,7 +74,7 @@ TEST_CASE("read_csv: detected header, CRLF, blank lines, label last via a negati
   options.label_column = -1;
   auto r = io::read_csv(path, options);
   REQUIRE_MESSAGE(r.ok(), r.error().message());
-  CHECK(r->data.dense() == matrix({{1, 2}, {4, 5}}));
+  CHECK(r->data.dense() == test::dense_rows({{1, 2}, {4, 5}}));
   CHECK(r->data.y == vec({3, 6}));
   CHECK(r->lines == std::vector<std::int64_t>{3, 5});
   CHECK(r->where(0) == path + ":3");
@@ -99,7 +87,7 @@ TEST_CASE("read_csv: label in a middle column, quoted and signed numbers, no fin
   options.label_column = 1;
   auto r = io::read_csv(path, options);
   REQUIRE_MESSAGE(r.ok(), r.error().message());
-  CHECK(r->data.dense() == matrix({{1, 2}, {3, 4}}));
+  CHECK(r->data.dense() == test::dense_rows({{1, 2}, {3, 4}}));
   CHECK(r->data.y == vec({7, 8}));
   CHECK(r->lines == std::vector<std::int64_t>{1, 2});
 }
@@ -112,7 +100,7 @@ TEST_CASE("read_csv: the header option overrides detection, and limit stops earl
   options.limit = 2;
   auto r = io::read_csv(path, options);
   REQUIRE_MESSAGE(r.ok(), r.error().message());
-  CHECK(r->data.dense() == matrix({{2}, {4}}));
+  CHECK(r->data.dense() == test::dense_rows({{2}, {4}}));
   CHECK(r->data.y == vec({1, 3}));
   CHECK(r->lines == std::vector<std::int64_t>{2, 3});
 
@@ -190,7 +178,7 @@ TEST_CASE("read_csv: gzip-compressed CSV reads like plain CSV") {
   const auto path = dir.write_gz("a.csv.gz", "1,2.5,3\n0,-1,4e2\n");
   auto r = io::read_dataset(path, io::split::train, {});
   REQUIRE_MESSAGE(r.ok(), r.error().message());
-  CHECK(r->data.dense() == matrix({{2.5f, 3}, {-1, 400}}));
+  CHECK(r->data.dense() == test::dense_rows({{2.5f, 3}, {-1, 400}}));
   CHECK(r->data.y == vec({1, 0}));
 }
 
@@ -275,7 +263,7 @@ TEST_CASE("read_idx: raw and gzip files round-trip a tiny 3-image 2x2 set") {
     options.limit = 2;
     auto r = io::read_idx(images, labels, options);
     REQUIRE_MESSAGE(r.ok(), r.error().message());
-    CHECK(r->data.dense() == matrix({{0, 1, 2, 3}, {4, 5, 6, 7}}));
+    CHECK(r->data.dense() == test::dense_rows({{0, 1, 2, 3}, {4, 5, 6, 7}}));
     CHECK(r->data.y == vec({7, 0}));
   }
 }
@@ -331,28 +319,28 @@ TEST_CASE("read_dataset: MNIST directory layout, raw train split and gzip test s
   dir.write("train-labels-idx1-ubyte", labels_idx);
   dir.write_gz("t10k-images-idx3-ubyte.gz", idx_bytes(0x803, {1, 2, 2}, {1, 2, 3, 4}));
   dir.write_gz("t10k-labels-idx1-ubyte.gz", idx_bytes(0x801, {1}, {5}));
-  auto train = io::read_dataset(dir.path(), io::split::train, {});
+  auto train = io::read_dataset(dir.path().string(), io::split::train, {});
   REQUIRE_MESSAGE(train.ok(), train.error().message());
   check_tiny_images(*train);
-  auto test = io::read_dataset(dir.path(), io::split::test, {});
+  auto test = io::read_dataset(dir.path().string(), io::split::test, {});
   REQUIRE_MESSAGE(test.ok(), test.error().message());
-  CHECK(test->data.dense() == matrix({{1, 2, 3, 4}}));
+  CHECK(test->data.dense() == test::dense_rows({{1, 2, 3, 4}}));
   CHECK(test->data.y == vec({5}));
   CHECK(test->source == dir.file("t10k-labels-idx1-ubyte.gz"));
-  CHECK(io::has_builtin_test_split(dir.path()));
+  CHECK(io::has_builtin_test_split(dir.path().string()));
 }
 
 TEST_CASE("read_dataset: a directory without the MNIST files names it and the expected files") {
   temp_dir dir;
   dir.write("train-images-idx3-ubyte", images_idx);
-  auto r = io::read_dataset(dir.path(), io::split::train, {});
+  auto r = io::read_dataset(dir.path().string(), io::split::train, {});
   REQUIRE_FALSE(r.ok());
-  CHECK(r.error().message() == dir.path() +
+  CHECK(r.error().message() == dir.path().string() +
                                    ": neither train-labels-idx1-ubyte nor train-labels-idx1-ubyte.gz "
                                    "found (expected the MNIST layout)");
-  auto test = io::read_dataset(dir.path(), io::split::test, {});
+  auto test = io::read_dataset(dir.path().string(), io::split::test, {});
   REQUIRE_FALSE(test.ok());
-  CHECK(test.error().message() == dir.path() +
+  CHECK(test.error().message() == dir.path().string() +
                                       ": neither t10k-images-idx3-ubyte nor t10k-images-idx3-ubyte.gz "
                                       "found (expected the MNIST layout)");
 }

@@ -386,23 +386,30 @@ void check_single(const model_shape& shape, const std::vector<double>& x, double
 // -----------------------------------------------------------------------------------------------------
 // 1. Finite-difference gradient checks
 
-TEST_CASE("gradients match central differences for every model, dense and sparse") {
-  for (const auto& c : all_cases()) {
-    for (int trial = 0; trial < 3; ++trial) {
-      const std::uint64_t seed = base_seed() + 1000 * static_cast<std::uint64_t>(c.kind) +
-                                 100 * static_cast<std::uint64_t>(c.outputs) +
-                                 static_cast<std::uint64_t>(trial);
-      INFO(describe(c) << ", seed " << seed);
-      std::mt19937_64 rng{seed};
-      const model_shape shape = shape_of(c, 6);
-      const problem p = random_problem(c, 37, 6, rng);
-      const VectorXd theta = fd_theta(shape, p.dense, rng);
-      for (const bool is_sparse : {false, true}) {
-        INFO((is_sparse ? "sparse" : "dense"));
-        check_gradients(shape, p.get(is_sparse), theta);
-      }
-    }
+namespace {
+
+/// Finite-difference checks of one model case on `rows` random examples, dense and sparse.
+void check_case_gradients(const model_case& c, std::int64_t rows, std::uint64_t seed) {
+  INFO(describe(c) << ", " << rows << " rows, seed " << seed);
+  std::mt19937_64 rng{seed};
+  const model_shape shape = shape_of(c, 6);
+  const problem p = random_problem(c, rows, 6, rng);
+  const VectorXd theta = fd_theta(shape, p.dense, rng);
+  for (const bool is_sparse : {false, true}) {
+    INFO((is_sparse ? "sparse" : "dense"));
+    check_gradients(shape, p.get(is_sparse), theta);
   }
+}
+
+} // namespace
+
+TEST_CASE("gradients match central differences for every model, dense and sparse") {
+  for (const auto& c : all_cases())
+    for (int trial = 0; trial < 3; ++trial)
+      check_case_gradients(c, 37,
+                           base_seed() + 1000 * static_cast<std::uint64_t>(c.kind)
+                             + 100 * static_cast<std::uint64_t>(c.outputs)
+                             + static_cast<std::uint64_t>(trial));
 }
 
 // -----------------------------------------------------------------------------------------------------
@@ -1034,19 +1041,10 @@ TEST_CASE("quality counts correct predictions and squared errors on a hand-made 
 // 8. More rows than one chunk (256)
 
 TEST_CASE("gradients match central differences across chunk boundaries (600 rows)") {
-  for (const auto& c : all_cases()) {
-    const std::uint64_t seed = base_seed() + 6000 + 1000 * static_cast<std::uint64_t>(c.kind) +
-                               static_cast<std::uint64_t>(c.outputs);
-    INFO(describe(c) << ", seed " << seed);
-    std::mt19937_64 rng{seed};
-    const model_shape shape = shape_of(c, 6);
-    const problem p = random_problem(c, 600, 6, rng);
-    const VectorXd theta = fd_theta(shape, p.dense, rng);
-    for (const bool is_sparse : {false, true}) {
-      INFO((is_sparse ? "sparse" : "dense"));
-      check_gradients(shape, p.get(is_sparse), theta);
-    }
-  }
+  for (const auto& c : all_cases())
+    check_case_gradients(c, 600,
+                         base_seed() + 6000 + 1000 * static_cast<std::uint64_t>(c.kind)
+                           + static_cast<std::uint64_t>(c.outputs));
 }
 
 TEST_CASE("blocks cut at and around chunk boundaries add up to the whole") {

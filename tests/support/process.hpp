@@ -4,6 +4,8 @@
 // captured through files, a deadline after which the child is killed. Every process started here is
 // waited for before `run` returns.
 
+#include "support/files.hpp"
+
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -30,38 +32,6 @@ struct process_result {
   std::string out;
   std::string err;
 };
-
-/// A fresh temporary directory, removed when the object goes out of scope.
-class temp_dir {
-public:
-  temp_dir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "shardopt-test-XXXXXX").string();
-    path_ = ::mkdtemp(pattern.data());
-  }
-  ~temp_dir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  temp_dir(const temp_dir&) = delete;
-  temp_dir& operator=(const temp_dir&) = delete;
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-  const std::filesystem::path& path() const { return path_; }
-
-private:
-  std::filesystem::path path_;
-};
-
-inline std::string slurp(const std::filesystem::path& path) {
-  std::ifstream in{path, std::ios::binary};
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-inline void write_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out{path, std::ios::binary};
-  out << text;
-}
 
 /// Runs `args[0]` with `args`, waits at most `deadline`, returns exit status and output.
 inline process_result run(const std::vector<std::string>& args,
