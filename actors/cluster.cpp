@@ -51,15 +51,20 @@ result<std::vector<node_endpoint>> parse_endpoints(const std::string& list) {
 struct cluster::impl {
   explicit impl(runtime& r) : rt(r), self(r.system()) {}
 
-  /// Asks node `j` for a shard; errors name the node.
-  result<shard_actor> spawn_on(std::size_t j, const shard_spec& spec) {
-    result<shard_actor> out = fail(nodes[j].endpoint.text() + ": no reply");
-    self->request(handles[j], control_timeout, spawn_atom::value, spec)
-      .receive([&](shard_actor& shard) { out = std::move(shard); },
+  /// Asks node `j` (atom, request) and waits for a reply of type Reply; errors name the node.
+  template <class Reply, class Atom, class Request>
+  result<Reply> ask(std::size_t j, Atom atom, const Request& request) {
+    result<Reply> out = fail(nodes[j].endpoint.text() + ": no reply");
+    self->request(handles[j], control_timeout, atom, request)
+      .receive([&](Reply& reply) { out = std::move(reply); },
                [&](caf::error& err) {
                  out = fail(nodes[j].endpoint.text() + ": " + describe(err, rt.system()));
                });
     return out;
+  }
+
+  result<shard_actor> spawn_on(std::size_t j, const shard_spec& spec) {
+    return ask<shard_actor>(j, spawn_atom::value, spec);
   }
 
   runtime& rt;
@@ -78,6 +83,102 @@ cluster::~cluster() = default;
 
 const std::vector<connected_node>& cluster::nodes() const {
   return impl_->nodes;
+}
+
+namespace {
+
+/// The shard factory of a cluster: a lost shard's node is taken as dead and the shard moves to the
+/// live node with the fewest shards, made there by `spawn(cluster, node, shard)`.
+shard_factory replacer(std::shared_ptr<cluster::impl> state,
+                       std::function<void(const std::string&)> log,
+                       std::function<result<shard_actor>(cluster::impl&, std::size_t, std::size_t)> spawn) {
+  return [state = std::move(state), log = std::move(log),
+          spawn = std::move(spawn)](std::size_t i) -> result<shard_actor> {
+    auto& c = *state;
+    const auto lost = c.home[i];
+    --c.load[lost];
+    if (c.alive[lost]) {
+      c.alive[lost] = false;
+      if (log)
+        log("node " + c.nodes[lost].endpoint.text() + " lost");
+    }
+    for (;;) {
+      std::size_t best = c.nodes.size();
+      for (std::size_t j = 0; j < c.nodes.size(); ++j)
+        if (c.alive[j] && (best == c.nodes.size() || c.load[j] < c.load[best]))
+          best = j;
+      if (best == c.nodes.size())
+        return fail("no node left to recreate shard " + std::to_string(i) + " on (all "
+                    + std::to_string(c.nodes.size()) + " nodes lost)");
+      auto shard = spawn(c, best, i);
+      if (shard) {
+        c.home[i] = best;
+        ++c.load[best];
+        if (log)
+          log("recreated shard " + std::to_string(i) + " on node " + c.nodes[best].endpoint.text());
+        return shard;
+      }
+      c.alive[best] = false;
+      if (log)
+        log("node " + c.nodes[best].endpoint.text() + " lost: " + shard.error().message());
+    }
+  };
+}
+
+} // namespace
+
+result<cluster::node_local_run>
+cluster::read_on_nodes(model::model_kind kind, std::int64_t classes, double lambda,
+                       const io::part_request& data, io::scale_mode mode, bool standardize,
+                       const std::vector<std::size_t>& plan, std::chrono::milliseconds timeout,
+                       std::function<void(const std::string&)> log) {
+  auto& s = *impl_;
+  const auto parts = static_cast<std::int64_t>(plan.size());
+  // Copies, not references: the shard factory below outlives this call.
+  auto part = [data, parts](std::size_t i) {
+    auto request = data;
+    request.part = static_cast<std::int64_t>(i);
+    request.parts = parts;
+    return request;
+  };
+  // Summaries first: encoding and scaling must come from the whole dataset. Part 1 goes first: for
+  // dense text it fixes the field count that the other parts are checked against.
+  std::vector<io::part_summary> summaries;
+  std::int64_t dense_features = 0;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    auto request = part(i);
+    if (dense_features > 0)
+      request.options.features = dense_features;
+    auto summary = s.ask<summary_message>(plan[i], scan_atom::value, part_message{request});
+    if (!summary)
+      return summary.error().with_context("reading part " + std::to_string(i + 1));
+    if (i == 0 && !summary->summary.sparse)
+      dense_features = summary->summary.cols;
+    summaries.push_back(std::move(summary->summary));
+  }
+  auto fitted = io::fit_parts(kind, classes, summaries, mode, standardize, data.spec);
+  if (!fitted)
+    return fitted.error();
+  const model::model_shape shape{kind, fitted->features, fitted->labels.outputs()};
+  auto spec_of = [=](std::size_t i) {
+    return part_shard_spec{part(i), shape, fitted->labels, fitted->scaling};
+  };
+  std::vector<shard_actor> shards;
+  s.home.assign(plan.size(), 0);
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    auto shard = s.ask<shard_actor>(plan[i], spawnpart_atom::value, spec_of(i));
+    if (!shard)
+      return shard.error().with_context("creating shard " + std::to_string(i));
+    shards.push_back(std::move(*shard));
+    s.home[i] = plan[i];
+    ++s.load[plan[i]];
+  }
+  auto replace = replacer(impl_, std::move(log), [spec_of](impl& c, std::size_t node, std::size_t i) {
+    return c.ask<shard_actor>(node, spawnpart_atom::value, spec_of(i));
+  });
+  return node_local_run{
+    make_sharded_objective(s.rt, shape, lambda, std::move(shards), timeout, std::move(replace)),
+    shape, fitted->labels, fitted->scaling, fitted->rows};
 }
 
 result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {
@@ -136,38 +237,10 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
     s.home[i] = plan[i];
     ++s.load[plan[i]];
   }
-  // A lost shard's node is taken as dead; the shard moves to the live node with the fewest shards.
-  shard_factory replace = [state = impl_, shape, data, blocks, log](std::size_t i)
-    -> result<shard_actor> {
-    auto& c = *state;
-    const auto lost = c.home[i];
-    --c.load[lost];
-    if (c.alive[lost]) {
-      c.alive[lost] = false;
-      if (log)
-        log("node " + c.nodes[lost].endpoint.text() + " lost");
-    }
-    for (;;) {
-      std::size_t best = c.nodes.size();
-      for (std::size_t j = 0; j < c.nodes.size(); ++j)
-        if (c.alive[j] && (best == c.nodes.size() || c.load[j] < c.load[best]))
-          best = j;
-      if (best == c.nodes.size())
-        return fail("no node left to recreate shard " + std::to_string(i) + " on (all "
-                    + std::to_string(c.nodes.size()) + " nodes lost)");
-      auto shard = c.spawn_on(best, shard_spec{shape, data_block{data, blocks[i]}});
-      if (shard) {
-        c.home[i] = best;
-        ++c.load[best];
-        if (log)
-          log("recreated shard " + std::to_string(i) + " on node " + c.nodes[best].endpoint.text());
-        return shard;
-      }
-      c.alive[best] = false;
-      if (log)
-        log("node " + c.nodes[best].endpoint.text() + " lost: " + shard.error().message());
-    }
-  };
+  auto replace = replacer(impl_, std::move(log), [shape, data, blocks](impl& c, std::size_t node,
+                                                                          std::size_t i) {
+    return c.spawn_on(node, shard_spec{shape, data_block{data, blocks[i]}});
+  });
   return make_sharded_objective(s.rt, shape, lambda, std::move(shards), timeout, std::move(replace));
 }
 

@@ -2,6 +2,7 @@
 
 #include "actors/runtime.hpp"
 #include "actors/sharded_objective.hpp"
+#include "io/splits.hpp"
 #include "model/result.hpp"
 
 #include <Eigen/Core>
@@ -60,6 +61,26 @@ public:
                                  const std::vector<std::size_t>& plan,
                                  std::chrono::milliseconds timeout,
                                  std::function<void(const std::string&)> log);
+
+  /// What `read_on_nodes` learned of the dataset from the nodes.
+  struct node_local_run {
+    sharded_objective objective;
+    model::model_shape shape;
+    io::label_encoding labels;
+    io::feature_scaling scaling;
+    std::int64_t rows = 0;
+  };
+
+  /// Node-local data: shard i is part i of `plan.size()` of `data` (a path every node can see),
+  /// read by node plan[i] itself (io::read_part). The nodes first summarise their parts; label
+  /// encoding and scaling are fitted from the summaries (io::fit_parts) and sent with the shard
+  /// requests, so every part is encoded and scaled alike. Lost shards are recreated as in `ship`,
+  /// by a surviving node reading the same part.
+  result<node_local_run> read_on_nodes(model::model_kind kind, std::int64_t classes, double lambda,
+                                       const io::part_request& data, io::scale_mode mode,
+                                       bool standardize, const std::vector<std::size_t>& plan,
+                                       std::chrono::milliseconds timeout,
+                                       std::function<void(const std::string&)> log);
 
   struct impl;
 

@@ -37,6 +37,20 @@ struct node_state {
   static inline const char* name = "shardopt.node";
 };
 
+/// Spawns a shard on this node for the driver that sent the current message, linked to the node
+/// (it ends with the node) and ended when that driver goes away.
+shard_actor host_shard(node_actor::stateful_pointer<node_state> self, const model::model_shape& shape,
+                       std::shared_ptr<const model::dataset> data, model::row_range rows) {
+  auto shard = spawn_shard(self->system(), shape, std::move(data), rows);
+  self->link_to(shard);
+  const auto driver = caf::actor_cast<caf::actor_addr>(self->current_sender());
+  auto& mine = self->state.shards[driver];
+  if (mine.empty())
+    self->monitor(driver);
+  mine.push_back(shard);
+  return shard;
+}
+
 node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self,
                                         std::uint32_t threads) {
   // Shards are linked to the node so that they end with it; their exits (which may arrive after the
@@ -84,14 +98,31 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
         return make_error(errc::dimension_mismatch,
                           "shard data row " + std::to_string(row) + " has label "
                             + std::to_string(labels[row]) + ", invalid for this model");
-      auto shard = spawn_shard(self->system(), shape, block.data, block.rows);
-      self->link_to(shard);  // when the node ends, its shards end with it
-      const auto driver = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      auto& mine = self->state.shards[driver];
-      if (mine.empty())
-        self->monitor(driver);
-      mine.push_back(shard);
-      return shard;
+      return host_shard(self, shape, block.data, block.rows);
+    },
+    [](scan_atom, part_message& message) -> caf::result<summary_message> {
+      auto part = io::read_part(message.request);
+      if (!part)
+        return make_error(errc::shard_failed, part.error().message());
+      return summary_message{io::summarize(*part)};
+    },
+    [self](spawnpart_atom, part_shard_spec& spec) -> caf::result<shard_actor> {
+      const auto& shape = spec.shape;
+      if (shape.features <= 0 || shape.outputs <= 0
+          || static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
+        return make_error(errc::dimension_mismatch, "invalid shard request: bad model shape");
+      auto request = spec.request;
+      request.options.features = shape.features;  // LIBSVM: an index beyond the model is an error
+      auto part = io::read_part(request);
+      if (!part)
+        return make_error(errc::shard_failed, part.error().message());
+      for (auto step : {io::match_features(*part, shape.features, "the driver's model"),
+                        io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
+        if (!step)
+          return make_error(errc::shard_failed, step.error().message());
+      const auto rows = part->data.rows();
+      auto data = std::make_shared<const model::dataset>(std::move(part->data));
+      return host_shard(self, shape, std::move(data), model::row_range{0, rows});
     },
   };
 }
@@ -106,7 +137,92 @@ std::vector<char> wire_probe() {
 }
 
 node_actor spawn_node(caf::actor_system& system, std::uint32_t threads) {
-  return system.spawn(node_behavior, threads);
+  // Detached: reading a node-local part is blocking file I/O, which must not hold a scheduler thread.
+  return system.spawn<caf::detached>(node_behavior, threads);
+}
+
+namespace {
+
+caf::error apply_vector(caf::serializer& f, Eigen::VectorXd& v) {
+  dense_vector wire{v};
+  return inspect(f, wire);
+}
+
+caf::error apply_vector(caf::deserializer& f, Eigen::VectorXd& v) {
+  dense_vector wire;
+  if (auto err = inspect(f, wire))
+    return err;
+  v = wire.map();
+  return {};
+}
+
+caf::error apply_header(caf::serializer& f, std::optional<bool>& header) {
+  std::int8_t code = header ? (*header ? 1 : 0) : -1;
+  return f(code);
+}
+
+caf::error apply_header(caf::deserializer& f, std::optional<bool>& header) {
+  std::int8_t code = 0;
+  if (auto err = f(code))
+    return err;
+  header = code < 0 ? std::nullopt : std::optional<bool>{code == 1};
+  return {};
+}
+
+template <class Processor>
+caf::error apply_request(Processor& f, io::part_request& r) {
+  return caf::error::eval(
+    [&] {
+      return f(r.spec, r.options.format, r.options.label_column, r.options.features,
+               r.options.limit, r.part, r.parts);
+    },
+    [&] { return apply_header(f, r.options.header); });
+}
+
+template <class Processor>
+caf::error apply_summary(Processor& f, io::part_summary& x) {
+  return caf::error::eval([&] { return f(x.rows, x.cols, x.sparse, x.pixels, x.labels); },
+                          [&] { return apply_vector(f, x.sum); },
+                          [&] { return apply_vector(f, x.squares); },
+                          [&] { return apply_vector(f, x.low); },
+                          [&] { return apply_vector(f, x.high); },
+                          [&] { return apply_vector(f, x.stored); });
+}
+
+template <class Processor>
+caf::error apply_part_spec(Processor& f, part_shard_spec& x) {
+  return caf::error::eval(
+    [&] { return apply_request(f, x.request); },
+    [&] { return f(x.shape.kind, x.shape.features, x.shape.outputs, x.labels.kind, x.labels.classes); },
+    [&] { return f(x.scaling.factor); },
+    [&] { return apply_vector(f, x.scaling.mean); },
+    [&] { return apply_vector(f, x.scaling.inv_std); });
+}
+
+} // namespace
+
+caf::error inspect(caf::serializer& f, part_message& x) {
+  return apply_request(f, x.request);
+}
+
+caf::error inspect(caf::deserializer& f, part_message& x) {
+  return apply_request(f, x.request);
+}
+
+caf::error inspect(caf::serializer& f, summary_message& x) {
+  return apply_summary(f, x.summary);
+}
+
+caf::error inspect(caf::deserializer& f, summary_message& x) {
+  return apply_summary(f, x.summary);
+}
+
+caf::error inspect(caf::serializer& f, part_shard_spec& x) {
+  return apply_part_spec(f, x);
+}
+
+caf::error inspect(caf::deserializer& f, part_shard_spec& x) {
+  return apply_part_spec(f, x);
 }
 
 caf::error inspect(caf::serializer& f, data_block& x) {

@@ -14,6 +14,12 @@
 //   (spawn_atom, shard_spec)  -> (shard_actor)
 //       Creates one shard on this node from a shipped block of data and returns its handle. The
 //       data is checked first (shape, label values); a bad block is refused with an error.
+//   (scan_atom, part_message) -> (summary_message)
+//       Node-local data: reads part p of P of a dataset this node can see and summarises it (rows,
+//       distinct labels, feature sums), so the driver can fit label encoding and scaling.
+//   (spawnpart_atom, part_shard_spec) -> (shard_actor)
+//       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
+//       creates a shard on it. Errors name the file and line, as when reading locally.
 //
 // The node monitors every driver that created shards and ends those shards when the driver goes
 // away (it disconnects, is killed, or finishes), so one node serves many drivers one after another.
@@ -21,6 +27,7 @@
 //   states:  serving  --(driver down)-->  serving (that driver's shards ended)
 
 #include "actors/messages.hpp"
+#include "io/splits.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -32,6 +39,44 @@ namespace shardopt::actors {
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawnshard")>;
 using echo_atom = caf::atom_constant<caf::atom("echo")>;
+using scan_atom = caf::atom_constant<caf::atom("scan")>;
+using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
+
+/// A part of a dataset to read on a node (see io::read_part).
+struct part_message {
+  io::part_request request;
+};
+
+/// The summary of a part (see io::summarize).
+struct summary_message {
+  io::part_summary summary;
+};
+
+/// A node-local shard: which part to read and how to encode and scale it.
+struct part_shard_spec {
+  io::part_request request;
+  model::model_shape shape;
+  io::label_encoding labels;
+  io::feature_scaling scaling;
+};
+
+// Field by field, vectors as raw blocks; checked against the bytes received when loading.
+caf::error inspect(caf::serializer& f, part_message& x);
+caf::error inspect(caf::deserializer& f, part_message& x);
+caf::error inspect(caf::serializer& f, summary_message& x);
+caf::error inspect(caf::deserializer& f, summary_message& x);
+caf::error inspect(caf::serializer& f, part_shard_spec& x);
+caf::error inspect(caf::deserializer& f, part_shard_spec& x);
+
+template <class Inspector, class T>
+std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
+                   && !std::is_base_of_v<caf::deserializer, Inspector>
+                   && (std::is_same_v<T, part_message> || std::is_same_v<T, summary_message>
+                       || std::is_same_v<T, part_shard_spec>),
+                 typename Inspector::result_type>
+inspect(Inspector& f, T&) {
+  return f(caf::meta::type_name("shardopt::node_local"));
+}
 
 /// What a node tells a driver about itself.
 struct node_info {
@@ -84,7 +129,9 @@ typename Inspector::result_type inspect(Inspector& f, shard_spec& x) {
 using node_actor =
   caf::typed_actor<caf::replies_to<hello_atom, std::vector<char>>::with<node_info>,
                    caf::replies_to<echo_atom, dense_vector>::with<dense_vector>,
-                   caf::replies_to<spawn_atom, shard_spec>::with<shard_actor>>;
+                   caf::replies_to<spawn_atom, shard_spec>::with<shard_actor>,
+                   caf::replies_to<scan_atom, part_message>::with<summary_message>,
+                   caf::replies_to<spawnpart_atom, part_shard_spec>::with<shard_actor>>;
 
 /// The probe a driver sends with hello: the bytes of a fixed double and float in this process.
 std::vector<char> wire_probe();

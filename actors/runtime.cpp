@@ -94,6 +94,9 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<node_info>("shardopt::node_info");
   config.add_message_type<shard_actor>("shardopt::shard_actor");
   config.add_message_type<node_actor>("shardopt::node_actor");
+  config.add_message_type<part_message>("shardopt::part_message");
+  config.add_message_type<summary_message>("shardopt::summary_message");
+  config.add_message_type<part_shard_spec>("shardopt::part_shard_spec");
   config.add_error_category(error_category, render_error);
 }
 

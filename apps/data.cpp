@@ -1,10 +1,10 @@
 #include "apps/data.hpp"
 
+#include <optional>
+
 namespace shardopt::apps {
 
-namespace {
-
-result<io::read_options> to_read_options(const data_options& options) {
+result<io::read_options> read_options_of(const data_options& options) {
   io::read_options read;
   auto format = io::parse_data_format(options.format);
   if (!format)
@@ -22,13 +22,15 @@ result<io::read_options> to_read_options(const data_options& options) {
   return read;
 }
 
-result<io::scale_mode> to_scale_mode(const std::string& scale) {
-  if (scale == "auto")
+result<io::scale_mode> scale_mode_of(const data_options& options) {
+  if (options.scale == "auto")
     return io::scale_mode::automatic;
-  if (scale == "none")
+  if (options.scale == "none")
     return io::scale_mode::none;
-  return fail("--scale: expected auto or none, got '" + scale + "'");
+  return fail("--scale: expected auto or none, got '" + options.scale + "'");
 }
+
+namespace {
 
 /// Encodes labels and applies scaling to one set, then freezes it for sharing.
 result<std::shared_ptr<const model::dataset>> finish(io::raw_dataset raw,
@@ -41,34 +43,60 @@ result<std::shared_ptr<const model::dataset>> finish(io::raw_dataset raw,
   return std::make_shared<const model::dataset>(std::move(raw.data));
 }
 
+/// Reads the test set named by `options` (raw), or nothing when there is none.
+result<std::optional<io::raw_dataset>> read_test_set(const data_options& options,
+                                                     const io::read_options& read) {
+  if (options.test.empty() && !io::has_builtin_test_split(options.data))
+    return std::optional<io::raw_dataset>{};
+  auto test_read = read;
+  test_read.limit = options.test_limit;
+  test_read.features = 0;
+  auto loaded = io::read_dataset(options.test.empty() ? options.data : options.test,
+                                 io::split::test, test_read);
+  if (!loaded)
+    return loaded.error();
+  return std::optional<io::raw_dataset>{std::move(*loaded)};
+}
+
 } // namespace
+
+result<std::shared_ptr<const model::dataset>> prepare_test_data(const data_options& options,
+                                                                const io::label_encoding& labels,
+                                                                const io::feature_scaling& scaling,
+                                                                std::int64_t features,
+                                                                const std::string& train_source) {
+  auto read = read_options_of(options);
+  if (!read)
+    return read.error();
+  auto test = read_test_set(options, *read);
+  if (!test)
+    return test.error();
+  if (!*test)
+    return std::shared_ptr<const model::dataset>{};
+  if (auto ok = io::match_features(**test, features, train_source); !ok)
+    return ok.error();
+  return finish(std::move(**test), labels, scaling);
+}
 
 result<prepared_data> prepare_training_data(const data_options& options, model::model_kind kind,
                                             std::int64_t classes) {
-  auto read = to_read_options(options);
+  auto read = read_options_of(options);
   if (!read)
     return read.error();
-  auto mode = to_scale_mode(options.scale);
+  auto mode = scale_mode_of(options);
   if (!mode)
     return mode.error();
-
   auto train = io::read_dataset(options.data, io::split::train, *read);
   if (!train)
     return train.error();
-  std::optional<io::raw_dataset> test;
-  if (!options.test.empty() || io::has_builtin_test_split(options.data)) {
-    auto test_read = *read;
-    test_read.limit = options.test_limit;
-    test_read.features = 0;
-    auto loaded = options.test.empty()
-                    ? io::read_dataset(options.data, io::split::test, test_read)
-                    : io::read_dataset(options.test, io::split::test, test_read);
-    if (!loaded)
-      return loaded.error();
-    if (auto ok = io::check_same_features(*train, *loaded); !ok)
+  // The test set is read (and its dimension checked) before any fitting, so that its errors come
+  // first, as they would for a user who looks at the files in order.
+  auto test = read_test_set(options, *read);
+  if (!test)
+    return test.error();
+  if (*test)
+    if (auto ok = io::check_same_features(*train, **test); !ok)
       return ok.error();
-    test = std::move(*loaded);
-  }
 
   prepared_data out;
   auto labels = io::fit_labels(kind, *train, classes);
@@ -82,21 +110,22 @@ result<prepared_data> prepare_training_data(const data_options& options, model::
   if (!train_data)
     return train_data.error();
   out.train = std::move(*train_data);
-  if (test) {
-    out.test_source = test->source;
-    auto test_data = finish(std::move(*test), out.labels, out.scaling);
+  out.train_rows = out.train->rows();
+  if (*test) {
+    out.test_source = (*test)->source;
+    auto test_data = finish(std::move(**test), out.labels, out.scaling);
     if (!test_data)
       return test_data.error();
     out.test = std::move(*test_data);
   }
-  if (out.train->rows() == 0)
+  if (out.train_rows == 0)
     return fail(out.train_source + ": no training examples");
   return out;
 }
 
 result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
                                                                 const io::saved_model& saved) {
-  auto read = to_read_options(options);
+  auto read = read_options_of(options);
   if (!read)
     return read.error();
   auto raw = io::read_dataset(options.data, io::split::test, *read);

@@ -28,8 +28,11 @@ struct data_options {
 };
 
 /// Training (and optional test) data, read, label-encoded and scaled with training statistics.
+/// With node-local training data `train` is empty: the nodes hold it, and the encoding, scaling,
+/// shape and row count come from their summaries.
 struct prepared_data {
   std::shared_ptr<const model::dataset> train;
+  std::int64_t train_rows = 0;
   std::shared_ptr<const model::dataset> test;  ///< null when there is no test set
   std::string train_source;
   std::string test_source;
@@ -42,6 +45,19 @@ struct prepared_data {
 /// test split). `classes` > 0 fixes the class count.
 result<prepared_data> prepare_training_data(const data_options& options, model::model_kind kind,
                                             std::int64_t classes);
+
+/// How `options` asks for files to be read, and for features to be scaled. Errors name the option.
+result<io::read_options> read_options_of(const data_options& options);
+result<io::scale_mode> scale_mode_of(const data_options& options);
+
+/// Reads the test set (`--test`, or the dataset's own test split; null when there is none) and
+/// prepares it with a training fit made elsewhere; `train_source` names the training data in
+/// dimension errors.
+result<std::shared_ptr<const model::dataset>> prepare_test_data(const data_options& options,
+                                                                const io::label_encoding& labels,
+                                                                const io::feature_scaling& scaling,
+                                                                std::int64_t features,
+                                                                const std::string& train_source);
 
 /// Reads a dataset (`options.data`) and prepares it exactly as the saved model's training data was.
 result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,

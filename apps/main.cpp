@@ -58,6 +58,10 @@ void add_train_command(CLI::App& app, shardopt::apps::train_options& o) {
                     "Shard actors (default: one per hardware thread, or the nodes' threads)");
   train->add_option("--nodes", o.nodes,
                     "Run the shards on node processes: host:port,host:port (see `shardopt node`)");
+  train->add_option("--data-placement", o.data_placement,
+                    "With --nodes: 'shipped' (the driver sends each shard's rows) or 'node-local' "
+                    "(each node reads its own part of --data, a path every node can see)")
+    ->capture_default_str();
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
   train->add_option("--max-iter", o.lbfgs.max_iterations, "Iteration limit (0 = none)")

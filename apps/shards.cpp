@@ -27,9 +27,15 @@ std::string shard_list(const std::vector<std::size_t>& plan, std::size_t node) {
 } // namespace
 
 result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
-                                 const prepared_data& data, double lambda) {
+                                 prepared_data& data, const data_options& source,
+                                 model::model_kind kind, std::int64_t classes, double lambda) {
   shard_setup setup;
-  const auto n = data.train->rows();
+  const bool node_local = options.placement == "node-local";
+  if (options.placement != "shipped" && !node_local)
+    return fail("--data-placement: expected shipped or node-local, got '" + options.placement + "'");
+  if (node_local && options.nodes.empty())
+    return fail("--data-placement node-local needs --nodes");
+  const auto n = data.train_rows;
   if (options.nodes.empty()) {
     setup.shards = options.shards > 0 ? options.shards : static_cast<int>(rt.worker_threads());
     if (setup.shards > n)
@@ -53,7 +59,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   for (auto t : threads)
     total_threads += t;
   setup.shards = options.shards > 0 ? options.shards : static_cast<int>(std::max(1u, total_threads));
-  if (setup.shards > n)
+  if (!node_local && setup.shards > n)
     return fail("--shards " + std::to_string(setup.shards) + ": more shards than the "
                 + std::to_string(n) + " training examples");
   const auto plan = actors::place_shards(threads, static_cast<std::size_t>(setup.shards));
@@ -65,14 +71,34 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
                    shard_list(plan, j).c_str());
     }
   const bool quiet = options.quiet;
-  auto objective = cluster->ship(data.shape, lambda, data.train, io::partition_rows(n, setup.shards),
-                                 plan, options.timeout, [quiet](const std::string& event) {
-                                   if (!quiet)
-                                     std::fprintf(stderr, "cluster: %s\n", event.c_str());
-                                 });
-  if (!objective)
-    return objective.error();
-  setup.objective = std::move(*objective);
+  auto log = [quiet](const std::string& event) {
+    if (!quiet)
+      std::fprintf(stderr, "cluster: %s\n", event.c_str());
+  };
+  if (node_local) {
+    auto read = read_options_of(source);
+    if (!read)
+      return read.error();
+    auto mode = scale_mode_of(source);
+    if (!mode)
+      return mode.error();
+    auto run = cluster->read_on_nodes(kind, classes, lambda, io::part_request{source.data, *read, 0, 1},
+                                      *mode, source.standardize, plan, options.timeout, log);
+    if (!run)
+      return run.error();
+    data.shape = run->shape;
+    data.labels = std::move(run->labels);
+    data.scaling = std::move(run->scaling);
+    data.train_rows = run->rows;
+    data.train_source = source.data + " (read on the nodes)";
+    setup.objective = std::move(run->objective);
+  } else {
+    auto objective = cluster->ship(data.shape, lambda, data.train,
+                                   io::partition_rows(n, setup.shards), plan, options.timeout, log);
+    if (!objective)
+      return objective.error();
+    setup.objective = std::move(*objective);
+  }
   setup.cluster = std::move(*cluster);
   return setup;
 }

@@ -14,6 +14,7 @@ namespace shardopt::apps {
 struct shard_options {
   int shards = 0;           ///< 0: one per local hardware thread, or the nodes' announced threads
   std::string nodes;        ///< "host:port,..."; empty: local shard actors
+  std::string placement = "shipped";  ///< with nodes: "shipped" or "node-local"
   std::chrono::milliseconds timeout{300'000};
   bool quiet = false;
 };
@@ -27,8 +28,11 @@ struct shard_setup {
 
 /// Splits the training data into balanced contiguous shards and creates them: as local shard
 /// actors, or (with `nodes`) on node processes in proportion to their threads, printing the plan
-/// on stderr and shipping each shard's rows once. Errors name the node or the problem.
+/// on stderr. Shipped: the driver's rows of `data` go to the nodes once. Node-local: each node reads
+/// its own part of `source.data`, and `data`'s shape, encoding, scaling and row count are filled in
+/// from the nodes' summaries. Errors name the node or the problem.
 result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
-                                 const prepared_data& data, double lambda);
+                                 prepared_data& data, const data_options& source,
+                                 model::model_kind kind, std::int64_t classes, double lambda);
 
 } // namespace shardopt::apps

@@ -41,29 +41,39 @@ int run_train(const train_options& options) {
     return report_error("--model: unknown model '" + options.model
                         + "' (expected linear, logistic, softmax or svm)");
   const auto started = std::chrono::steady_clock::now();
-  auto prepared = prepare_training_data(options.data, *kind, options.classes);
-  if (!prepared)
-    return report_error(prepared.error().message());
-  auto& data = *prepared;
-  const auto n = data.train->rows();
-  if (!options.quiet)
-    std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld outputs\n",
-                 static_cast<long long>(n), static_cast<long long>(data.shape.features),
-                 data.train_source.c_str(),
-                 data.test ? (", test " + data.test_source).c_str() : "",
-                 options.model.c_str(), static_cast<long long>(data.shape.outputs));
-
+  // Node-local training data is read by the nodes; otherwise the driver reads and prepares it.
+  const bool node_local = options.data_placement == "node-local";
+  prepared_data data;
+  if (!node_local) {
+    auto prepared = prepare_training_data(options.data, *kind, options.classes);
+    if (!prepared)
+      return report_error(prepared.error().message());
+    data = std::move(*prepared);
+  }
   if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
     return report_error(ok.error().message());
   actors::runtime rt{actors::runtime_options{options.threads, !options.nodes.empty(), options.tls}};
   const shard_options placement{
-    options.shards, options.nodes,
+    options.shards, options.nodes, options.data_placement,
     std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet};
-  auto setup = setup_shards(rt, placement, data, options.lambda);
+  auto setup = setup_shards(rt, placement, data, options.data, *kind, options.classes, options.lambda);
   if (!setup)
     return report_error(setup.error().message());
+  if (node_local) {
+    auto test = prepare_test_data(options.data, data.labels, data.scaling, data.shape.features,
+                                  data.train_source);
+    if (!test)
+      return report_error(test.error().message());
+    data.test = std::move(*test);
+  }
   auto& objective = *setup->objective;
   const auto shards = setup->shards;
+  const auto n = data.train_rows;
+  if (!options.quiet)
+    std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld outputs\n",
+                 static_cast<long long>(n), static_cast<long long>(data.shape.features),
+                 data.train_source.c_str(), data.test ? ", with a test set" : "",
+                 options.model.c_str(), static_cast<long long>(data.shape.outputs));
 
   auto lbfgs = options.lbfgs;
   const auto dimension = data.shape.dimension();

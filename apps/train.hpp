@@ -17,6 +17,7 @@ struct train_options {
   std::int64_t classes = 0;        ///< 0 = from the training labels
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)
   std::string nodes;               ///< "host:port,...": shards on node processes
+  std::string data_placement = "shipped";  ///< with nodes: "shipped" or "node-local"
   actors::tls_options tls;         ///< mutual TLS to the nodes
   std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
   optimizer::lbfgs_options lbfgs;

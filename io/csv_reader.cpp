@@ -30,8 +30,10 @@ bool all_numeric(const std::vector<std::string_view>& fields) {
                      [](std::string_view field) { return detail::parse_number(field).has_value(); });
 }
 
+} // namespace
+
 /// Parses CSV text already in memory; `path` only names the file in messages.
-result<raw_dataset> parse_csv(const std::string& path, std::string_view text,
+result<raw_dataset> detail::parse_csv(const std::string& path, std::string_view text,
                               const read_options& options) {
   std::vector<std::string_view> fields;
   std::vector<double> labels;
@@ -65,7 +67,8 @@ result<raw_dataset> parse_csv(const std::string& path, std::string_view text,
     // The first data row fixes the number of fields, the label column and an upper bound on the
     // number of rows (the lines left), so the feature matrix is allocated once.
     if (field_count == 0) {
-      field_count = static_cast<std::int64_t>(fields.size());
+      field_count = options.features > 0 ? options.features + 1
+                                         : static_cast<std::int64_t>(fields.size());
       if (field_count < 2)
         return fail(at() + ": only one field; a row needs a label and at least one feature");
       label_column = options.label_column < 0 ? field_count + options.label_column
@@ -118,13 +121,12 @@ result<raw_dataset> parse_csv(const std::string& path, std::string_view text,
   return out;
 }
 
-} // namespace
 
 result<raw_dataset> read_csv(const std::string& path, const read_options& options) {
   auto text = detail::read_whole_file(path);
   if (!text)
     return text.error();
-  return parse_csv(path, text.value(), options);
+  return detail::parse_csv(path, text.value(), options);
 }
 
 } // namespace shardopt::io

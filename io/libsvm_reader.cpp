@@ -23,8 +23,10 @@ bool next_token(std::string_view& rest, std::string_view& token) {
   return true;
 }
 
+} // namespace
+
 /// Parses LIBSVM text already in memory into CSR arrays; `path` only names the file in messages.
-result<raw_dataset> parse_libsvm(const std::string& path, std::string_view text,
+result<raw_dataset> detail::parse_libsvm(const std::string& path, std::string_view text,
                                  const read_options& options) {
   constexpr auto max_index = std::int64_t{std::numeric_limits<std::int32_t>::max()};
   if (options.features > max_index)
@@ -106,13 +108,12 @@ result<raw_dataset> parse_libsvm(const std::string& path, std::string_view text,
   return out;
 }
 
-} // namespace
 
 result<raw_dataset> read_libsvm(const std::string& path, const read_options& options) {
   auto text = detail::read_whole_file(path);
   if (!text)
     return text.error();
-  return parse_libsvm(path, text.value(), options);
+  return detail::parse_libsvm(path, text.value(), options);
 }
 
 } // namespace shardopt::io

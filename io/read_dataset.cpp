@@ -1,4 +1,5 @@
 #include "io/readers.hpp"
+#include "io/reader_support.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -72,6 +73,20 @@ std::optional<data_format> parse_data_format(const std::string& name) {
   return std::nullopt;
 }
 
+result<data_format> detail::file_format(const std::string& spec, const read_options& options) {
+  // A single file: CSV or LIBSVM, by the format asked for or else by extension.
+  if (!path_exists(spec))
+    return fail(spec + ": no such file");
+  if (options.format != data_format::automatic)
+    return options.format;
+  const std::string ext = extension_of(spec);
+  if (ext == ".csv")
+    return data_format::csv;
+  if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight" || ext == ".txt")
+    return data_format::libsvm;
+  return fail("cannot tell the format of " + spec + "; pass --format csv|libsvm");
+}
+
 std::string raw_dataset::where(std::int64_t row) const {
   if (row >= 0 && row < static_cast<std::int64_t>(lines.size()))
     return source + ":" + std::to_string(lines[static_cast<std::size_t>(row)]);
@@ -90,20 +105,10 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
     return read_mnist_dir(dir, which, options);
   }
 
-  // A single file: CSV or LIBSVM, by the format asked for or else by extension.
-  if (!path_exists(spec))
-    return fail(spec + ": no such file");
-  data_format format = options.format;
-  if (format == data_format::automatic) {
-    const std::string ext = extension_of(spec);
-    if (ext == ".csv")
-      format = data_format::csv;
-    else if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight" || ext == ".txt")
-      format = data_format::libsvm;
-    else
-      return fail("cannot tell the format of " + spec + "; pass --format csv|libsvm");
-  }
-  switch (format) {
+  auto format = detail::file_format(spec, options);
+  if (!format)
+    return format.error();
+  switch (*format) {
     case data_format::csv:
       return read_csv(spec, options);
     case data_format::libsvm:

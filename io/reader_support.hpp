@@ -2,6 +2,7 @@
 
 // Private helpers shared by the dataset readers (not installed, not included outside io/).
 
+#include "io/readers.hpp"
 #include "model/result.hpp"
 
 #include <zlib.h>
@@ -38,6 +39,18 @@ private:
   std::string path_;
   std::unique_ptr<gzFile_s, closer> file_;
 };
+
+/// The format of a dataset file: `options.format` unless automatic, else by extension. Errors: a
+/// missing file, an extension that says nothing.
+result<data_format> file_format(const std::string& spec, const read_options& options);
+
+/// Parses CSV text already in memory; `name` only names it in messages (see read_csv).
+result<raw_dataset> parse_csv(const std::string& name, std::string_view text,
+                              const read_options& options);
+
+/// Parses LIBSVM text already in memory; `name` only names it in messages (see read_libsvm).
+result<raw_dataset> parse_libsvm(const std::string& name, std::string_view text,
+                                 const read_options& options);
 
 /// Reads a whole file, plain or gzip-compressed, into memory. Errors as for `gz_input`.
 result<std::string> read_whole_file(const std::string& path);

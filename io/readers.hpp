@@ -24,6 +24,7 @@ struct read_options {
   /// CSV: whether the first row is a header; nullopt = detect (a first row with a non-numeric field).
   std::optional<bool> header;
   /// LIBSVM: number of features; 0 = the largest index seen. A larger index is an error.
+  /// CSV: the number of features every row must have (0 = as many as the first row).
   std::int64_t features = 0;
   /// Read at most this many examples (0 = all).
   std::int64_t limit = 0;

@@ -11,8 +11,10 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <random>
 #include <regex>
 
@@ -303,4 +305,97 @@ TEST_CASE("bad TLS files are refused at startup, naming the file") {
                             (dir / "junk.pem").string()}, 30s);
   CHECK(partial.exit_code == 1);
   CHECK(partial.err.find("needs all of --tls-cert, --tls-key and --tls-ca") != std::string::npos);
+}
+
+TEST_CASE("node-local data: nodes read their own parts and agree with shipped data and local runs") {
+  if (!have_fashion())
+    return;
+  std::vector<std::unique_ptr<node_process>> nodes;
+  nodes.push_back(std::make_unique<node_process>());
+  nodes.push_back(std::make_unique<node_process>());
+  // A CSV every node can see (here: the same file system), with a header and uneven lines.
+  temp_dir dir;
+  std::mt19937 rng{99};
+  std::normal_distribution<double> normal;
+  std::ostringstream csv;
+  csv << "y,f1,f2,f3,f4,f5\n";
+  for (int i = 0; i < 900; ++i) {
+    csv << i % 3;
+    for (int j = 0; j < 5; ++j)
+      csv << "," << normal(rng) * (j + 1);
+    csv << "\n";
+  }
+  const auto path = dir.write("train.csv", csv.str());
+  auto train = [&](const std::string& placement) {
+    const auto result =
+      run({shardopt_binary(), "train", "--data", path, "--standardize", "--lambda", "1e-2",
+           "--shards", "5", "--epsilon", "1e-9", "--json", "--nodes", endpoints(nodes),
+           "--data-placement", placement}, 120s);
+    INFO(placement << ": " << result.err);
+    REQUIRE(result.exit_code == 0);
+    if (placement == "node-local")
+      CHECK(result.err.find("(read on the nodes)") != std::string::npos);
+    return json::parse(result.out);
+  };
+  const auto shipped = train("shipped");
+  const auto local_parts = train("node-local");
+  CHECK(local_parts["examples"] == 900);
+  // Byte-range parts differ from row-balanced shards, and statistics come from sums: equal to
+  // rounding, not to the bit.
+  CHECK(std::abs(local_parts["objective"].get<double>() - shipped["objective"].get<double>())
+        <= 1e-10 * std::abs(shipped["objective"].get<double>()));
+
+  // --limit has no meaning for parts read on several nodes.
+  const auto limited = run({shardopt_binary(), "train", "--data", path, "--limit", "10", "--nodes",
+                            endpoints(nodes), "--data-placement", "node-local"}, 60s);
+  CHECK(limited.exit_code == 1);
+  CHECK(limited.err.find("--limit cannot be combined with node-local data") != std::string::npos);
+}
+
+TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a survivor") {
+  if (!have_fashion())
+    return;
+  std::vector<std::unique_ptr<node_process>> nodes;
+  for (int i = 0; i < 3; ++i)
+    nodes.push_back(std::make_unique<node_process>());
+  temp_dir dir;
+  const auto metrics = dir / "run.jsonl";
+  const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200",
+                                        "--lambda", "1e-3", "--shards", "6", "--max-iter", "60",
+                                        "--json"};
+  std::vector<std::string> args{shardopt_binary()};
+  args.insert(args.end(), common.begin(), common.end());
+  args.insert(args.end(), {"--nodes", endpoints(nodes), "--data-placement", "node-local",
+                           "--metrics", metrics.string(), "--progress-interval", "1000"});
+  background_process driver{args};
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (count_lines(metrics) < 10 && std::chrono::steady_clock::now() < until && driver.running())
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(count_lines(metrics) >= 10);
+  nodes[2]->process->signal(SIGKILL);
+  const auto result = driver.wait(300s);
+  INFO("stderr: " << result.err);
+  REQUIRE(result.exit_code == 0);
+  const auto remote = json::parse(result.out);
+  CHECK(remote["recreated_shards"].get<int>() >= 1);
+  // Fashion-MNIST parts are record ranges, the same rows as local shards: equal to the bit.
+  std::vector<std::string> local_args{shardopt_binary()};
+  local_args.insert(local_args.end(), common.begin(), common.end());
+  local_args.push_back("--quiet");
+  const auto local = run(local_args, 300s);
+  REQUIRE(local.exit_code == 0);
+  CHECK(remote["objective"].get<double>() == json::parse(local.out)["objective"].get<double>());
+}
+
+TEST_CASE("node-local data: a malformed part fails the run with the file, part and line") {
+  node_process node;
+  temp_dir dir;
+  const auto path = dir.write("broken.csv", "0,1,2\n1,2,3\n0,3\n1,4,5\n");
+  const auto result = run({shardopt_binary(), "train", "--data", path, "--shards", "2", "--nodes",
+                           node.endpoint(), "--data-placement", "node-local"}, 60s);
+  INFO(result.err);
+  CHECK(result.exit_code == 1);
+  CHECK(result.err.find("broken.csv (part 2 of 2") != std::string::npos);
+  CHECK(result.err.find("expected 3 fields, got 2") != std::string::npos);
+  CHECK(node.process->running());
 }

@@ -1,0 +1,238 @@
+#include "io/splits.hpp"
+
+#include "io/reader_support.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+namespace shardopt::io {
+
+namespace {
+
+constexpr std::size_t max_distinct_labels = 65'537;
+
+struct byte_range {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+
+/// The lines of `text` whose first byte lies in [begin, end) (Hadoop's split rule).
+std::string_view lines_in(std::string_view text, byte_range range) {
+  auto start = static_cast<std::size_t>(range.begin);
+  if (start > 0 && text[start - 1] != '\n') {
+    const auto newline = text.find('\n', start);
+    start = newline == std::string_view::npos ? text.size() : newline + 1;
+  }
+  const auto end = static_cast<std::size_t>(range.end);
+  if (start >= end)
+    return {};
+  // The last line that starts before `end` runs to its newline (or the end of the text).
+  const auto newline = text.find('\n', end - 1);
+  const auto stop = newline == std::string_view::npos ? text.size() : newline + 1;
+  return text.substr(start, stop - start);
+}
+
+byte_range part_range(std::int64_t size, std::int64_t part, std::int64_t parts) {
+  return {size * part / parts, size * (part + 1) / parts};
+}
+
+/// Reads the lines of part p of P of a plain file: only bytes near the part are read.
+result<std::string> read_plain_part(const std::string& path, std::int64_t part, std::int64_t parts,
+                                    byte_range& range) {
+  std::error_code ec;
+  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
+  if (ec)
+    return fail(path + ": cannot read: " + ec.message());
+  range = part_range(size, part, parts);
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    return fail(path + ": cannot open");
+  // Read from one byte before the range (to see whether a line starts at `begin`) to its end, then
+  // on to the end of the last line.
+  const std::int64_t from = range.begin > 0 ? range.begin - 1 : 0;
+  std::string bytes(static_cast<std::size_t>(range.end - from), '\0');
+  in.seekg(from);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  if (!bytes.empty() && bytes.back() != '\n') {
+    std::string tail;
+    std::getline(in, tail);
+    bytes += tail;
+    if (!in.eof())
+      bytes += '\n';
+  }
+  const byte_range local{range.begin - from, range.end - from};
+  return std::string{lines_in(bytes, local)};
+}
+
+} // namespace
+
+result<raw_dataset> read_part(const part_request& request) {
+  const auto& spec = request.spec;
+  const auto part = request.part;
+  const auto parts = request.parts;
+  if (parts < 1 || part < 0 || part >= parts)
+    return fail(spec + ": part " + std::to_string(part) + " of " + std::to_string(parts)
+                + " does not exist");
+  if (request.options.limit > 0)
+    return fail("--limit cannot be combined with node-local data");
+  const std::string label = " (part " + std::to_string(part + 1) + " of " + std::to_string(parts);
+
+  // IDX: fixed-size records, split by record ranges.
+  if (has_builtin_test_split(spec)) {
+    auto all = read_dataset(spec, split::train, request.options);
+    if (!all)
+      return all.error();
+    const auto n = all->data.rows();
+    const auto first = n * part / parts;
+    const auto count = n * (part + 1) / parts - first;
+    if (count <= 0)
+      return fail(all->source + label + "): no examples; use fewer shards");
+    auto& x = std::get<model::dense_features>(all->data.x);
+    model::dense_features slice = x.middleRows(first, count);
+    x = std::move(slice);
+    all->data.y = all->data.y.segment(first, count).eval();
+    all->source += label + ", records " + std::to_string(first) + "-" + std::to_string(first + count) + ")";
+    return all;
+  }
+
+  auto format = detail::file_format(spec, request.options);
+  if (!format)
+    return format.error();
+  if (*format != data_format::csv && *format != data_format::libsvm)
+    return fail(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
+  byte_range range;
+  std::string text;
+  const bool compressed = spec.size() > 3 && spec.compare(spec.size() - 3, 3, ".gz") == 0;
+  if (compressed) {
+    auto whole = detail::read_whole_file(spec);
+    if (!whole)
+      return whole.error();
+    range = part_range(static_cast<std::int64_t>(whole->size()), part, parts);
+    text = std::string{lines_in(*whole, range)};
+  } else {
+    auto lines = read_plain_part(spec, part, parts, range);
+    if (!lines)
+      return lines.error();
+    text = std::move(*lines);
+  }
+  const std::string name = spec + label + ", bytes " + std::to_string(range.begin) + "-"
+                           + std::to_string(range.end) + ")";
+  if (detail::trim(text).empty())
+    return fail(name + ": no examples; use fewer shards");
+  auto options = request.options;
+  if (part > 0)
+    options.header = false;  // only the file's first line can be a header
+  return *format == data_format::csv ? detail::parse_csv(name, text, options)
+                                     : detail::parse_libsvm(name, text, options);
+}
+
+part_summary summarize(const raw_dataset& part) {
+  part_summary out;
+  const auto& data = part.data;
+  out.rows = data.rows();
+  out.cols = data.cols();
+  out.sparse = data.is_sparse();
+  out.pixels = part.pixels;
+  std::set<double> labels;
+  for (Eigen::Index i = 0; i < data.y.size() && labels.size() < max_distinct_labels; ++i)
+    labels.insert(data.y[i]);
+  out.labels.assign(labels.begin(), labels.end());
+  const auto d = out.cols;
+  out.sum = Eigen::VectorXd::Zero(d);
+  out.squares = Eigen::VectorXd::Zero(d);
+  out.low = Eigen::VectorXd::Constant(d, std::numeric_limits<double>::infinity());
+  out.high = Eigen::VectorXd::Constant(d, -std::numeric_limits<double>::infinity());
+  out.stored = Eigen::VectorXd::Zero(d);
+  auto add = [&](Eigen::Index j, double v) {
+    out.sum[j] += v;
+    out.squares[j] += v * v;
+    out.low[j] = std::min(out.low[j], v);
+    out.high[j] = std::max(out.high[j], v);
+    out.stored[j] += 1;
+  };
+  if (out.sparse) {
+    const auto& x = data.sparse();
+    for (Eigen::Index i = 0; i < x.outerSize(); ++i)
+      for (model::sparse_features::InnerIterator it(x, i); it; ++it)
+        add(it.col(), static_cast<double>(it.value()));
+  } else {
+    const auto& x = data.dense();
+    for (Eigen::Index i = 0; i < x.rows(); ++i)
+      for (Eigen::Index j = 0; j < x.cols(); ++j)
+        add(j, static_cast<double>(x(i, j)));
+  }
+  return out;
+}
+
+result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
+                               const std::vector<part_summary>& parts, scale_mode mode,
+                               bool standardize, const std::string& source) {
+  if (parts.empty())
+    return fail(source + ": no parts");
+  fitted_parts out;
+  const bool sparse = parts.front().sparse;
+  const bool pixels = parts.front().pixels;
+  std::int64_t d = 0;
+  std::set<double> labels;
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const auto& part = parts[p];
+    if (part.sparse != sparse || part.pixels != pixels)
+      return fail(source + ": part " + std::to_string(p + 1) + " is stored differently from part 1");
+    if (!sparse && p > 0 && part.cols != d)
+      return fail(source + ": part " + std::to_string(p + 1) + " has " + std::to_string(part.cols)
+                  + " features, part 1 has " + std::to_string(d));
+    d = std::max(d, part.cols);
+    out.rows += part.rows;
+    labels.insert(part.labels.begin(), part.labels.end());
+  }
+  out.features = d;
+
+  // Labels: fit on one example per distinct value, as fit_labels does on the whole data.
+  raw_dataset distinct;
+  distinct.source = source + " (labels of all parts)";
+  distinct.data.x = model::dense_features(static_cast<Eigen::Index>(labels.size()), 0);
+  distinct.data.y = Eigen::Map<const Eigen::VectorXd>(
+    std::vector<double>(labels.begin(), labels.end()).data(), static_cast<Eigen::Index>(labels.size()));
+  auto encoding = fit_labels(kind, distinct, classes);
+  if (!encoding)
+    return encoding.error();
+  out.labels = std::move(*encoding);
+
+  // Scaling: the factor, then population statistics of the scaled values from the sums.
+  const double factor = mode == scale_mode::automatic && pixels ? 1.0 / 255.0 : 1.0;
+  out.scaling.factor = factor;
+  if (!standardize)
+    return out;
+  Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
+  Eigen::VectorXd squares = Eigen::VectorXd::Zero(d);
+  Eigen::VectorXd low = Eigen::VectorXd::Constant(d, std::numeric_limits<double>::infinity());
+  Eigen::VectorXd high = -low;
+  Eigen::VectorXd stored = Eigen::VectorXd::Zero(d);
+  for (const auto& part : parts) {
+    const auto c = part.cols;
+    sum.head(c) += part.sum;
+    squares.head(c) += part.squares;
+    low.head(c) = low.head(c).cwiseMin(part.low);
+    high.head(c) = high.head(c).cwiseMax(part.high);
+    stored.head(c) += part.stored;
+  }
+  const auto n = static_cast<double>(out.rows);
+  const Eigen::VectorXd mean = sum * (factor / n);
+  out.scaling.inv_std.resize(d);
+  for (Eigen::Index j = 0; j < d; ++j) {
+    const double variance = std::max(0.0, squares[j] * factor * factor / n - mean[j] * mean[j]);
+    const bool constant = stored[j] == 0
+                          || (low[j] == high[j] && (stored[j] == n || (sparse && low[j] == 0)));
+    out.scaling.inv_std[j] = constant || variance == 0 ? 1.0 : 1.0 / std::sqrt(variance);
+  }
+  if (!sparse)
+    out.scaling.mean = mean;
+  return out;
+}
+
+} // namespace shardopt::io

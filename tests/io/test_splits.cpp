@@ -1,0 +1,162 @@
+// Node-local parts: for any number of parts, the parts of a file hold every example exactly once and
+// in order (Hadoop's split rule), and fitting from part summaries equals fitting on the whole.
+
+#include "io/splits.hpp"
+#include "support/files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+#include <sstream>
+
+namespace io = shardopt::io;
+namespace model = shardopt::model;
+using shardopt::test::temp_dir;
+
+namespace {
+
+/// A CSV file with a header and lines of very different lengths (so byte ranges cut mid-line).
+std::string make_csv(std::mt19937& rng, int rows) {
+  std::ostringstream out;
+  out << "label,a,b,c\n";
+  std::uniform_int_distribution<int> label(0, 2);
+  std::uniform_int_distribution<int> digits(0, 12);
+  for (int i = 0; i < rows; ++i) {
+    out << label(rng);
+    for (int j = 0; j < 3; ++j)
+      out << "," << i * 3 + j << "." << std::string(static_cast<std::size_t>(digits(rng)), '5');
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string make_libsvm(std::mt19937& rng, int rows) {
+  std::ostringstream out;
+  std::uniform_int_distribution<int> coin(0, 1);
+  for (int i = 0; i < rows; ++i) {
+    out << (coin(rng) ? "+1" : "-1");
+    for (int j = 1; j <= 9; ++j)
+      if (coin(rng))
+        out << " " << j << ":" << i + j * 0.25;
+    out << "   # comment " << std::string(static_cast<std::size_t>(i % 17), 'x') << "\n";
+  }
+  return out.str();
+}
+
+/// Reads all parts and checks that together they are the whole, in order.
+void check_parts_cover(const std::string& path, const io::read_options& options) {
+  auto whole = io::read_dataset(path, io::split::train, options);
+  REQUIRE(whole.ok());
+  for (std::int64_t parts = 1; parts <= 7; ++parts) {
+    INFO(parts << " parts");
+    std::int64_t row = 0;
+    for (std::int64_t part = 0; part < parts; ++part) {
+      auto piece = io::read_part(io::part_request{path, options, part, parts});
+      REQUIRE_MESSAGE(piece.ok(), piece.error().message());
+      CHECK(piece->source.find("part " + std::to_string(part + 1) + " of " + std::to_string(parts))
+            != std::string::npos);
+      for (std::int64_t i = 0; i < piece->data.rows(); ++i, ++row) {
+        REQUIRE(row < whole->data.rows());
+        CHECK(piece->data.y[i] == whole->data.y[row]);
+        if (whole->data.is_sparse()) {
+          const Eigen::VectorXf a = piece->data.sparse().row(i);
+          const Eigen::VectorXf b = whole->data.sparse().row(row);
+          CHECK(a.head(std::min(a.size(), b.size())) == b.head(std::min(a.size(), b.size())));
+        } else {
+          CHECK(piece->data.dense().row(i) == whole->data.dense().row(row));
+        }
+      }
+    }
+    CHECK(row == whole->data.rows());
+  }
+}
+
+} // namespace
+
+TEST_CASE("read_part: CSV parts (header in part 1 only) hold every line once, for 1..7 parts") {
+  std::mt19937 rng{17};
+  temp_dir dir;
+  const auto path = dir.write("data.csv", make_csv(rng, 61));
+  check_parts_cover(path, {});
+}
+
+TEST_CASE("read_part: LIBSVM parts hold every line once, for 1..7 parts") {
+  std::mt19937 rng{18};
+  temp_dir dir;
+  const auto path = dir.write("data.svm", make_libsvm(rng, 53));
+  check_parts_cover(path, {});
+}
+
+TEST_CASE("read_part: gzip text is split the same way after decompression") {
+  std::mt19937 rng{19};
+  temp_dir dir;
+  const auto path = dir.write_gz("data.csv.gz", make_csv(rng, 40));
+  check_parts_cover(path, {});
+}
+
+TEST_CASE("read_part: Fashion-MNIST parts are record ranges") {
+  if (!io::has_builtin_test_split("fashion-mnist"))
+    return;
+  auto part = io::read_part(io::part_request{"fashion-mnist", {}, 2, 3});
+  REQUIRE(part.ok());
+  CHECK(part->data.rows() == 20000);
+  CHECK(part->source.find("records 40000-60000") != std::string::npos);
+  auto whole = io::read_dataset("fashion-mnist", io::split::train, {});
+  REQUIRE(whole.ok());
+  CHECK(part->data.dense().row(0) == whole->data.dense().row(40000));
+  CHECK(part->data.y[19999] == whole->data.y[59999]);
+}
+
+TEST_CASE("read_part: errors name the part; a part with no line is an error, not an empty shard") {
+  temp_dir dir;
+  const auto path = dir.write("tiny.csv", "0,1\n1,2\n");
+  // 8 bytes in 8 parts: part 4 covers byte 3 (in the middle of line 1) and owns no line.
+  auto empty = io::read_part(io::part_request{path, {}, 3, 8});
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message().find("no examples; use fewer shards") != std::string::npos);
+  const auto bad = dir.write("bad.csv", "0,1\n1,2\n0,x\n1,4\n");
+  auto broken = io::read_part(io::part_request{bad, {}, 1, 2});
+  REQUIRE_FALSE(broken.ok());
+  INFO(broken.error().message());
+  CHECK(broken.error().message().find("bad.csv (part 2 of 2, bytes 8-16):1: field 2") != std::string::npos);
+  auto missing = io::read_part(io::part_request{dir.file("none.csv"), {}, 0, 2});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message().find("no such file") != std::string::npos);
+  io::read_options limited;
+  limited.limit = 3;
+  CHECK_FALSE(io::read_part(io::part_request{path, limited, 0, 1}).ok());
+}
+
+TEST_CASE("fit_parts equals fit_labels and fit_scaling on the whole data") {
+  std::mt19937 rng{20};
+  temp_dir dir;
+  for (const bool sparse : {false, true}) {
+    INFO((sparse ? "sparse" : "dense"));
+    const auto path = sparse ? dir.write("fit.svm", make_libsvm(rng, 45))
+                             : dir.write("fit.csv", make_csv(rng, 45));
+    const auto kind = sparse ? model::model_kind::logistic : model::model_kind::softmax;
+    auto whole = io::read_dataset(path, io::split::train, {});
+    REQUIRE(whole.ok());
+    const auto expected_labels = io::fit_labels(kind, *whole, 0);
+    REQUIRE(expected_labels.ok());
+    const auto expected_scaling = io::fit_scaling(*whole, io::scale_mode::automatic, true);
+    std::vector<io::part_summary> summaries;
+    for (std::int64_t part = 0; part < 4; ++part) {
+      auto piece = io::read_part(io::part_request{path, {}, part, 4});
+      REQUIRE(piece.ok());
+      summaries.push_back(io::summarize(*piece));
+    }
+    auto fitted = io::fit_parts(kind, 0, summaries, io::scale_mode::automatic, true, path);
+    REQUIRE_MESSAGE(fitted.ok(), fitted.error().message());
+    CHECK(fitted->rows == whole->data.rows());
+    CHECK(fitted->features == whole->data.cols());
+    CHECK(fitted->labels.classes == expected_labels->classes);
+    CHECK(fitted->scaling.mean.size() == expected_scaling.mean.size());
+    if (expected_scaling.mean.size() > 0)
+      CHECK((fitted->scaling.mean - expected_scaling.mean).norm()
+            <= 1e-12 * expected_scaling.mean.norm());
+    REQUIRE(fitted->scaling.inv_std.size() == expected_scaling.inv_std.size());
+    CHECK((fitted->scaling.inv_std - expected_scaling.inv_std).norm()
+          <= 1e-9 * expected_scaling.inv_std.norm());
+  }
+}
