@@ -257,6 +257,10 @@ node_service& node_service::operator=(node_service&&) noexcept = default;
 node_service::~node_service() {
   if (!impl_)
     return;
+  // Unpublish first: the middleman holds the node until then, and the actor system waits for the
+  // node's (detached) thread when it shuts down. (The io middleman also reaches TLS publications;
+  // CAF 0.17.6's caf::openssl::unpublish does not compile.)
+  impl_->rt.system().middleman().unpublish(impl_->node, impl_->port);
   caf::anon_send_exit(impl_->node, caf::exit_reason::user_shutdown);
 }
 
