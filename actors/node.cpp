@@ -111,6 +111,12 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
       if (shape.features <= 0 || shape.outputs <= 0
           || static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
         return make_error(errc::dimension_mismatch, "invalid shard request: bad model shape");
+      const auto d = static_cast<Eigen::Index>(shape.features);
+      if (spec.labels.kind != shape.kind || spec.labels.outputs() != shape.outputs
+          || (spec.scaling.mean.size() != 0 && spec.scaling.mean.size() != d)
+          || (spec.scaling.inv_std.size() != 0 && spec.scaling.inv_std.size() != d))
+        return make_error(errc::dimension_mismatch,
+                          "invalid shard request: labels or scaling do not fit the model");
       auto request = spec.request;
       request.options.features = shape.features;  // LIBSVM: an index beyond the model is an error
       auto part = io::read_part(request);
@@ -120,6 +126,8 @@ node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state>
                         io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
         if (!step)
           return make_error(errc::shard_failed, step.error().message());
+      if (auto row = model::first_invalid_label(shape, part->data.y); row >= 0)
+        return make_error(errc::dimension_mismatch, part->where(row) + ": label invalid for this model");
       const auto rows = part->data.rows();
       auto data = std::make_shared<const model::dataset>(std::move(part->data));
       return host_shard(self, shape, std::move(data), model::row_range{0, rows});
@@ -214,7 +222,15 @@ caf::error inspect(caf::serializer& f, summary_message& x) {
 }
 
 caf::error inspect(caf::deserializer& f, summary_message& x) {
-  return apply_summary(f, x.summary);
+  if (auto err = apply_summary(f, x.summary))
+    return err;
+  // A summary sizes the driver's statistics: every vector must have one entry per feature.
+  const auto& s = x.summary;
+  const auto d = s.cols;
+  if (s.rows < 0 || d < 0 || d > (std::int64_t{1} << 31) || s.sum.size() != d
+      || s.squares.size() != d || s.low.size() != d || s.high.size() != d || s.stored.size() != d)
+    return make_error(errc::dimension_mismatch, "part summary with inconsistent sizes");
+  return {};
 }
 
 caf::error inspect(caf::serializer& f, part_shard_spec& x) {
@@ -255,7 +271,10 @@ caf::error inspect(caf::deserializer& f, data_block& x) {
   std::int64_t cols = 0;
   if (auto err = f(sparse, rows, cols))
     return err;
-  if (rows < 0 || cols < 0 || sparse > 1 || (cols > 0 && rows > (std::int64_t{1} << 40) / cols))
+  // Bounded one by one, so that no byte count below can overflow.
+  constexpr std::int64_t limit = std::int64_t{1} << 40;
+  if (rows < 0 || cols < 0 || sparse > 1 || rows > limit || cols > limit
+      || (cols > 0 && rows > limit / cols))
     return make_error(errc::dimension_mismatch, "data block with an impossible shape");
   auto d = std::make_shared<model::dataset>();
   if (auto err = expect_bytes(f, static_cast<std::uint64_t>(rows) * sizeof(double), "labels"))

@@ -90,7 +90,11 @@ feature_scaling fit_scaling(const raw_dataset& train, scale_mode mode, bool stan
 result<void> apply_scaling(const feature_scaling& scaling, raw_dataset& data) {
   const std::int64_t d = data.data.cols();
   const auto fitted = std::max(scaling.mean.size(), scaling.inv_std.size());
-  if (fitted > 0 && fitted != d)
+  // Each vector separately: a mean for d features with an inverse deviation for fewer would read
+  // past the shorter one.
+  const bool sized = (scaling.mean.size() == 0 || scaling.mean.size() == d)
+                     && (scaling.inv_std.size() == 0 || scaling.inv_std.size() == d);
+  if (!sized || (fitted > 0 && fitted != d))
     return fail(data.source + " has " + std::to_string(d) + " features, but the scaling was fitted on " +
                 std::to_string(fitted));
   if (scaling.identity())

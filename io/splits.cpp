@@ -23,11 +23,13 @@ struct byte_range {
 /// The lines of `text` whose first byte lies in [begin, end) (Hadoop's split rule).
 std::string_view lines_in(std::string_view text, byte_range range) {
   auto start = static_cast<std::size_t>(range.begin);
+  if (start > text.size())
+    return {};  // the file shrank while it was read
   if (start > 0 && text[start - 1] != '\n') {
     const auto newline = text.find('\n', start);
     start = newline == std::string_view::npos ? text.size() : newline + 1;
   }
-  const auto end = static_cast<std::size_t>(range.end);
+  const auto end = std::min(static_cast<std::size_t>(range.end), text.size());
   if (start >= end)
     return {};
   // The last line that starts before `end` runs to its newline (or the end of the text).

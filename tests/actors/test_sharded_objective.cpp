@@ -1,6 +1,7 @@
 // The sharded objective over shard actors: equal to the single-block objective for any split,
 // deterministic to the bit, and failing cleanly (never hanging) when a shard errs, dies or stalls.
 
+#include "actors/node.hpp"
 #include "actors/shard.hpp"
 #include "model/local_objective.hpp"
 #include "optimizer/lbfgs.hpp"
@@ -302,4 +303,37 @@ TEST_CASE("a shard that goes down is recreated through the factory and the resul
   CHECK(std::memcmp(&*before, &*after, sizeof(double)) == 0);
   CHECK(std::memcmp(before_grad.data(), after_grad.data(), sizeof(double) * before_grad.size()) == 0);
   CHECK(actors::shards_of(objective)[2] != shards[2]);
+}
+
+TEST_CASE("hostile data blocks and part summaries are refused before anything is allocated") {
+  actors::runtime rt{actors::runtime_options::local(1)};
+  SUBCASE("a data block announcing 2^61 rows of 0 features") {
+    std::vector<char> bytes;
+    caf::binary_serializer sink{rt.system(), bytes};
+    std::uint8_t sparse = 0;
+    std::int64_t rows = (std::int64_t{1} << 61) + 1;
+    std::int64_t cols = 0;
+    REQUIRE_FALSE(sink(sparse, rows, cols));
+    actors::data_block block;
+    caf::binary_deserializer source{rt.system(), bytes};
+    auto err = source(block);
+    REQUIRE(err);
+    CHECK(actors::describe(err, rt.system()).find("impossible shape") != std::string::npos);
+  }
+  SUBCASE("a part summary whose vectors do not match its feature count") {
+    actors::summary_message message;
+    message.summary.rows = 3;
+    message.summary.cols = 4;
+    message.summary.sum = Eigen::VectorXd::Zero(2);  // should be 4
+    message.summary.squares = message.summary.low = message.summary.high =
+      message.summary.stored = Eigen::VectorXd::Zero(4);
+    std::vector<char> bytes;
+    caf::binary_serializer sink{rt.system(), bytes};
+    REQUIRE_FALSE(sink(message));
+    actors::summary_message loaded;
+    caf::binary_deserializer source{rt.system(), bytes};
+    auto err = source(loaded);
+    REQUIRE(err);
+    CHECK(actors::describe(err, rt.system()).find("inconsistent sizes") != std::string::npos);
+  }
 }
