@@ -15,10 +15,29 @@ namespace {
 
 constexpr auto control_timeout = std::chrono::seconds{60};
 
-caf::expected<node_actor> connect_node(runtime& rt, const node_endpoint& endpoint) {
-  if (rt.options().tls.enabled())
-    return caf::openssl::remote_actor<node_actor>(rt.system(), endpoint.host, endpoint.port);
-  return rt.system().middleman().remote_actor<node_actor>(endpoint.host, endpoint.port);
+constexpr auto connect_timeout = std::chrono::seconds{30};
+
+/// Connects to a node through the middleman (the TLS one when configured) with a deadline: CAF's
+/// own remote_actor waits without one, so a peer that accepts and then says nothing would hang us.
+result<node_actor> connect_node(runtime& rt, caf::scoped_actor& self, const node_endpoint& endpoint) {
+  auto& system = rt.system();
+  const auto middleman = rt.options().tls.enabled() ? system.openssl_manager().actor_handle()
+                                                    : system.middleman().actor_handle();
+  const auto prefix = endpoint.text() + ": cannot connect: ";
+  result<node_actor> out = fail(prefix + "no answer within "
+                                + std::to_string(connect_timeout.count()) + " s");
+  self->request(middleman, connect_timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& published, const std::set<std::string>& ifs) {
+        if (!published)
+          out = fail(prefix + "nothing is published on that port");
+        else if (ifs != system.message_types(caf::detail::type_list<node_actor>{}))
+          out = fail(prefix + "the actor there is not a shardopt node of this version");
+        else
+          out = caf::actor_cast<node_actor>(std::move(published));
+      },
+      [&](caf::error& err) { out = fail(prefix + describe(err, system)); });
+  return out;
 }
 
 } // namespace
@@ -199,9 +218,9 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
     return fail("no nodes given");
   auto state = std::make_shared<impl>(rt);
   for (const auto& endpoint : endpoints) {
-    auto handle = connect_node(rt, endpoint);
+    auto handle = connect_node(rt, state->self, endpoint);
     if (!handle)
-      return fail(endpoint.text() + ": cannot connect: " + describe(handle.error(), rt.system()));
+      return handle.error();
     result<node_info> info = fail(endpoint.text() + ": no answer to hello");
     state->self->request(*handle, control_timeout, hello_atom::value, wire_probe())
       .receive([&](node_info& answer) { info = std::move(answer); },
