@@ -399,3 +399,23 @@ TEST_CASE("node-local data: a malformed part fails the run with the file, part a
   CHECK(result.err.find("expected 3 fields, got 2") != std::string::npos);
   CHECK(node.process->running());
 }
+
+TEST_CASE("a peer that accepts connections but never speaks fails the driver, it does not hang it") {
+  // A listening socket that nobody serves: the kernel completes TCP handshakes, then silence.
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0);
+  REQUIRE(::listen(listener, 4) == 0);
+  socklen_t length = sizeof(address);
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  const auto endpoint = "127.0.0.1:" + std::to_string(ntohs(address.sin_port));
+  const auto result = run({shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "100",
+                           "--nodes", endpoint}, 120s);
+  ::close(listener);
+  CHECK_FALSE(result.timed_out);
+  CHECK(result.exit_code == 1);
+  CHECK(result.err.find(endpoint + ": cannot connect") != std::string::npos);
+}
