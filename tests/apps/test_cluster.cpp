@@ -77,6 +77,16 @@ int count_lines(const std::filesystem::path& path) {
   return lines;
 }
 
+/// Waits (at most 2 minutes) until a training driver has logged `iterations` lines of metrics.
+bool wait_for_iterations(background_process& driver, const std::filesystem::path& metrics,
+                         int iterations) {
+  const auto until = std::chrono::steady_clock::now() + 120s;
+  while (count_lines(metrics) < iterations && std::chrono::steady_clock::now() < until
+         && driver.running())
+    std::this_thread::sleep_for(10ms);
+  return count_lines(metrics) >= iterations;
+}
+
 } // namespace
 
 TEST_CASE("a driver with 3 node processes on loopback gets the local objective bit for bit") {
@@ -126,10 +136,7 @@ TEST_CASE("a node killed with SIGKILL mid-run: its shards are recreated and the 
                            metrics.string(), "--progress-interval", "1000"});
   background_process driver{args};
   // Kill the middle node once training is under way.
-  const auto until = std::chrono::steady_clock::now() + 120s;
-  while (count_lines(metrics) < 10 && std::chrono::steady_clock::now() < until && driver.running())
-    std::this_thread::sleep_for(10ms);
-  REQUIRE(count_lines(metrics) >= 10);
+  REQUIRE(wait_for_iterations(driver, metrics, 10));
   nodes[1]->process->signal(SIGKILL);
   const auto result = driver.wait(300s);
   INFO("stderr: " << result.err);
@@ -155,10 +162,7 @@ TEST_CASE("when every node is gone the run stops with a clear error and saves th
   args.insert(args.end(), {"--max-iter", "100000", "--epsilon", "0", "--nodes", node.endpoint(),
                            "--metrics", metrics.string(), "--save", model.string()});
   background_process driver{args};
-  const auto until = std::chrono::steady_clock::now() + 120s;
-  while (count_lines(metrics) < 5 && std::chrono::steady_clock::now() < until && driver.running())
-    std::this_thread::sleep_for(10ms);
-  REQUIRE(count_lines(metrics) >= 5);
+  REQUIRE(wait_for_iterations(driver, metrics, 5));
   node.process->signal(SIGKILL);
   const auto result = driver.wait(60s);
   INFO("stderr: " << result.err);
@@ -368,10 +372,7 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
   args.insert(args.end(), {"--nodes", endpoints(nodes), "--data-placement", "node-local",
                            "--metrics", metrics.string(), "--progress-interval", "1000"});
   background_process driver{args};
-  const auto until = std::chrono::steady_clock::now() + 120s;
-  while (count_lines(metrics) < 10 && std::chrono::steady_clock::now() < until && driver.running())
-    std::this_thread::sleep_for(10ms);
-  REQUIRE(count_lines(metrics) >= 10);
+  REQUIRE(wait_for_iterations(driver, metrics, 10));
   nodes[2]->process->signal(SIGKILL);
   const auto result = driver.wait(300s);
   INFO("stderr: " << result.err);
