@@ -69,6 +69,13 @@ result<std::vector<unsigned char>> read_payload(detail::gz_input& input, std::ui
 
 result<raw_dataset> read_idx(const std::string& images_path, const std::string& labels_path,
                              const read_options& options) {
+  return detail::read_idx_range(images_path, labels_path, options, 0, 1);
+}
+
+result<raw_dataset> detail::read_idx_range(const std::string& images_path,
+                                           const std::string& labels_path,
+                                           const read_options& options, std::int64_t part,
+                                           std::int64_t parts) {
   // Headers first, so that a count mismatch is reported before any payload is read.
   auto images = detail::gz_input::open(images_path);
   if (!images)
@@ -97,10 +104,20 @@ result<raw_dataset> read_idx(const std::string& images_path, const std::string& 
   if (pixels > (std::uint64_t{1} << 31))
     return fail(images_path + ": images of " + std::to_string(height) + " x " +
                 std::to_string(width) + " pixels are too large");
-  const std::uint64_t rows =
+  const std::uint64_t total =
       options.limit > 0 ? std::min(count, static_cast<std::uint64_t>(options.limit)) : count;
+  const auto share = [&](std::int64_t k) {
+    return total * static_cast<std::uint64_t>(k) / static_cast<std::uint64_t>(parts);
+  };
+  const std::uint64_t first = share(part);
+  const std::uint64_t rows = share(part + 1) - first;
   if (rows == 0)
     return fail(images_path + ": no images");
+  // Records before the range are read past, never kept.
+  if (auto ok = images->skip(first * pixels); !ok)
+    return ok.error();
+  if (auto ok = labels->skip(first); !ok)
+    return ok.error();
 
   // One read per payload, then a single conversion to float.
   auto image_bytes = read_payload(images.value(), rows * pixels, "image");
@@ -120,6 +137,8 @@ result<raw_dataset> read_idx(const std::string& images_path, const std::string& 
           .cast<float>()};
   out.data.y = Eigen::Map<const byte_vector>(label_bytes->data(), n).cast<double>();
   out.source = labels_path;
+  if (parts > 1)
+    out.source += " (records " + std::to_string(first) + "-" + std::to_string(first + rows) + ")";
   out.pixels = true;
   return out;
 }

@@ -36,8 +36,8 @@ result<std::string> find_idx_file(const std::string& dir, const std::string& nam
   return fail(dir + ": neither " + name + " nor " + name + ".gz found (expected the MNIST layout)");
 }
 
-/// Reads the `which` split of a directory in the MNIST layout.
-result<raw_dataset> read_mnist_dir(const std::string& dir, split which, const read_options& options) {
+/// The images and labels files of the `which` split of a directory in the MNIST layout.
+result<std::pair<std::string, std::string>> mnist_dir_files(const std::string& dir, split which) {
   const std::string prefix = which == split::train ? "train" : "t10k";
   auto images = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   if (!images)
@@ -45,7 +45,7 @@ result<raw_dataset> read_mnist_dir(const std::string& dir, split which, const re
   auto labels = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
   if (!labels)
     return labels.error();
-  return read_idx(images.value(), labels.value(), options);
+  return std::pair{images.value(), labels.value()};
 }
 
 /// The lower-case extension of `path`, looking through a final ".gz".
@@ -73,6 +73,14 @@ std::optional<data_format> parse_data_format(const std::string& name) {
   return std::nullopt;
 }
 
+result<std::pair<std::string, std::string>> detail::mnist_files(const std::string& spec, split which) {
+  const bool named = spec == "fashion-mnist";
+  const std::string dir = named ? fashion_mnist_dir : spec;
+  if (named && !is_directory(dir))
+    return fail(spec + ": " + dir + " not found (install the dataset-fashion-mnist package)");
+  return mnist_dir_files(dir, which);
+}
+
 result<data_format> detail::file_format(const std::string& spec, const read_options& options) {
   // A single file: CSV or LIBSVM, by the format asked for or else by extension.
   if (!path_exists(spec))
@@ -95,14 +103,13 @@ std::string raw_dataset::where(std::int64_t row) const {
 
 result<raw_dataset> read_dataset(const std::string& spec, split which, const read_options& options) {
   // Named datasets and directories hold IDX files in the MNIST layout.
-  const bool named = spec == "fashion-mnist";
-  if (named || is_directory(spec)) {
-    const std::string dir = named ? fashion_mnist_dir : spec;
+  if (has_builtin_test_split(spec)) {
     if (options.format != data_format::automatic && options.format != data_format::idx)
       return fail(spec + ": a dataset directory holds IDX files; its format cannot be csv or libsvm");
-    if (named && !is_directory(dir))
-      return fail(spec + ": " + dir + " not found (install the dataset-fashion-mnist package)");
-    return read_mnist_dir(dir, which, options);
+    auto files = detail::mnist_files(spec, which);
+    if (!files)
+      return files.error();
+    return read_idx(files->first, files->second, options);
   }
 
   auto format = detail::file_format(spec, options);

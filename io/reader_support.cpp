@@ -1,5 +1,7 @@
 #include "io/reader_support.hpp"
 
+#include <array>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -33,6 +35,20 @@ result<gz_input> gz_input::open(const std::string& path) {
   // A large buffer lets zlib read big payloads in few system calls.
   gzbuffer(file, 1U << 17);
   return gz_input{path, file};
+}
+
+result<void> gz_input::skip(std::uint64_t size) {
+  std::array<unsigned char, 1 << 16> scratch{};
+  while (size > 0) {
+    const auto chunk = std::min<std::uint64_t>(size, scratch.size());
+    auto got = read(scratch.data(), chunk);
+    if (!got)
+      return got.error();
+    if (got.value() < chunk)
+      return fail(path_ + ": truncated: the data ends before the records asked for");
+    size -= chunk;
+  }
+  return {};
 }
 
 result<std::uint64_t> gz_input::read(void* buffer, std::uint64_t size) {

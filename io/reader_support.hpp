@@ -27,6 +27,10 @@ public:
   /// number of bytes read; errors ("<path>: read error: <zlib message>") on corrupt compressed data.
   result<std::uint64_t> read(void* buffer, std::uint64_t size);
 
+  /// Reads past `size` bytes without keeping them (for compressed data: decompresses and drops
+  /// them through a small buffer). Errors: a read error, or "truncated" when the data ends first.
+  result<void> skip(std::uint64_t size);
+
   const std::string& path() const { return path_; }
 
 private:
@@ -51,6 +55,16 @@ result<raw_dataset> parse_csv(const std::string& name, std::string_view text,
 /// Parses LIBSVM text already in memory; `name` only names it in messages (see read_libsvm).
 result<raw_dataset> parse_libsvm(const std::string& name, std::string_view text,
                                  const read_options& options);
+
+/// The images and labels files of the `which` split of a MNIST-layout dataset (a directory, or
+/// "fashion-mnist"), each raw or gzip-compressed. Errors name the directory and the missing files.
+result<std::pair<std::string, std::string>> mnist_files(const std::string& spec, split which);
+
+/// Reads records [n*part/parts, n*(part+1)/parts) of an IDX images file and its labels file, n being
+/// the record count (capped by `options.limit`), skipping the others without keeping them.
+result<raw_dataset> read_idx_range(const std::string& images_path, const std::string& labels_path,
+                                   const read_options& options, std::int64_t part,
+                                   std::int64_t parts);
 
 /// Reads a whole file, plain or gzip-compressed, into memory. Errors as for `gz_input`.
 result<std::string> read_whole_file(const std::string& path);

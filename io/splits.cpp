@@ -84,22 +84,16 @@ result<raw_dataset> read_part(const part_request& request) {
     return fail("--limit cannot be combined with node-local data");
   const std::string label = " (part " + std::to_string(part + 1) + " of " + std::to_string(parts);
 
-  // IDX: fixed-size records, split by record ranges.
+  // IDX: fixed-size records, split by record ranges; the records before the part are skipped.
   if (has_builtin_test_split(spec)) {
-    auto all = read_dataset(spec, split::train, request.options);
-    if (!all)
-      return all.error();
-    const auto n = all->data.rows();
-    const auto first = n * part / parts;
-    const auto count = n * (part + 1) / parts - first;
-    if (count <= 0)
-      return fail(all->source + label + "): no examples; use fewer shards");
-    auto& x = std::get<model::dense_features>(all->data.x);
-    model::dense_features slice = x.middleRows(first, count);
-    x = std::move(slice);
-    all->data.y = all->data.y.segment(first, count).eval();
-    all->source += label + ", records " + std::to_string(first) + "-" + std::to_string(first + count) + ")";
-    return all;
+    auto files = detail::mnist_files(spec, split::train);
+    if (!files)
+      return files.error();
+    auto piece = detail::read_idx_range(files->first, files->second, request.options, part, parts);
+    if (!piece)
+      return piece.error().with_context(spec + label + ")");
+    piece->source += label + ")";
+    return piece;
   }
 
   auto format = detail::file_format(spec, request.options);
