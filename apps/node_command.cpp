@@ -4,6 +4,7 @@
 #include "io/tls_files.hpp"
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 
 namespace shardopt::apps {
@@ -46,7 +47,12 @@ int run_node(const node_options& options) {
   int received = 0;
   sigwait(&stop_signals, &received);
   std::fprintf(stderr, "shardopt node: %s, shutting down\n", received == SIGINT ? "SIGINT" : "SIGTERM");
-  return 0;
+  // Unpublish and end the node and its shards, then leave without CAF 0.17's actor-system teardown:
+  // it waits for every detached actor to be released, and the middleman may still hold a shard for
+  // a driver that has just gone, which can block that wait forever. A node keeps no state to save.
+  { auto stopping = std::move(*service); }
+  std::fflush(nullptr);
+  std::_Exit(0);
 }
 
 } // namespace shardopt::apps

@@ -87,6 +87,18 @@ bool wait_for_iterations(background_process& driver, const std::filesystem::path
   return count_lines(metrics) >= iterations;
 }
 
+/// Runs a driver with `args` (plus a metrics file), kills `victim` with SIGKILL once 10 iterations
+/// are done, and returns how the driver ended.
+shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_process& victim) {
+  temp_dir dir;
+  const auto metrics = dir / "run.jsonl";
+  args.insert(args.end(), {"--metrics", metrics.string(), "--progress-interval", "1000"});
+  background_process driver{args};
+  REQUIRE(wait_for_iterations(driver, metrics, 10));
+  victim.process->signal(SIGKILL);
+  return driver.wait(300s);
+}
+
 } // namespace
 
 TEST_CASE("a driver with 3 node processes on loopback gets the local objective bit for bit") {
@@ -128,17 +140,11 @@ TEST_CASE("a node killed with SIGKILL mid-run: its shards are recreated and the 
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
     nodes.push_back(std::make_unique<node_process>());
-  temp_dir dir;
-  const auto metrics = dir / "run.jsonl";
   std::vector<std::string> args{shardopt_binary()};
   args.insert(args.end(), training.begin(), training.end());
-  args.insert(args.end(), {"--max-iter", "120", "--nodes", endpoints(nodes), "--metrics",
-                           metrics.string(), "--progress-interval", "1000"});
-  background_process driver{args};
+  args.insert(args.end(), {"--max-iter", "120", "--nodes", endpoints(nodes)});
   // Kill the middle node once training is under way.
-  REQUIRE(wait_for_iterations(driver, metrics, 10));
-  nodes[1]->process->signal(SIGKILL);
-  const auto result = driver.wait(300s);
+  const auto result = run_and_kill(args, *nodes[1]);
   INFO("stderr: " << result.err);
   REQUIRE(result.exit_code == 0);
   const auto remote = json::parse(result.out);
@@ -362,19 +368,13 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
     nodes.push_back(std::make_unique<node_process>());
-  temp_dir dir;
-  const auto metrics = dir / "run.jsonl";
   const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200",
                                         "--lambda", "1e-3", "--shards", "6", "--max-iter", "60",
                                         "--json"};
   std::vector<std::string> args{shardopt_binary()};
   args.insert(args.end(), common.begin(), common.end());
-  args.insert(args.end(), {"--nodes", endpoints(nodes), "--data-placement", "node-local",
-                           "--metrics", metrics.string(), "--progress-interval", "1000"});
-  background_process driver{args};
-  REQUIRE(wait_for_iterations(driver, metrics, 10));
-  nodes[2]->process->signal(SIGKILL);
-  const auto result = driver.wait(300s);
+  args.insert(args.end(), {"--nodes", endpoints(nodes), "--data-placement", "node-local"});
+  const auto result = run_and_kill(args, *nodes[2]);
   INFO("stderr: " << result.err);
   REQUIRE(result.exit_code == 0);
   const auto remote = json::parse(result.out);

@@ -15,19 +15,11 @@ using model::model_kind;
 
 namespace {
 
-Eigen::VectorXd vec(std::initializer_list<double> values) {
-  Eigen::VectorXd v(static_cast<Eigen::Index>(values.size()));
-  Eigen::Index i = 0;
-  for (double x : values)
-    v(i++) = x;
-  return v;
-}
-
 /// A text-format dataset "t.csv" whose examples sit on lines 2, 3, ... (one header line).
 io::raw_dataset text_labels(std::initializer_list<double> labels) {
   io::raw_dataset d;
   d.source = "t.csv";
-  d.data.y = vec(labels);
+  d.data.y = test::vector_of(labels);
   d.data.x = model::dense_features::Zero(d.data.y.size(), 1);
   for (Eigen::Index i = 0; i < d.data.y.size(); ++i)
     d.lines.push_back(i + 2);
@@ -38,7 +30,7 @@ io::raw_dataset text_labels(std::initializer_list<double> labels) {
 io::raw_dataset record_labels(std::initializer_list<double> labels) {
   io::raw_dataset d;
   d.source = "labels.gz";
-  d.data.y = vec(labels);
+  d.data.y = test::vector_of(labels);
   d.data.x = model::dense_features::Zero(d.data.y.size(), 1);
   return d;
 }
@@ -62,7 +54,7 @@ TEST_CASE("labels: linear keeps raw targets") {
   CHECK(enc->classes.empty());
   CHECK(enc->outputs() == 1);
   REQUIRE(io::encode_labels(*enc, data).ok());
-  CHECK(data.data.y == vec({0.5, -2, 7}));
+  CHECK(data.data.y == test::vector_of({0.5, -2, 7}));
 }
 
 TEST_CASE("labels: logistic maps the smaller value to -1 and the larger to +1") {
@@ -73,13 +65,13 @@ TEST_CASE("labels: logistic maps the smaller value to -1 and the larger to +1") 
   CHECK(enc->classes == std::vector<double>{3, 5});
   CHECK(enc->outputs() == 1);
   REQUIRE(io::encode_labels(*enc, train).ok());
-  CHECK(train.data.y == vec({1, -1, 1, -1}));
+  CHECK(train.data.y == test::vector_of({1, -1, 1, -1}));
 
   auto test = text_labels({3, 4});
   auto bad = io::encode_labels(*enc, test);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message() == "t.csv:3: label 4 is not one of the two training labels (3 and 5)");
-  CHECK(test.data.y == vec({3, 4})); // untouched by the failed encoding
+  CHECK(test.data.y == test::vector_of({3, 4})); // untouched by the failed encoding
 }
 
 TEST_CASE("labels: logistic rejects a third value and a single class, naming the example") {
@@ -106,7 +98,7 @@ TEST_CASE("labels: softmax takes K from the largest label or from `classes`") {
   CHECK(enc->classes == std::vector<double>{0, 1, 2});
   CHECK(enc->outputs() == 3);
   REQUIRE(io::encode_labels(*enc, train).ok());
-  CHECK(train.data.y == vec({0, 2, 1, 2}));
+  CHECK(train.data.y == test::vector_of({0, 2, 1, 2}));
 
   auto test = record_labels({1, 7});
   auto bad = io::encode_labels(*enc, test);
@@ -148,7 +140,7 @@ TEST_CASE("labels: svm is binary with two values and one-vs-rest with more") {
   CHECK(enc->classes == std::vector<double>{-1, 1});
   CHECK(enc->outputs() == 1);
   REQUIRE(io::encode_labels(*enc, binary).ok());
-  CHECK(binary.data.y == vec({-1, 1, 1}));
+  CHECK(binary.data.y == test::vector_of({-1, 1, 1}));
 
   auto multi = io::fit_labels(model_kind::svm, text_labels({0, 1, 2, 1}));
   REQUIRE_MESSAGE(multi.ok(), multi.error().message());

@@ -15,14 +15,6 @@ namespace {
 using dense = model::dense_features;
 
 
-Eigen::VectorXd vec(std::initializer_list<double> values) {
-  Eigen::VectorXd v(static_cast<Eigen::Index>(values.size()));
-  Eigen::Index i = 0;
-  for (double x : values)
-    v(i++) = x;
-  return v;
-}
-
 /// The bytes of an IDX file: big-endian magic and sizes, then `payload`.
 std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& sizes,
                       const std::vector<unsigned char>& payload) {
@@ -47,7 +39,7 @@ const std::string labels_idx = idx_bytes(0x801, {3}, label_payload);
 void check_tiny_images(const io::raw_dataset& d) {
   REQUIRE_FALSE(d.data.is_sparse());
   CHECK(d.data.dense() == test::dense_rows({{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 255}}));
-  CHECK(d.data.y == vec({7, 0, 9}));
+  CHECK(d.data.y == test::vector_of({7, 0, 9}));
   CHECK(d.pixels);
   CHECK(d.lines.empty());
 }
@@ -60,7 +52,7 @@ TEST_CASE("read_csv: no header, label in the first column") {
   auto r = io::read_csv(path, {});
   REQUIRE_MESSAGE(r.ok(), r.error().message());
   CHECK(r->data.dense() == test::dense_rows({{2.5f, 3}, {-1, 400}}));
-  CHECK(r->data.y == vec({1, 0}));
+  CHECK(r->data.y == test::vector_of({1, 0}));
   CHECK(r->lines == std::vector<std::int64_t>{1, 2});
   CHECK(r->source == path);
   CHECK_FALSE(r->pixels);
@@ -75,7 +67,7 @@ TEST_CASE("read_csv: detected header, CRLF, blank lines, label last via a negati
   auto r = io::read_csv(path, options);
   REQUIRE_MESSAGE(r.ok(), r.error().message());
   CHECK(r->data.dense() == test::dense_rows({{1, 2}, {4, 5}}));
-  CHECK(r->data.y == vec({3, 6}));
+  CHECK(r->data.y == test::vector_of({3, 6}));
   CHECK(r->lines == std::vector<std::int64_t>{3, 5});
   CHECK(r->where(0) == path + ":3");
 }
@@ -88,7 +80,7 @@ TEST_CASE("read_csv: label in a middle column, quoted and signed numbers, no fin
   auto r = io::read_csv(path, options);
   REQUIRE_MESSAGE(r.ok(), r.error().message());
   CHECK(r->data.dense() == test::dense_rows({{1, 2}, {3, 4}}));
-  CHECK(r->data.y == vec({7, 8}));
+  CHECK(r->data.y == test::vector_of({7, 8}));
   CHECK(r->lines == std::vector<std::int64_t>{1, 2});
 }
 
@@ -101,7 +93,7 @@ TEST_CASE("read_csv: the header option overrides detection, and limit stops earl
   auto r = io::read_csv(path, options);
   REQUIRE_MESSAGE(r.ok(), r.error().message());
   CHECK(r->data.dense() == test::dense_rows({{2}, {4}}));
-  CHECK(r->data.y == vec({1, 3}));
+  CHECK(r->data.y == test::vector_of({1, 3}));
   CHECK(r->lines == std::vector<std::int64_t>{2, 3});
 
   const auto named = dir.write("e.csv", "a,b\n1,2\n");
@@ -179,7 +171,7 @@ TEST_CASE("read_csv: gzip-compressed CSV reads like plain CSV") {
   auto r = io::read_dataset(path, io::split::train, {});
   REQUIRE_MESSAGE(r.ok(), r.error().message());
   CHECK(r->data.dense() == test::dense_rows({{2.5f, 3}, {-1, 400}}));
-  CHECK(r->data.y == vec({1, 0}));
+  CHECK(r->data.y == test::vector_of({1, 0}));
 }
 
 TEST_CASE("read_libsvm: CSR with exact entries, comments, blank lines and empty rows") {
@@ -203,7 +195,7 @@ TEST_CASE("read_libsvm: CSR with exact entries, comments, blank lines and empty 
   CHECK(x.coeff(3, 2) == -4.0f);
   CHECK(x.coeff(0, 1) == 0.0f);
   CHECK(x.coeff(2, 0) == 0.0f);
-  CHECK(r->data.y == vec({1, -1, 0, 2}));
+  CHECK(r->data.y == test::vector_of({1, -1, 0, 2}));
   CHECK(r->lines == std::vector<std::int64_t>{1, 2, 5, 6});
   CHECK(r->where(2) == path + ":5");
 
@@ -264,7 +256,7 @@ TEST_CASE("read_idx: raw and gzip files round-trip a tiny 3-image 2x2 set") {
     auto r = io::read_idx(images, labels, options);
     REQUIRE_MESSAGE(r.ok(), r.error().message());
     CHECK(r->data.dense() == test::dense_rows({{0, 1, 2, 3}, {4, 5, 6, 7}}));
-    CHECK(r->data.y == vec({7, 0}));
+    CHECK(r->data.y == test::vector_of({7, 0}));
   }
 }
 
@@ -325,7 +317,7 @@ TEST_CASE("read_dataset: MNIST directory layout, raw train split and gzip test s
   auto test = io::read_dataset(dir.path().string(), io::split::test, {});
   REQUIRE_MESSAGE(test.ok(), test.error().message());
   CHECK(test->data.dense() == test::dense_rows({{1, 2, 3, 4}}));
-  CHECK(test->data.y == vec({5}));
+  CHECK(test->data.y == test::vector_of({5}));
   CHECK(test->source == dir.file("t10k-labels-idx1-ubyte.gz"));
   CHECK(io::has_builtin_test_split(dir.path().string()));
 }

@@ -71,6 +71,15 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
   out << text;
 }
 
+/// A vector of doubles written out in the test.
+inline Eigen::VectorXd vector_of(std::initializer_list<double> values) {
+  Eigen::VectorXd v(static_cast<Eigen::Index>(values.size()));
+  Eigen::Index i = 0;
+  for (double x : values)
+    v(i++) = x;
+  return v;
+}
+
 /// A dense feature matrix from rows written out in the test.
 inline model::dense_features dense_rows(std::initializer_list<std::initializer_list<float>> rows) {
   model::dense_features m(static_cast<Eigen::Index>(rows.size()),
