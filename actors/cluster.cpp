@@ -42,7 +42,7 @@ result<node_actor> connect_node(runtime& rt, caf::scoped_actor& self, const node
 
 } // namespace
 
-result<std::vector<node_endpoint>> parse_endpoints(const std::string& list) {
+result<std::vector<node_endpoint>> parse_endpoints(const std::string& list, const std::string& option) {
   std::vector<node_endpoint> out;
   std::size_t start = 0;
   while (start <= list.size()) {
@@ -50,7 +50,7 @@ result<std::vector<node_endpoint>> parse_endpoints(const std::string& list) {
     const auto item = list.substr(start, end - start);
     const auto colon = item.rfind(':');
     if (item.empty() || colon == std::string::npos || colon == 0 || colon + 1 == item.size())
-      return fail("--nodes: '" + item + "' is not host:port");
+      return fail(option + ": '" + item + "' is not host:port");
     node_endpoint endpoint;
     endpoint.host = item.substr(0, colon);
     if (endpoint.host.size() > 2 && endpoint.host.front() == '[' && endpoint.host.back() == ']')
@@ -59,7 +59,7 @@ result<std::vector<node_endpoint>> parse_endpoints(const std::string& list) {
     char* rest = nullptr;
     const long port = std::strtol(port_text.c_str(), &rest, 10);
     if (*rest != '\0' || port <= 0 || port > 65535)
-      return fail("--nodes: '" + item + "': port must be 1..65535");
+      return fail(option + ": '" + item + "': port must be 1..65535");
     endpoint.port = static_cast<std::uint16_t>(port);
     out.push_back(endpoint);
     start = end + 1;

@@ -24,7 +24,8 @@ struct node_endpoint {
 };
 
 /// Parses "hostA:4242,hostB:4242" (IPv6 literals in brackets: "[::1]:4242").
-result<std::vector<node_endpoint>> parse_endpoints(const std::string& list);
+result<std::vector<node_endpoint>> parse_endpoints(const std::string& list,
+                                                 const std::string& option = "--nodes");
 
 /// A node the driver is connected to.
 struct connected_node {

@@ -40,6 +40,8 @@ enum class errc : std::uint8_t {
   dimension_mismatch = 1,  ///< theta does not fit the shard's model
   shard_failed,            ///< a shard died or answered with an error
   timeout,                 ///< a shard did not answer in time
+  bad_request,             ///< a malformed or out-of-order request (parameter servers)
+  training_failed,         ///< parameter-server training stopped with an error
 };
 
 /// Makes a caf::error in the project's category whose context is a human-readable message.

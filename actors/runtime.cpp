@@ -2,6 +2,7 @@
 
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
+#include "actors/parameter_server.hpp"
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/io/middleman.hpp>
@@ -25,6 +26,12 @@ std::string render_error(std::uint8_t code, caf::atom_value, const caf::message&
     case errc::timeout:
       what = "timeout";
       break;
+    case errc::bad_request:
+      what = "bad request";
+      break;
+    case errc::training_failed:
+      what = "training failed";
+      break;
   }
   if (context.match_elements<std::string>())
     what += ": " + context.get_as<std::string>(0);
@@ -39,6 +46,8 @@ caf::error make_error(errc code, std::string message) {
 }
 
 std::string describe(const caf::error& error, const caf::actor_system& system) {
+  if (!error)
+    return "normal exit";  // CAF 0.17's category() must not be called on an empty error
   if (error.category() == error_category) {
     if (error.context().match_elements<std::string>())
       return error.context().get_as<std::string>(0);
@@ -97,6 +106,11 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<part_message>("shardopt::part_message");
   config.add_message_type<summary_message>("shardopt::summary_message");
   config.add_message_type<part_shard_spec>("shardopt::part_shard_spec");
+  config.add_message_type<ps_config>("shardopt::ps_config");
+  config.add_message_type<ps_snapshot>("shardopt::ps_snapshot");
+  config.add_message_type<ps_view>("shardopt::ps_view");
+  config.add_message_type<ps_stats>("shardopt::ps_stats");
+  config.add_message_type<ps_actor>("shardopt::ps_actor");
   config.add_error_category(error_category, render_error);
 }
 

@@ -9,8 +9,42 @@
 
 namespace shardopt::apps {
 
+/// The parameter-server mode's options (`train --mode ps` and `ps-task`).
+struct ps_options {
+  int workers = 0;                   ///< 0 = one per hardware thread (train --mode ps)
+  int servers = 1;                   ///< parameter servers (train --mode ps)
+  std::string rule = "sgd";          ///< sgd, momentum, nesterov, adagrad, adam
+  double learning_rate = 0.01;
+  std::string schedule = "constant"; ///< constant, step, inverse-time
+  double decay_rate = 0.5;
+  std::int64_t decay_steps = 1000;
+  double momentum = 0.9;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double adam_epsilon = 1e-8;
+  double adagrad_initial = 0.1;
+  std::int64_t batch_size = 128;
+  bool sync = false;
+  int replicas_to_aggregate = 0;     ///< 0 = workers - backup_workers
+  int backup_workers = 0;
+  int staleness = -1;                ///< asynchronous SSP bound; -1 = unbounded
+  std::int64_t last_step = 1000;
+  std::uint64_t seed = 0;
+  std::string checkpoint_dir;
+  std::int64_t checkpoint_steps = 0;
+  double checkpoint_secs = 600;
+  int keep_checkpoints = 5;
+  std::int64_t log_steps = 100;
+  std::int64_t eval_steps = 0;
+  double step_timeout = 300;
+  double startup_timeout = 120;
+  std::string slow_worker;           ///< testing: "index:factor"
+};
+
 /// Everything `shardopt train` takes.
 struct train_options {
+  std::string mode = "lbfgs";      ///< "lbfgs" or "ps"
+  ps_options ps;
   data_options data;
   std::string model = "softmax";
   double lambda = 1e-4;

@@ -1,10 +1,14 @@
 #include "io/model_file.hpp"
+#include "io/model_archive.hpp"
 
 #include <boost/archive/archive_exception.hpp>
 #include <boost/archive/text_iarchive.hpp>
 #include <boost/archive/text_oarchive.hpp>
 #include <boost/serialization/array_wrapper.hpp>
 #include <boost/serialization/string.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -31,30 +35,15 @@ constexpr int format_version = 1;
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
 constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
 
-void save_vector(boost::archive::text_oarchive& archive, const double* data, std::int64_t size) {
-  archive << size;
-  if (size > 0)
-    archive << boost::serialization::make_array(data, static_cast<std::size_t>(size));
-}
 
-/// Loads a vector whose size must lie in [0, max_size]; false (and `out` untouched) otherwise.
-template <class Vector>
-bool load_vector(boost::archive::text_iarchive& archive, Vector& out, std::int64_t max_size) {
-  std::int64_t size = 0;
-  archive >> size;
-  if (size < 0 || size > max_size)
-    return false;
-  out.resize(static_cast<std::size_t>(size));
-  if (size > 0)
-    archive >> boost::serialization::make_array(out.data(), static_cast<std::size_t>(size));
-  return true;
-}
 
-void write_archive(std::ostream& stream, const saved_model& model) {
-  boost::archive::text_oarchive archive{stream};
+} // namespace
+
+namespace detail {
+
+void write_model_fields(boost::archive::text_oarchive& archive, const saved_model& model) {
   const int kind = static_cast<int>(model.shape.kind);
   const int label_kind = static_cast<int>(model.labels.kind);
-  archive << magic << format_version;
   archive << kind << model.shape.features << model.shape.outputs;
   save_vector(archive, model.theta.data(), model.theta.size());
   archive << label_kind;
@@ -64,6 +53,16 @@ void write_archive(std::ostream& stream, const saved_model& model) {
   save_vector(archive, model.scaling.mean.data(), model.scaling.mean.size());
   save_vector(archive, model.scaling.inv_std.data(), model.scaling.inv_std.size());
   archive << model.lambda << end_marker;
+}
+
+} // namespace detail
+
+namespace {
+
+void write_archive(std::ostream& stream, const saved_model& model) {
+  boost::archive::text_oarchive archive{stream};
+  archive << magic << format_version;
+  detail::write_model_fields(archive, model);
 }
 
 bool valid_kind(int kind) { return kind >= 0 && kind <= static_cast<int>(model::model_kind::svm); }
@@ -100,7 +99,14 @@ result<saved_model> read_archive(std::istream& stream, const std::string& path, 
     return fail(path + ": model format version " + std::to_string(version) +
                 " is not supported (this build reads version " + std::to_string(format_version) + ")");
   stage = 1;
+  return detail::read_model_fields(archive, path);
+}
 
+} // namespace
+
+namespace detail {
+
+result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, const std::string& path) {
   saved_model model;
   int kind = 0;
   archive >> kind >> model.shape.features >> model.shape.outputs;
@@ -129,16 +135,13 @@ result<saved_model> read_archive(std::istream& stream, const std::string& path, 
   return model;
 }
 
-} // namespace
-
-result<void> save_model(const std::string& path, const saved_model& model) {
-  if (auto consistent = check_consistent(model); !consistent)
-    return consistent.error().with_context(path + ": cannot save the model");
+result<void> write_atomically(const std::string& path, const std::string& what,
+                              const std::function<void(std::ostream&)>& write) {
   const std::string temporary = path + ".tmp";
   const auto give_up = [&](const std::string& why) -> result<void> {
     std::error_code ec;
     std::filesystem::remove(temporary, ec);
-    return fail(path + ": cannot save the model: " + why);
+    return fail(path + ": cannot save the " + what + ": " + why);
   };
   try {
     std::ofstream stream{temporary, std::ios::out | std::ios::trunc};
@@ -146,11 +149,16 @@ result<void> save_model(const std::string& path, const saved_model& model) {
       return give_up("cannot create " + temporary + ": " + std::strerror(errno));
     stream.imbue(std::locale::classic()); // numbers in the C format whatever the global locale
     // The archive writes its last bytes when it goes out of scope, before the flush.
-    write_archive(stream, model);
+    write(stream);
     stream.flush();
     stream.close();
     if (!stream)
       return give_up("write error on " + temporary);
+    // Flush to the disk too, so that after the rename a power cut leaves the old or the new file.
+    if (const int fd = ::open(temporary.c_str(), O_RDONLY); fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
   } catch (const boost::archive::archive_exception& e) {
     return give_up(e.what());
   } catch (const std::exception& e) {
@@ -159,6 +167,15 @@ result<void> save_model(const std::string& path, const saved_model& model) {
   if (std::rename(temporary.c_str(), path.c_str()) != 0)
     return give_up("cannot rename " + temporary + ": " + std::strerror(errno));
   return {};
+}
+
+} // namespace detail
+
+result<void> save_model(const std::string& path, const saved_model& model) {
+  if (auto consistent = check_consistent(model); !consistent)
+    return consistent.error().with_context(path + ": cannot save the model");
+  return detail::write_atomically(path, "model",
+                                  [&](std::ostream& stream) { write_archive(stream, model); });
 }
 
 result<saved_model> load_model(const std::string& path) {

@@ -4,6 +4,8 @@
 #include "model/result.hpp"
 
 #include <memory>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 namespace shardopt::model {
@@ -35,6 +37,23 @@ public:
       grad += partial_;
       count += block.size();
     }
+    return finish_objective(shape_, lambda_, count, loss, theta, grad);
+  }
+
+  /// The objective of a minibatch: the mean loss over `rows` (indices into the whole dataset) plus
+  /// the regulariser, as stochastic-gradient methods use it; overwrites grad. `rows` must not be
+  /// empty.
+  double evaluate(const Eigen::VectorXd& theta, const row_selection& rows, Eigen::VectorXd& grad) {
+    grad.resize(shape_.dimension());
+    const double loss = loss_grad_sum(shape_, *data_, rows, theta, grad);
+    const auto count = std::visit(
+      [](const auto& r) -> std::int64_t {
+        if constexpr (std::is_same_v<std::decay_t<decltype(r)>, row_range>)
+          return r.size();
+        else
+          return static_cast<std::int64_t>(r.size());
+      },
+      rows);
     return finish_objective(shape_, lambda_, count, loss, theta, grad);
   }
 

@@ -1,0 +1,348 @@
+#include "apps/ps_train.hpp"
+
+#include "actors/ps_worker.hpp"
+#include "io/partition.hpp"
+#include "io/tls_files.hpp"
+#include "model/local_objective.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+namespace shardopt::apps {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+int report_error(const std::string& message) {
+  std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
+  return 1;
+}
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds{static_cast<long long>(seconds * 1000)};
+}
+
+/// The job every task agrees on, from the options; errors name the option.
+result<actors::ps_job> make_job(const ps_options& o, const model::model_shape& shape, double lambda,
+                                int workers) {
+  actors::ps_job job;
+  auto rule = optimizer::parse_update_kind(o.rule);
+  if (!rule)
+    return fail("--optimizer: unknown rule '" + o.rule + "' (expected sgd, momentum, nesterov, adagrad or adam)");
+  auto schedule = optimizer::parse_schedule_kind(o.schedule);
+  if (!schedule)
+    return fail("--lr-schedule: unknown schedule '" + o.schedule + "' (expected constant, step or inverse-time)");
+  if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate))
+    return fail("--lr must be positive");
+  if (o.batch_size < 1)
+    return fail("--batch-size must be at least 1");
+  if (workers < 1)
+    return fail("--workers must be at least 1");
+  if (o.backup_workers < 0 || o.backup_workers >= workers)
+    return fail("--backup-workers must be 0.." + std::to_string(workers - 1));
+  const int replicas = o.replicas_to_aggregate > 0 ? o.replicas_to_aggregate : workers - o.backup_workers;
+  if (replicas > workers)
+    return fail("--replicas-to-aggregate (" + std::to_string(replicas) + ") exceeds the " +
+                std::to_string(workers) + " workers");
+  if (o.staleness < -1)
+    return fail("--staleness must be -1 (unbounded) or >= 0");
+  if (o.last_step < 0)
+    return fail("--last-step must be >= 0");
+  job.shape = shape;
+  job.lambda = lambda;
+  job.rule.kind = *rule;
+  job.rule.rate = {*schedule, o.learning_rate, o.decay_rate, o.decay_steps};
+  job.rule.momentum = o.momentum;
+  job.rule.beta1 = o.beta1;
+  job.rule.beta2 = o.beta2;
+  job.rule.epsilon = o.adam_epsilon;
+  job.rule.initial_accumulator = o.adagrad_initial;
+  job.batch_size = o.batch_size;
+  job.sync = o.sync;
+  job.workers = static_cast<std::uint32_t>(workers);
+  job.replicas_to_aggregate = static_cast<std::uint32_t>(replicas);
+  job.staleness = o.staleness;
+  job.last_step = o.last_step;
+  job.seed = o.seed;
+  job.step_timeout = millis(o.step_timeout);
+  job.startup_timeout = millis(o.startup_timeout);
+  return job;
+}
+
+/// "index:factor" of the testing-only straggler option.
+result<std::pair<int, double>> parse_slow_worker(const std::string& text) {
+  if (text.empty())
+    return std::make_pair(-1, 1.0);
+  const auto colon = text.find(':');
+  char* end = nullptr;
+  const long index = colon == std::string::npos ? -1 : std::strtol(text.c_str(), &end, 10);
+  const double factor = colon == std::string::npos ? 0 : std::strtod(text.c_str() + colon + 1, nullptr);
+  if (index < 0 || end != text.c_str() + colon || !(factor >= 1))
+    return fail("--slow-worker: expected index:factor with factor >= 1, got '" + text + "'");
+  return std::make_pair(static_cast<int>(index), factor);
+}
+
+/// The chief's hooks as the user sees them: progress lines on stderr, a JSON-lines metrics file.
+struct chief_reporting {
+  bool quiet = false;
+  bool classifier = true;
+  std::ofstream metrics;
+
+  actors::chief_options options(const train_options& o, const prepared_data& data) {
+    actors::chief_options chief;
+    chief.checkpoint_dir = o.ps.checkpoint_dir;
+    chief.keep_checkpoints = o.ps.keep_checkpoints;
+    chief.checkpoint_steps = o.ps.checkpoint_steps;
+    chief.checkpoint_seconds = o.ps.checkpoint_secs;
+    chief.log_steps = o.ps.log_steps;
+    chief.eval_steps = o.ps.eval_steps;
+    chief.test = data.test;
+    chief.model = io::saved_model{data.shape, {}, data.labels, data.scaling, o.lambda};
+    chief.note = [this](const std::string& text) {
+      if (!quiet)
+        std::fprintf(stderr, "%s\n", text.c_str());
+    };
+    chief.log = [this](const actors::step_log& row) { log(row); };
+    return chief;
+  }
+
+  void log(const actors::step_log& row) {
+    nlohmann::json json{{"step", row.step},
+                        {"seconds", row.seconds},
+                        {"loss", row.loss},
+                        {"steps_per_second", row.steps_per_second},
+                        {"examples_per_second", row.examples_per_second},
+                        {"dropped_gradients", row.dropped},
+                        {"staleness_max", row.staleness_max},
+                        {"staleness_mean", row.staleness_mean}};
+    std::string test;
+    if (row.test && row.test->count > 0) {
+      const auto n = static_cast<double>(row.test->count);
+      const auto value = classifier ? row.test->correct / n : std::sqrt(row.test->squared_error / n);
+      json[classifier ? "test_accuracy" : "test_rmse"] = value;
+      test = (classifier ? "  test acc " : "  test rmse ") + std::to_string(value);
+    }
+    if (metrics.is_open()) {
+      metrics << json.dump() << '\n';
+      metrics.flush();
+    }
+    if (!quiet)
+      std::fprintf(stderr, "step %7lld  loss %.6g  %.0f steps/s  %.0f examples/s  dropped %lld  staleness %.2f (max %lld)%s  %.1fs\n",
+                   static_cast<long long>(row.step), row.loss, row.steps_per_second,
+                   row.examples_per_second, static_cast<long long>(row.dropped), row.staleness_mean,
+                   static_cast<long long>(row.staleness_max), test.c_str(), row.seconds);
+  }
+};
+
+void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,
+                 const model::quality_sums& sums) {
+  if (sums.count == 0)
+    return;
+  const auto n = static_cast<double>(sums.count);
+  out[prefix + (model::is_classifier(kind) ? "_accuracy" : "_rmse")] =
+    model::is_classifier(kind) ? sums.correct / n : std::sqrt(sums.squared_error / n);
+}
+
+/// The final summary (like train's), the model file, and the exit code.
+int finish(const train_options& o, const actors::ps_job& job, const prepared_data& data,
+           const actors::ps_outcome& outcome, int ps_count, clock_type::time_point started) {
+  const auto& theta = outcome.theta;
+  model::local_objective objective{data.shape, data.train, o.lambda};
+  Eigen::VectorXd grad;
+  const double f = objective.evaluate(theta, grad);
+  const auto examples = outcome.stats.examples;
+  nlohmann::json summary{{"model", o.model},
+                         {"mode", "ps"},
+                         {"optimizer", o.ps.rule},
+                         {"sync", job.sync},
+                         {"workers", job.workers},
+                         {"ps", ps_count},
+                         {"replicas_to_aggregate", job.sync ? job.replicas_to_aggregate : 1},
+                         {"staleness", job.staleness},
+                         {"batch_size", job.batch_size},
+                         {"objective", f},
+                         {"grad_norm", grad.norm()},
+                         {"grad_norm_inf", grad.lpNorm<Eigen::Infinity>()},
+                         {"steps", outcome.step},
+                         {"restored_step", outcome.restored_step},
+                         {"seconds", outcome.seconds},
+                         {"steps_per_second", outcome.seconds > 0 ? static_cast<double>(outcome.step - std::max<std::int64_t>(outcome.restored_step, 0)) / outcome.seconds : 0},
+                         {"examples_per_second", outcome.seconds > 0 ? static_cast<double>(examples) / outcome.seconds : 0},
+                         {"dropped_gradients", outcome.stats.dropped},
+                         {"staleness_max", outcome.stats.staleness_max},
+                         {"stop_reason", "last_step"},
+                         {"lambda", o.lambda},
+                         {"examples", data.train->rows()},
+                         {"features", data.shape.features},
+                         {"outputs", data.shape.outputs},
+                         {"dimension", data.shape.dimension()}};
+  if (!outcome.last_checkpoint.empty())
+    summary["checkpoint"] = outcome.last_checkpoint;
+  const auto kind = data.shape.kind;
+  add_quality(summary, "train", kind, model::quality(data.shape, *data.train, {0, data.train->rows()}, theta));
+  if (data.test) {
+    add_quality(summary, "test", kind, model::quality(data.shape, *data.test, {0, data.test->rows()}, theta));
+    summary["test_examples"] = data.test->rows();
+  }
+  summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
+  if (!o.save.empty())
+    if (auto ok = io::save_model(o.save, {data.shape, theta, data.labels, data.scaling, o.lambda}); !ok)
+      return report_error(ok.error().message());
+  if (!o.quiet) {
+    std::fprintf(stderr, "stopped at step %lld after %.2fs; objective %.10g\n",
+                 static_cast<long long>(outcome.step), outcome.seconds, f);
+    for (const char* key : {"train_accuracy", "test_accuracy", "train_rmse", "test_rmse"})
+      if (summary.contains(key))
+        std::fprintf(stderr, "%s: %.4f\n", key, summary[key].get<double>());
+  }
+  if (o.json)
+    std::cout << summary.dump() << std::endl;
+  return 0;
+}
+
+result<prepared_data> read_data(const train_options& o) {
+  const auto kind = model::parse_model_kind(o.model);
+  if (!kind)
+    return fail("--model: unknown model '" + o.model + "' (expected linear, logistic, softmax or svm)");
+  return prepare_training_data(o.data, *kind, o.classes);
+}
+
+/// Leaves the process without CAF 0.17's actor-system teardown, which can wait forever on the
+/// middleman's references to remote actors (see `shardopt node`). Everything is saved by now.
+[[noreturn]] void leave(int code) {
+  std::fflush(nullptr);
+  std::cout.flush();
+  std::_Exit(code);
+}
+
+int run_ps_server(const ps_task_options& o, const actors::node_endpoint& self_endpoint) {
+  const auto& t = o.train;
+  actors::runtime rt{actors::runtime_options{t.threads, true, t.tls}};
+  const auto bind = o.bind.empty() ? self_endpoint.host : o.bind;
+  auto published = actors::publish_parameter_server(rt, bind, self_endpoint.port);
+  if (!published)
+    return report_error(published.error().message());
+  auto [server, port] = *published;
+  if (!t.quiet)
+    std::fprintf(stderr, "ps %d listening on %s:%u\n", o.task_index, bind.c_str(), static_cast<unsigned>(port));
+  auto served = actors::await_parameter_server(rt, server, millis(t.ps.startup_timeout));
+  if (!served)
+    std::fprintf(stderr, "shardopt ps %d: %s\n", o.task_index, served.error().message().c_str());
+  const int code = served ? 0 : 1;
+  actors::unpublish_parameter_server(rt, server, port);
+  // Give the middleman a moment to send the last replies before the process leaves.
+  std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  if (!t.quiet)
+    std::fprintf(stderr, "ps %d: %s\n", o.task_index, code == 0 ? "training finished, exiting" : "exiting");
+  leave(code);
+}
+
+int run_ps_worker(const ps_task_options& o, const std::vector<actors::node_endpoint>& servers,
+                  std::uint32_t workers) {
+  const auto started = clock_type::now();
+  const auto& t = o.train;
+  auto data = read_data(t);
+  if (!data)
+    return report_error(data.error().message());
+  auto job = make_job(t.ps, data->shape, t.lambda, static_cast<int>(workers));
+  if (!job)
+    return report_error(job.error().message());
+  auto slow = parse_slow_worker(t.ps.slow_worker);
+  if (!slow)
+    return report_error(slow.error().message());
+  if (auto ok = io::check_tls_files(t.tls.certificate, t.tls.key, t.tls.ca); !ok)
+    return report_error(ok.error().message());
+  const auto index = static_cast<std::uint32_t>(o.task_index);
+  const auto blocks = io::partition_rows(data->train->rows(), workers);
+  actors::worker_task task{index, data->train, blocks[index], slow->first == o.task_index ? slow->second : 1.0};
+  actors::runtime rt{actors::runtime_options{t.threads, true, t.tls}};
+  auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
+  if (!group)
+    leave(report_error(group.error().message()));
+  chief_reporting reporting{t.quiet, model::is_classifier(data->shape.kind), {}};
+  if (index == 0 && !t.metrics.empty()) {
+    reporting.metrics.open(t.metrics, std::ios::out | std::ios::trunc);
+    if (!reporting.metrics)
+      leave(report_error(t.metrics + ": cannot open the metrics file for writing"));
+  }
+  auto chief = reporting.options(t, *data);
+  auto outcome = actors::run_remote_worker(rt, *group, *job, task, index == 0 ? &chief : nullptr);
+  if (!outcome)
+    leave(report_error("worker " + std::to_string(index) + ": " + outcome.error().message()));
+  if (index != 0) {
+    if (!t.quiet)
+      std::fprintf(stderr, "worker %u: training finished at step %lld\n", index,
+                   static_cast<long long>(outcome->step));
+    leave(0);
+  }
+  leave(finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), started));
+}
+
+} // namespace
+
+int run_ps_train(const train_options& options) {
+  const auto started = clock_type::now();
+  auto data = read_data(options);
+  if (!data)
+    return report_error(data.error().message());
+  actors::runtime rt{actors::runtime_options::local(options.threads)};
+  const int workers = options.ps.workers > 0 ? options.ps.workers : static_cast<int>(rt.worker_threads());
+  if (options.ps.servers < 1)
+    return report_error("--ps must be at least 1");
+  auto job = make_job(options.ps, data->shape, options.lambda, workers);
+  if (!job)
+    return report_error(job.error().message());
+  auto slow = parse_slow_worker(options.ps.slow_worker);
+  if (!slow)
+    return report_error(slow.error().message());
+  chief_reporting reporting{options.quiet, model::is_classifier(data->shape.kind), {}};
+  if (!options.metrics.empty()) {
+    reporting.metrics.open(options.metrics, std::ios::out | std::ios::trunc);
+    if (!reporting.metrics)
+      return report_error(options.metrics + ": cannot open the metrics file for writing");
+  }
+  if (!options.quiet)
+    std::fprintf(stderr, "data: %lld examples x %lld features from %s; %d workers, %d parameter servers, %s%s\n",
+                 static_cast<long long>(data->train->rows()), static_cast<long long>(data->shape.features),
+                 data->train_source.c_str(), workers, options.ps.servers,
+                 job->sync ? "synchronous" : "asynchronous",
+                 job->sync && job->replicas_to_aggregate < job->workers ? " with backup workers" : "");
+  const auto chief = reporting.options(options, *data);
+  auto outcome = actors::run_local_job(rt, *job, static_cast<std::uint32_t>(options.ps.servers), data->train,
+                                       chief, slow->first, slow->second);
+  if (!outcome)
+    return report_error("training failed: " + outcome.error().message());
+  return finish(options, *job, *data, *outcome, options.ps.servers, started);
+}
+
+int run_ps_task(const ps_task_options& options) {
+  auto servers = actors::parse_endpoints(options.ps_hosts, "--ps_hosts");
+  if (!servers)
+    return report_error(servers.error().message());
+  auto workers = actors::parse_endpoints(options.worker_hosts, "--worker_hosts");
+  if (!workers)
+    return report_error(workers.error().message());
+  const auto& list = options.job_name == "ps" ? *servers : *workers;
+  if (options.job_name != "ps" && options.job_name != "worker")
+    return report_error("--job_name must be 'ps' or 'worker', got '" + options.job_name + "'");
+  if (options.task_index < 0 || static_cast<std::size_t>(options.task_index) >= list.size())
+    return report_error("--task_index " + std::to_string(options.task_index) + " is not in 0.." +
+                        std::to_string(list.size() - 1) + " for --job_name=" + options.job_name);
+  if (options.job_name == "ps") {
+    if (auto ok = io::check_tls_files(options.train.tls.certificate, options.train.tls.key, options.train.tls.ca); !ok)
+      return report_error(ok.error().message());
+    return run_ps_server(options, list[static_cast<std::size_t>(options.task_index)]);
+  }
+  return run_ps_worker(options, *servers, static_cast<std::uint32_t>(workers->size()));
+}
+
+} // namespace shardopt::apps
