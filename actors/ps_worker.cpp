@@ -226,7 +226,7 @@ private:
       if (clock_type::now() > deadline)
         return fail(me() + ": the chief (worker 0) did not initialise the parameter servers within " +
                     std::to_string(std::chrono::duration_cast<std::chrono::seconds>(job_.startup_timeout).count()) + " s");
-      std::this_thread::sleep_for(std::chrono::milliseconds{50});
+      std::this_thread::sleep_for(std::chrono::milliseconds{10});
     }
   }
 

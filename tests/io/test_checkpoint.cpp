@@ -1,0 +1,108 @@
+// Checkpoints: exact round trip of theta, optimizer state and step; newest-K retention; the newest
+// checkpoint found; corrupt and truncated files refused naming the file.
+
+#include "io/checkpoint.hpp"
+#include "support/files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <string>
+
+using namespace shardopt;
+using shardopt::test::temp_dir;
+
+namespace {
+
+bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return a.size() == b.size()
+         && (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0);
+}
+
+io::checkpoint adam_checkpoint(std::int64_t step) {
+  io::checkpoint c;
+  c.step = step;
+  c.rule = "adam";
+  c.updates = step + 7;
+  c.model.shape = {model::model_kind::softmax, 2, 2};
+  c.model.theta.resize(6);
+  c.model.theta << 1.0 / 3.0, -0.0, 1e-300, -2.5e300, 0.1, std::numeric_limits<double>::denorm_min();
+  c.model.labels.kind = model::model_kind::softmax;
+  c.model.labels.classes = {3, 7};
+  c.model.scaling.factor = 1.0 / 255.0;
+  c.model.lambda = 1e-4;
+  c.slots = {Eigen::VectorXd::LinSpaced(6, -1.0 / 7.0, 5.0 / 9.0), Eigen::VectorXd::Constant(6, 1e-17)};
+  return c;
+}
+
+} // namespace
+
+TEST_CASE("a checkpoint round-trips theta, optimizer state, step and model bit for bit") {
+  temp_dir dir;
+  const auto saved = adam_checkpoint(1234);
+  auto path = io::save_checkpoint(dir.path().string(), saved, 0);
+  REQUIRE(path.ok());
+  CHECK(std::filesystem::path{*path}.filename() == "ckpt-000000001234.txt");
+  auto loaded = io::load_checkpoint(*path);
+  REQUIRE(loaded.ok());
+  CHECK(loaded->step == 1234);
+  CHECK(loaded->updates == 1241);
+  CHECK(loaded->rule == "adam");
+  CHECK(same_bits(loaded->model.theta, saved.model.theta));
+  REQUIRE(loaded->slots.size() == 2);
+  CHECK(same_bits(loaded->slots[0], saved.slots[0]));
+  CHECK(same_bits(loaded->slots[1], saved.slots[1]));
+  CHECK(loaded->model.shape == saved.model.shape);
+  CHECK(loaded->model.labels.classes == saved.model.labels.classes);
+  CHECK(loaded->model.lambda == saved.model.lambda);
+}
+
+TEST_CASE("only the newest K checkpoints are kept and the newest is found") {
+  temp_dir dir;
+  const auto where = dir.path().string();
+  CHECK(!io::latest_checkpoint(where + "/missing"));
+  CHECK(!io::latest_checkpoint(where));
+  for (std::int64_t step : {100, 900, 1000, 200, 10000})
+    REQUIRE(io::save_checkpoint(where, adam_checkpoint(step), 3).ok());
+  // An interrupted write leaves a .tmp file, which is not a checkpoint.
+  shardopt::test::write_file(dir.path() / "ckpt-000000099999.txt.tmp", "partial");
+  std::size_t count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator{dir.path()})
+    count += entry.path().extension() == ".txt" ? 1 : 0;
+  CHECK(count == 3);
+  auto latest = io::latest_checkpoint(where);
+  REQUIRE(latest);
+  CHECK(std::filesystem::path{*latest}.filename() == "ckpt-000000010000.txt");
+  CHECK(!std::filesystem::exists(dir.path() / "ckpt-000000000100.txt"));
+  CHECK(!std::filesystem::exists(dir.path() / "ckpt-000000000200.txt"));
+}
+
+TEST_CASE("corrupt, truncated and foreign files are refused with the file name") {
+  temp_dir dir;
+  auto path = io::save_checkpoint(dir.path().string(), adam_checkpoint(5), 0);
+  REQUIRE(path.ok());
+  const auto text = shardopt::test::slurp(*path);
+  const auto truncated = (dir.path() / "truncated.txt").string();
+  shardopt::test::write_file(truncated, text.substr(0, text.size() / 2));
+  auto cut = io::load_checkpoint(truncated);
+  REQUIRE(!cut.ok());
+  CHECK(cut.error().message().find(truncated) != std::string::npos);
+  CHECK(cut.error().message().find("truncated or corrupt") != std::string::npos);
+
+  const auto foreign = (dir.path() / "foreign.txt").string();
+  shardopt::test::write_file(foreign, "hello world\n");
+  auto other = io::load_checkpoint(foreign);
+  REQUIRE(!other.ok());
+  CHECK(other.error().message().find("not a shardopt checkpoint") != std::string::npos);
+
+  auto missing = io::load_checkpoint((dir.path() / "nope.txt").string());
+  REQUIRE(!missing.ok());
+  CHECK(missing.error().message().find("no such file") != std::string::npos);
+
+  // A slot that does not match theta cannot be saved.
+  auto bad = adam_checkpoint(6);
+  bad.slots[1].resize(2);
+  CHECK(!io::save_checkpoint(dir.path().string(), bad, 0).ok());
+}
