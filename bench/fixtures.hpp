@@ -7,6 +7,10 @@
 
 #include <Eigen/Core>
 
+#include <map>
+#include <string>
+#include <vector>
+
 namespace shardopt::bench {
 
 /// Fashion-MNIST training set, prepared as `shardopt train` does (pixels / 255), loaded once.
@@ -18,6 +22,12 @@ actors::runtime& runtime();
 /// Stops the node processes and drops the cluster of the remote benchmarks; main() calls it before
 /// the runtime goes away.
 void release_remote();
+
+/// Records a figure for the summary table (every value is kept; the table shows the median).
+void record(const std::string& name, double value);
+
+/// Every recorded figure by name, in the order recorded.
+const std::map<std::string, std::vector<double>>& recorded();
 
 /// A fixed theta for timing evaluations.
 inline Eigen::VectorXd test_theta(std::int64_t dimension) {
