@@ -1,0 +1,303 @@
+#include "apps/cli.hpp"
+
+#include <toml.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace shardopt::apps {
+
+namespace {
+
+
+
+void add_data_options(CLI::App& command, data_options& data, bool training) {
+  command.add_option("--data", data.data,
+                     "Dataset: a CSV or LIBSVM file, a MNIST-layout directory, or 'fashion-mnist'")
+    ->capture_default_str();
+  command.add_option("--format", data.format, "Input format: auto, csv, libsvm, idx")
+    ->capture_default_str();
+  command.add_option("--label-column", data.label_column,
+                     "CSV: 0-based label column; negative counts from the end (-1 = last)")
+    ->capture_default_str();
+  command.add_option("--header", data.header, "CSV header row: auto, yes, no")->capture_default_str();
+  command.add_option("--features", data.features, "LIBSVM: number of features (0 = largest index)");
+  command.add_option("--limit", data.limit, "Use only the first N examples (0 = all)");
+  if (training) {
+    command.add_option("--test", data.test,
+                       "Test set file (default: the dataset's own test split, if it has one)");
+    command.add_option("--test-limit", data.test_limit, "Use only the first N test examples");
+    command.add_option("--scale", data.scale,
+                       "Feature scaling: auto (IDX pixels / 255) or none")->capture_default_str();
+    command.add_flag("--standardize", data.standardize,
+                     "Standardise features with training-set mean and deviation");
+  }
+}
+
+void add_tls_options(CLI::App& command, actors::tls_options& tls) {
+  command.add_option("--tls-cert", tls.certificate, "Mutual TLS: this process's PEM certificate");
+  command.add_option("--tls-key", tls.key, "Mutual TLS: its PEM private key");
+  command.add_option("--tls-ca", tls.ca, "Mutual TLS: PEM certificate of the CA peers must be signed by");
+}
+
+void add_node_command(CLI::App& app, node_options& o) {
+  auto* node = app.add_subcommand("node", "Serve shard actors to drivers on this host");
+  node->add_option("--bind", o.bind, "Address to listen on")->capture_default_str();
+  node->add_option("--port", o.port, "Port to listen on (0: any free port)")->capture_default_str();
+  node->add_option("--threads", o.threads,
+                   "Worker threads announced to drivers (default: hardware threads)");
+  add_tls_options(*node, o.tls);
+}
+
+void add_model_options(CLI::App& command, train_options& o) {
+  command.add_option("--model", o.model, "linear, logistic, softmax or svm")->capture_default_str();
+  command.add_option("--lambda", o.lambda, "L2 regularisation of the weights")->capture_default_str();
+  command.add_option("--classes", o.classes, "Number of classes (default: from the labels)");
+}
+
+void add_output_options(CLI::App& command, train_options& o) {
+  command.add_option("--metrics", o.metrics, "Write one JSON line per iteration (L-BFGS) or log step (PS)");
+  command.add_option("--save", o.save, "Save the trained model to this file");
+  command.add_flag("--json", o.json, "Print a final JSON summary on stdout");
+  command.add_flag("--quiet", o.quiet, "No progress lines on stderr");
+}
+
+/// The parameter-server options, shared by `train --mode ps` and `ps-task`.
+void add_ps_options(CLI::App& command, ps_options& o) {
+  const char* group = "Parameter-server mode";
+  command.add_option("--optimizer", o.rule, "Update rule: sgd, momentum, nesterov, adagrad, adam")
+    ->capture_default_str()->group(group);
+  command.add_option("--lr", o.learning_rate, "Learning rate")->capture_default_str()->group(group);
+  command.add_option("--lr-schedule", o.schedule, "constant, step (lr * rate^floor(t/steps)) or "
+                     "inverse-time (lr / (1 + rate * t/steps))")->capture_default_str()->group(group);
+  command.add_option("--lr-decay-rate", o.decay_rate, "Decay rate of the schedule")->capture_default_str()->group(group);
+  command.add_option("--lr-decay-steps", o.decay_steps, "Decay period of the schedule, in steps")
+    ->capture_default_str()->group(group);
+  command.add_option("--momentum", o.momentum, "momentum and nesterov: momentum")->capture_default_str()->group(group);
+  command.add_option("--beta1", o.beta1, "adam: beta1")->capture_default_str()->group(group);
+  command.add_option("--beta2", o.beta2, "adam: beta2")->capture_default_str()->group(group);
+  command.add_option("--adam-epsilon", o.adam_epsilon, "adam: epsilon")->capture_default_str()->group(group);
+  command.add_option("--adagrad-initial", o.adagrad_initial, "adagrad: initial accumulator")
+    ->capture_default_str()->group(group);
+  command.add_option("--batch-size", o.batch_size, "Examples per minibatch and worker")->capture_default_str()->group(group);
+  command.add_flag("--sync", o.sync, "Synchronous training: average replicas-to-aggregate gradients per step")
+    ->group(group);
+  command.add_option("--replicas-to-aggregate", o.replicas_to_aggregate,
+                     "--sync: gradients per step (default: workers - backup workers)")->group(group);
+  command.add_option("--backup-workers", o.backup_workers,
+                     "--sync: workers beyond replicas-to-aggregate; the slowest gradients are dropped")
+    ->capture_default_str()->group(group);
+  command.add_option("--staleness", o.staleness,
+                     "Asynchronous: how many steps the fastest worker may run ahead of the slowest "
+                     "(-1 = unbounded, 0 = lockstep)")->capture_default_str()->group(group);
+  command.add_option("--last-step", o.last_step, "Stop at this global step")->capture_default_str()->group(group);
+  command.add_option("--seed", o.seed, "Seed of the minibatch order")->capture_default_str()->group(group);
+  command.add_option("--checkpoint-dir", o.checkpoint_dir,
+                     "Checkpoint here, and restore the newest checkpoint found here at start")->group(group);
+  command.add_option("--checkpoint-steps", o.checkpoint_steps, "Checkpoint every N steps (0 = off)")
+    ->capture_default_str()->group(group);
+  command.add_option("--checkpoint-secs", o.checkpoint_secs, "Checkpoint every S seconds (0 = off)")
+    ->capture_default_str()->group(group);
+  command.add_option("--keep-checkpoints", o.keep_checkpoints, "Keep the newest K checkpoints (0 = all)")
+    ->capture_default_str()->group(group);
+  command.add_option("--log-steps", o.log_steps, "Log every N steps (0 = off)")->capture_default_str()->group(group);
+  command.add_option("--eval-steps", o.eval_steps, "Evaluate on the test set every N steps (0 = at the end)")
+    ->capture_default_str()->group(group);
+  command.add_option("--step-timeout", o.step_timeout, "Seconds a worker waits for one step")
+    ->capture_default_str()->group(group);
+  command.add_option("--startup-timeout", o.startup_timeout,
+                     "Seconds to wait for parameter servers and the chief at start")->capture_default_str()->group(group);
+  command.add_option("--slow-worker", o.slow_worker,
+                     "Testing: make worker INDEX's gradients take FACTOR times as long (INDEX:FACTOR)")->group(group);
+}
+
+void add_ps_task_command(CLI::App& app, ps_task_options& o) {
+  auto* task = app.add_subcommand("ps-task", "Run one task of a multi-process parameter-server job");
+  task->add_option("--ps_hosts", o.ps_hosts, "Parameter-server tasks: host:port,host:port")->required();
+  task->add_option("--worker_hosts", o.worker_hosts,
+                   "Worker tasks: host:port,... (their count is the number of workers; worker 0 is the chief)")
+    ->required();
+  task->add_option("--job_name", o.job_name, "ps or worker")->required();
+  task->add_option("--task_index", o.task_index, "This task's index in its host list")->required();
+  task->add_option("--bind", o.bind, "ps: address to listen on (default: its host in --ps_hosts)");
+  add_data_options(*task, o.train.data, true);
+  add_model_options(*task, o.train);
+  add_ps_options(*task, o.train.ps);
+  add_tls_options(*task, o.train.tls);
+  task->add_option("--threads", o.train.threads, "Actor scheduler threads (default: hardware threads)");
+  add_output_options(*task, o.train);
+}
+
+void add_train_command(CLI::App& app, train_options& o) {
+  auto* train = app.add_subcommand("train", "Train a model: L-BFGS over shard actors, or parameter-server SGD");
+  add_data_options(*train, o.data, true);
+  add_model_options(*train, o);
+  train->add_option("--mode", o.mode, "lbfgs (sharded L-BFGS) or ps (parameter servers and workers)")
+    ->capture_default_str()->check(CLI::IsMember({"lbfgs", "ps"}));
+  train->add_option("--workers", o.ps.workers, "--mode ps: worker actors (default: hardware threads)")
+    ->group("Parameter-server mode");
+  train->add_option("--ps", o.ps.servers, "--mode ps: parameter-server actors")->capture_default_str()
+    ->group("Parameter-server mode");
+  add_ps_options(*train, o.ps);
+  train->add_option("--shards", o.shards,
+                    "Shard actors (default: one per hardware thread, or the nodes' threads)");
+  train->add_option("--nodes", o.nodes,
+                    "Run the shards on node processes: host:port,host:port (see `shardopt node`)");
+  train->add_option("--data-placement", o.data_placement,
+                    "With --nodes: 'shipped' (the driver sends each shard's rows) or 'node-local' "
+                    "(each node reads its own part of --data, a path every node can see)")
+    ->capture_default_str();
+  add_tls_options(*train, o.tls);
+  train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
+  train->add_option("--max-iter", o.lbfgs.max_iterations, "Iteration limit (0 = none)")
+    ->capture_default_str();
+  train->add_option("--epsilon", o.lbfgs.epsilon, "Stop when ||grad||_2 <= epsilon")
+    ->capture_default_str();
+  train->add_option("--epsilon-rel", o.lbfgs.epsilon_rel,
+                    "Stop when ||grad||_2 <= epsilon_rel * ||theta||_2 (0 = off)")
+    ->capture_default_str();
+  train->add_option("--history", o.lbfgs.history, "L-BFGS history size m")->capture_default_str();
+  train->add_option("--past", o.lbfgs.past, "Objective-change test window (0 = off)");
+  train->add_option("--delta", o.lbfgs.delta, "Objective-change tolerance for --past");
+  train->add_option("--max-linesearch", o.lbfgs.max_linesearch, "Evaluations per line search")
+    ->capture_default_str();
+  train->add_option("--lower", o.lower, "Lower bound on every coordinate of theta (L-BFGS-B)");
+  train->add_option("--upper", o.upper, "Upper bound on every coordinate of theta (L-BFGS-B)");
+  train->add_option("--eval-timeout", o.eval_timeout, "Seconds one evaluation may take")
+    ->capture_default_str();
+  add_output_options(*train, o);
+  train->add_option("--progress-interval", o.progress_interval, "Seconds between progress lines")
+    ->capture_default_str();
+}
+
+
+void add_experiment_commands(CLI::App& app, command_line& o) {
+  auto* run = app.add_subcommand("run", "Run `train` (or `ps-task`) with the options of a TOML file; "
+                                        "flags after the file override it");
+  run->add_option("config", o.run_file, "TOML file: one key per option, e.g. lambda = 1e-4")->required();
+  run->allow_extras();
+  auto* sweep = app.add_subcommand("sweep", "Run the variations of a base TOML config listed in its [sweep] table");
+  sweep->add_option("config", o.sweep.file, "TOML file with a [sweep] table (grid and/or list)")->required();
+  sweep->add_option("--out", o.sweep.out, "Results folder (default: results/<config name>)");
+  sweep->add_option("--repeat", o.sweep.repeat, "Runs per variation, with seeds seed, seed+1, ... (default: the file's)");
+  sweep->add_option("--parallel", o.sweep.parallel, "Runs at a time")->capture_default_str();
+  sweep->add_flag("--dry-run", o.sweep.dry_run, "Print the planned runs and exit");
+  auto* report = app.add_subcommand("report", "Write a self-contained HTML report of sweep results");
+  report->add_option("results", o.report.results, "Folder with results.jsonl files (searched recursively)")->required();
+  report->add_option("-o,--output", o.report.output, "HTML file to write")->capture_default_str();
+}
+
+/// One TOML value as command-line text; empty optional for `false` flags.
+result<std::vector<std::string>> value_arguments(const std::string& key, const toml::value& value,
+                                                 const CLI::Option& option) {
+  const bool flag = option.get_expected_max() == 0;
+  if (flag) {
+    if (!value.is_boolean())
+      return fail("expected true or false for the flag --" + key);
+    if (value.as_boolean())
+      return std::vector<std::string>{"--" + key};
+    return std::vector<std::string>{};
+  }
+  std::string text;
+  if (value.is_string())
+    text = value.as_string().str;
+  else if (value.is_integer())
+    text = std::to_string(value.as_integer());
+  else if (value.is_floating()) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.17g", value.as_floating());
+    text = buffer;
+  } else if (value.is_boolean())
+    return fail("--" + key + " takes a value, not true or false");
+  else
+    return fail("--" + key + " takes a single value (a string or a number)");
+  return std::vector<std::string>{"--" + key, text};
+}
+
+std::string where(const std::string& name, const toml::value& value) {
+  return name + ":" + std::to_string(value.location().line());
+}
+
+} // namespace
+
+void define_commands(CLI::App& app, command_line& o) {
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  add_train_command(app, o.train);
+  auto* eval_command = app.add_subcommand("eval", "Evaluate a saved model on a dataset");
+  eval_command->add_option("--model-file", o.eval.model_file, "Model written by train --save")->required();
+  add_data_options(*eval_command, o.eval.data, false);
+  eval_command->add_flag("--json", o.eval.json, "Print the result as JSON");
+  add_node_command(app, o.node);
+  add_ps_task_command(app, o.task);
+  add_experiment_commands(app, o);
+}
+
+result<std::vector<std::string>> config_text_arguments(const std::string& text, const std::string& name,
+                                                       const std::string& command, const std::string& skip) {
+  using table_value = toml::basic_value<toml::discard_comments, std::map, std::vector>;
+  table_value document;
+  try {
+    std::istringstream stream{text};
+    document = toml::parse<toml::discard_comments, std::map, std::vector>(stream, name);
+  } catch (const std::exception& e) {
+    return fail(std::string{e.what()});
+  }
+  std::vector<std::string> args;
+  for (const auto& [key, value] : document.as_table()) {
+    if (key == skip || key == "command")
+      continue;
+    // A fresh parser per key: unknown keys and bad values are caught here, with the line.
+    command_line scratch;
+    CLI::App app;
+    define_commands(app, scratch);
+    auto* sub = app.get_subcommand(command);
+    const auto* option = sub->get_option_no_throw("--" + key);
+    const toml::value plain = toml::get<toml::value>(value);
+    if (!option || option->get_positional())
+      return fail(where(name, plain) + ": unknown key '" + key + "' (`shardopt " + command +
+                  "` has no option --" + key + ")");
+    auto converted = value_arguments(key, plain, *option);
+    if (!converted)
+      return converted.error().with_context(where(name, plain) + ": key '" + key + "'");
+    std::vector<std::string> probe{command};
+    probe.insert(probe.end(), converted->begin(), converted->end());
+    try {
+      std::vector<std::string> reversed(probe.rbegin(), probe.rend());
+      app.parse(reversed);
+    } catch (const CLI::RequiredError&) {
+      // Other required options are missing from this one-key probe; the value itself is fine.
+    } catch (const CLI::ParseError& e) {
+      return fail(where(name, plain) + ": key '" + key + "': " + e.what());
+    }
+    args.insert(args.end(), converted->begin(), converted->end());
+  }
+  return args;
+}
+
+result<std::vector<std::string>> config_arguments(const std::string& path, const std::string& command,
+                                                  const std::string& skip) {
+  std::ifstream stream{path};
+  if (!stream)
+    return fail(path + ": cannot open the configuration file");
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return config_text_arguments(text.str(), path, command, skip);
+}
+
+result<std::string> config_command(const std::string& path) {
+  try {
+    const auto document = toml::parse(path);
+    if (!document.contains("command"))
+      return std::string{"train"};
+    const auto& value = toml::find(document, "command");
+    if (!value.is_string() || (value.as_string().str != "train" && value.as_string().str != "ps-task"))
+      return fail(path + ":" + std::to_string(value.location().line()) +
+                  ": command must be \"train\" or \"ps-task\"");
+    return value.as_string().str;
+  } catch (const std::exception& e) {
+    return fail(std::string{e.what()});
+  }
+}
+
+} // namespace shardopt::apps

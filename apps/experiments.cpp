@@ -1,0 +1,479 @@
+#include "apps/experiments.hpp"
+
+#include "io/report.hpp"
+
+#include <nlohmann/json.hpp>
+#include <toml.hpp>
+
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#ifndef SHARDOPT_GIT_REVISION
+#define SHARDOPT_GIT_REVISION "unknown"
+#endif
+
+namespace shardopt::apps {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using document = toml::basic_value<toml::discard_comments, std::map, std::vector>;
+
+namespace {
+
+int report_error(const std::string& message) {
+  std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
+  return 1;
+}
+
+std::string slurp(const fs::path& path) {
+  std::ifstream stream{path};
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  const auto temporary = path.string() + ".tmp";
+  std::ofstream{temporary, std::ios::trunc} << text;
+  fs::rename(temporary, path);
+}
+
+/// A scalar TOML value as JSON (strings, numbers, booleans; anything else as its TOML text).
+json json_of(const document& value) {
+  if (value.is_string())
+    return value.as_string().str;
+  if (value.is_integer())
+    return value.as_integer();
+  if (value.is_floating())
+    return value.as_floating();
+  if (value.is_boolean())
+    return value.as_boolean();
+  return toml::format(value);
+}
+
+json json_of_literal(const std::string& literal) {
+  std::istringstream stream{"v = " + literal};
+  const auto parsed = toml::parse<toml::discard_comments, std::map, std::vector>(stream, "literal");
+  return json_of(parsed.as_table().at("v"));
+}
+
+/// A value as a fragment of a folder name.
+std::string name_part(const std::string& literal) {
+  std::string out;
+  for (char c : literal)
+    if (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '+' || c == '_')
+      out += c;
+  return out.substr(0, 24);
+}
+
+std::string line_of(const std::string& file, const document& value) {
+  return file + ":" + std::to_string(value.location().line());
+}
+
+/// The base configuration (every key but [sweep]) as key -> TOML literal.
+std::map<std::string, std::string> base_literals(const document& doc) {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, value] : doc.as_table())
+    if (key != "sweep")
+      out[key] = toml::format(value);
+  return out;
+}
+
+std::string config_text(const std::map<std::string, std::string>& literals) {
+  std::string text;
+  for (const auto& [key, literal] : literals)
+    text += key + " = " + literal + "\n";
+  return text;
+}
+
+/// Checks one override (key = literal) against the options, reporting `location` on failure.
+result<void> check_override(const std::string& key, const std::string& literal, const std::string& command,
+                            const std::string& location) {
+  auto args = config_text_arguments(key + " = " + literal + "\n", "sweep", command);
+  if (!args) {
+    auto message = args.error().message();
+    if (message.rfind("sweep:1: ", 0) == 0)
+      message = message.substr(9);
+    return fail(location + ": " + message);
+  }
+  return {};
+}
+
+std::string timestamp() {
+  const auto now = std::time(nullptr);
+  char buffer[32];
+  std::strftime(buffer, sizeof buffer, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return buffer;
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  ::gethostname(buffer, sizeof buffer - 1);
+  return buffer;
+}
+
+/// Starts `shardopt run` for one run folder; the child dies with the sweep.
+pid_t start_run(const fs::path& exe, const fs::path& dir) {
+  const pid_t pid = ::fork();
+  if (pid != 0)
+    return pid;
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int out = ::open((dir / "summary.json.part").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int err = ::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ::dup2(out, 1);
+  ::dup2(err, 2);
+  const std::string config = (dir / "config.toml").string();
+  const std::string metrics = (dir / "metrics.jsonl").string();
+  std::vector<const char*> argv{"shardopt", "run", config.c_str(), "--metrics", metrics.c_str(), "--json", nullptr};
+  ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
+  std::_Exit(127);
+}
+
+/// Rewrites results.jsonl and results.csv from every finished run folder, in plan order.
+void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
+  std::vector<json> rows;
+  for (const auto& run : plan) {
+    const auto dir = out / run.name;
+    if (!fs::exists(dir / "status.json"))
+      continue;
+    json row = json::parse(slurp(dir / "status.json"), nullptr, false);
+    if (row.is_discarded())
+      continue;
+    row["run"] = run.name;
+    row["dir"] = run.name;
+    row["repeat"] = run.repeat;
+    json params = json::object();
+    for (const auto& [key, literal] : run.overrides)
+      params[key] = json_of_literal(literal);
+    row["params"] = params;
+    row["config"] = slurp(dir / "config.toml");
+    json summary = nullptr;
+    if (fs::exists(dir / "summary.json")) {
+      summary = json::parse(slurp(dir / "summary.json"), nullptr, false);
+      if (summary.is_discarded())
+        summary = nullptr;
+    }
+    row["summary"] = summary;
+    rows.push_back(row);
+  }
+  std::string lines;
+  for (const auto& row : rows)
+    lines += row.dump() + "\n";
+  write_text(out / "results.jsonl", lines);
+  // CSV: fixed columns, then every parameter and every scalar summary field seen.
+  std::vector<std::string> params, fields;
+  for (const auto& row : rows) {
+    for (const auto& [key, value] : row["params"].items())
+      if (std::find(params.begin(), params.end(), key) == params.end())
+        params.push_back(key);
+    if (row["summary"].is_object())
+      for (const auto& [key, value] : row["summary"].items())
+        if (value.is_primitive() && std::find(fields.begin(), fields.end(), key) == fields.end())
+          fields.push_back(key);
+  }
+  const auto cell = [](const json& value) {
+    std::string text = value.is_string() ? value.get<std::string>() : value.is_null() ? "" : value.dump();
+    if (text.find_first_of(",\"\n") != std::string::npos) {
+      std::string quoted = "\"";
+      for (char c : text)
+        quoted += c == '"' ? std::string{"\"\""} : std::string(1, c);
+      return quoted + "\"";
+    }
+    return text;
+  };
+  std::string csv = "run,status,exit_code,seconds,repeat,git_revision,host,timestamp";
+  for (const auto& p : params)
+    csv += "," + p;
+  for (const auto& f : fields)
+    csv += "," + f;
+  csv += "\n";
+  for (const auto& row : rows) {
+    csv += cell(row["run"]) + "," + cell(row["status"]) + "," + cell(row["exit_code"]) + "," + cell(row["seconds"]) +
+           "," + cell(row["repeat"]) + "," + cell(row["git_revision"]) + "," + cell(row["host"]) + "," +
+           cell(row["timestamp"]);
+    for (const auto& p : params)
+      csv += "," + (row["params"].contains(p) ? cell(row["params"][p]) : "");
+    for (const auto& f : fields)
+      csv += "," + (row["summary"].is_object() && row["summary"].contains(f) ? cell(row["summary"][f]) : "");
+    csv += "\n";
+  }
+  write_text(out / "results.csv", csv);
+}
+
+} // namespace
+
+result<std::vector<std::string>> run_arguments(const std::string& file, const std::vector<std::string>& flags) {
+  auto command = config_command(file);
+  if (!command)
+    return command.error();
+  auto args = config_arguments(file, *command, "sweep");
+  if (!args)
+    return args.error();
+  std::vector<std::string> out{*command};
+  out.insert(out.end(), args->begin(), args->end());
+  out.insert(out.end(), flags.begin(), flags.end());
+  return out;
+}
+
+result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_override) {
+  document doc;
+  try {
+    doc = toml::parse<toml::discard_comments, std::map, std::vector>(file);
+  } catch (const std::exception& e) {
+    return fail(std::string{e.what()});
+  }
+  auto command = config_command(file);
+  if (!command)
+    return command.error();
+  // The base config must be valid on its own.
+  if (auto base = config_arguments(file, *command, "sweep"); !base)
+    return base.error();
+  if (!doc.contains("sweep") || !doc.as_table().at("sweep").is_table())
+    return fail(file + ": no [sweep] table (a base config runs with `shardopt run`)");
+  const auto& sweep = doc.as_table().at("sweep");
+  std::vector<std::vector<std::pair<std::string, std::string>>> variants{{}};
+  int repeat = 1;
+  for (const auto& [key, value] : sweep.as_table()) {
+    if (key == "repeat") {
+      if (!value.is_integer() || value.as_integer() < 1)
+        return fail(line_of(file, value) + ": sweep.repeat must be a positive integer");
+      repeat = static_cast<int>(value.as_integer());
+    } else if (key == "list") {
+      if (!value.is_array() || value.as_array().empty())
+        return fail(line_of(file, value) + ": sweep.list must be a non-empty array of tables");
+      variants.clear();
+      for (const auto& item : value.as_array()) {
+        if (!item.is_table())
+          return fail(line_of(file, item) + ": sweep.list entries must be tables, e.g. { lambda = 1e-4 }");
+        std::vector<std::pair<std::string, std::string>> overrides;
+        for (const auto& [k, v] : item.as_table()) {
+          const auto literal = toml::format(v);
+          if (auto ok = check_override(k, literal, *command, line_of(file, item)); !ok)
+            return ok.error();
+          overrides.emplace_back(k, literal);
+        }
+        variants.push_back(overrides);
+      }
+    } else if (key != "grid") {
+      return fail(line_of(file, value) + ": unknown key 'sweep." + key + "' (expected grid, list or repeat)");
+    }
+  }
+  if (sweep.contains("grid")) {
+    const auto& grid = sweep.as_table().at("grid");
+    if (!grid.is_table())
+      return fail(line_of(file, grid) + ": sweep.grid must be a table of arrays, e.g. { lambda = [1e-5, 1e-4] }");
+    for (const auto& [key, values] : grid.as_table()) {
+      if (!values.is_array() || values.as_array().empty())
+        return fail(line_of(file, values) + ": sweep.grid." + key + " must be a non-empty array");
+      std::vector<std::vector<std::pair<std::string, std::string>>> product;
+      for (const auto& variant : variants)
+        for (const auto& v : values.as_array()) {
+          const auto literal = toml::format(v);
+          if (auto ok = check_override(key, literal, *command, line_of(file, values)); !ok)
+            return ok.error();
+          auto extended = variant;
+          extended.emplace_back(key, literal);
+          product.push_back(extended);
+        }
+      variants = std::move(product);
+    }
+  }
+  if (repeat_override > 0)
+    repeat = repeat_override;
+  std::vector<planned_run> plan;
+  for (const auto& overrides : variants)
+    for (int r = 0; r < repeat; ++r) {
+      planned_run run;
+      char number[16];
+      std::snprintf(number, sizeof number, "%03zu", plan.size());
+      run.name = number;
+      for (const auto& [key, literal] : overrides)
+        run.name += "-" + key + "=" + name_part(literal);
+      if (run.name.size() > 60)
+        run.name = run.name.substr(0, 60);
+      if (repeat > 1)
+        run.name += "-r" + std::to_string(r);
+      run.overrides = overrides;
+      run.repeat = r;
+      plan.push_back(run);
+    }
+  return plan;
+}
+
+int run_sweep(const sweep_options& options) {
+  auto plan = plan_sweep(options.file, options.repeat);
+  if (!plan)
+    return report_error(plan.error().message());
+  document doc = toml::parse<toml::discard_comments, std::map, std::vector>(options.file);
+  const auto base = base_literals(doc);
+  std::int64_t base_seed = 0;
+  if (base.count("seed"))
+    base_seed = std::stoll(base.at("seed"));
+  const fs::path out = options.out.empty() ? fs::path{"results"} / fs::path{options.file}.stem() : fs::path{options.out};
+  if (options.dry_run) {
+    for (const auto& run : *plan)
+      std::printf("%s\n", (out / run.name).c_str());
+    return 0;
+  }
+  std::error_code ec;
+  fs::create_directories(out, ec);
+  if (ec)
+    return report_error(out.string() + ": cannot create the results folder: " + ec.message());
+  const auto exe = fs::read_symlink("/proc/self/exe");
+  const bool repeated = std::any_of(plan->begin(), plan->end(), [](const planned_run& r) { return r.repeat > 0; });
+  struct running_run {
+    std::size_t index;
+    std::chrono::steady_clock::time_point started;
+    std::string timestamp;
+  };
+  std::map<pid_t, running_run> running;
+  std::size_t next = 0, done = 0, failed = 0, skipped = 0;
+  const auto total = plan->size();
+  auto finish = [&](pid_t pid, int status) {
+    const auto run = running.at(pid);
+    running.erase(pid);
+    const auto& planned = (*plan)[run.index];
+    const auto dir = out / planned.name;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    bool ok = code == 0;
+    const auto summary = slurp(dir / "summary.json.part");
+    if (ok && json::parse(summary, nullptr, false).is_discarded())
+      ok = false;
+    if (ok)
+      fs::rename(dir / "summary.json.part", dir / "summary.json");
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.started).count();
+    json status_row{{"status", ok ? "ok" : "failed"}, {"exit_code", code}, {"seconds", seconds},
+                    {"timestamp", run.timestamp}, {"host", host_name()}, {"git_revision", SHARDOPT_GIT_REVISION}};
+    if (!ok) {
+      const auto log = slurp(dir / "stderr.log");
+      status_row["error"] = log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
+    }
+    write_text(dir / "status.json", status_row.dump(2) + "\n");
+    ++done;
+    failed += ok ? 0 : 1;
+    std::fprintf(stderr, "[%zu/%zu] %s: %s (%.1f s)\n", done + skipped, total, planned.name.c_str(),
+                 ok ? "ok" : ("failed, exit code " + std::to_string(code)).c_str(), seconds);
+    write_results(out, *plan);
+  };
+  const int parallel = std::max(1, options.parallel);
+  while (next < total || !running.empty()) {
+    while (next < total && static_cast<int>(running.size()) < parallel) {
+      const auto& run = (*plan)[next];
+      const auto dir = out / run.name;
+      if (fs::exists(dir / "status.json")) {
+        ++skipped;
+        ++next;
+        continue;
+      }
+      fs::create_directories(dir);
+      auto literals = base;
+      for (const auto& [key, literal] : run.overrides)
+        literals[key] = literal;
+      if (repeated)
+        literals["seed"] = std::to_string(base_seed + run.repeat);
+      write_text(dir / "config.toml", config_text(literals));
+      const auto pid = start_run(exe, dir);
+      if (pid < 0)
+        return report_error("cannot start a run: fork failed");
+      running[pid] = {next, std::chrono::steady_clock::now(), timestamp()};
+      ++next;
+    }
+    if (running.empty())
+      break;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);
+    if (pid > 0 && running.count(pid))
+      finish(pid, status);
+  }
+  write_results(out, *plan);
+  std::fprintf(stderr, "sweep: %zu runs, %zu run now, %zu finished before, %zu failed; results in %s\n", total, done,
+               skipped, failed, (out / "results.jsonl").c_str());
+  return failed == 0 ? 0 : 1;
+}
+
+int run_report(const report_options& options) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it{options.results, ec}, end; !ec && it != end; it.increment(ec))
+    if (it->path().filename() == "results.jsonl")
+      files.push_back(it->path());
+  if (ec || files.empty())
+    return report_error(options.results + ": no results.jsonl found (run `shardopt sweep` first)");
+  std::sort(files.begin(), files.end());
+  std::vector<io::report_run> runs;
+  for (const auto& file : files) {
+    std::istringstream lines{slurp(file)};
+    std::string line;
+    int number = 0;
+    while (std::getline(lines, line)) {
+      ++number;
+      if (line.empty())
+        continue;
+      const auto row = json::parse(line, nullptr, false);
+      if (row.is_discarded() || !row.is_object() || !row.contains("run"))
+        return report_error(file.string() + ":" + std::to_string(number) + ": not a results row");
+      io::report_run run;
+      run.name = (files.size() > 1 ? file.parent_path().filename().string() + "/" : "") + row["run"].get<std::string>();
+      run.status = row.value("status", "unknown");
+      run.config = row.value("config", "");
+      for (const auto& [key, value] : row["params"].items())
+        run.columns.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+      const auto& summary = row["summary"];
+      if (summary.is_object()) {
+        for (const char* key : {"mode", "objective", "train_accuracy", "test_accuracy", "iterations", "steps",
+                                "seconds", "examples_per_second", "stop_reason"})
+          if (summary.contains(key) && !summary[key].is_null())
+            run.columns.emplace_back(key, summary[key].is_string() ? summary[key].get<std::string>()
+                                                                   : summary[key].dump());
+        if (summary.contains("examples_per_second"))
+          run.throughput = summary["examples_per_second"].get<double>();
+        else if (summary.contains("evaluations") && summary.contains("examples") && summary.value("seconds", 0.0) > 0)
+          run.throughput = summary["evaluations"].get<double>() * summary["examples"].get<double>() /
+                           summary["seconds"].get<double>();
+      }
+      // The per-iteration (or per-log-step) metrics of the run.
+      std::istringstream metrics{slurp(file.parent_path() / row.value("dir", "") / "metrics.jsonl")};
+      std::string m;
+      while (std::getline(metrics, m)) {
+        const auto point = json::parse(m, nullptr, false);
+        if (point.is_discarded() || !point.is_object())
+          continue;
+        const double t = point.value("seconds", 0.0);
+        if (point.contains("objective")) {
+          run.steps.push_back(point.value("iteration", 0.0));
+          run.objective.push_back(point["objective"].get<double>());
+          run.seconds.push_back(t);
+        } else if (point.contains("loss")) {
+          run.steps.push_back(point.value("step", 0.0));
+          run.objective.push_back(point["loss"].get<double>());
+          run.seconds.push_back(t);
+        }
+        if (point.contains("test_accuracy"))
+          run.accuracy.emplace_back(t, point["test_accuracy"].get<double>());
+      }
+      if (summary.is_object() && summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
+        run.accuracy.emplace_back(summary.value("seconds", 0.0), summary["test_accuracy"].get<double>());
+      runs.push_back(std::move(run));
+    }
+  }
+  const auto html = io::render_report(runs, "shardopt report: " + options.results);
+  std::ofstream stream{options.output, std::ios::trunc};
+  if (!(stream << html))
+    return report_error(options.output + ": cannot write the report");
+  std::fprintf(stderr, "report: %zu runs -> %s\n", runs.size(), options.output.c_str());
+  return 0;
+}
+
+} // namespace shardopt::apps

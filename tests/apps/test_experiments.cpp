@@ -1,0 +1,242 @@
+// Scripted experiments: every train option round-trips through a config file, bad files fail with
+// the line, flags override files; a sweep makes its folders and rows, records failures, resumes
+// after being killed without recomputing anything; the report renders in headless Chromium with
+// one line per run.
+
+#include "apps/cli.hpp"
+#include "apps/experiments.hpp"
+#include "support/process.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <regex>
+#include <set>
+
+using shardopt::test::background_process;
+using shardopt::test::run;
+using shardopt::test::shardopt_binary;
+using shardopt::test::slurp;
+using shardopt::test::temp_dir;
+using shardopt::test::write_file;
+using json = nlohmann::json;
+namespace apps = shardopt::apps;
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Parses `args` (command first) with the real option definitions.
+std::vector<std::string> parse_into(CLI::App& app, apps::command_line& into, std::vector<std::string> args) {
+  apps::define_commands(app, into);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  app.parse(reversed);
+  return args;
+}
+
+std::vector<json> rows_of(const fs::path& file) {
+  std::vector<json> rows;
+  std::istringstream lines{slurp(file)};
+  std::string line;
+  while (std::getline(lines, line))
+    if (!line.empty())
+      rows.push_back(json::parse(line));
+  return rows;
+}
+
+} // namespace
+
+TEST_CASE("every option of train and ps-task round-trips through a config file") {
+  for (const std::string command : {"train", "ps-task"}) {
+    CAPTURE(command);
+    apps::command_line defaults;
+    CLI::App definitions;
+    apps::define_commands(definitions, defaults);
+    std::size_t checked = 0;
+    for (const auto* option : definitions.get_subcommand(command)->get_options()) {
+      const auto name = option->get_single_name();
+      if (option->get_positional() || name == "help" || option->get_lnames().empty())
+        continue;
+      const auto& key = option->get_lnames().front();
+      CAPTURE(key);
+      const bool flag = option->get_expected_max() == 0;
+      // A value of the option's kind: its default when it has one, else a number every option takes.
+      std::string value = option->get_default_str().empty() ? "7" : option->get_default_str();
+      if (key == "slow-worker")
+        value = "1:2";
+      const std::string line = flag ? key + " = true" : key + " = \"" + value + "\"";
+      auto args = apps::config_text_arguments("# config\n" + line + "\n", "c.toml", command);
+      REQUIRE_MESSAGE(args.ok(), args.error().message());
+      std::vector<std::string> full{command};
+      if (command == "ps-task")  // the required options first; the config's value comes last and wins
+        full.insert(full.end(), {"--ps_hosts", "a:1", "--worker_hosts", "b:2", "--job_name", "ps", "--task_index", "0"});
+      full.insert(full.end(), args->begin(), args->end());
+      apps::command_line parsed;
+      CLI::App app;
+      parse_into(app, parsed, full);
+      const auto* seen = app.get_subcommand(command)->get_option("--" + key);
+      CHECK(seen->count() >= 1);
+      if (!flag)
+        CHECK(seen->results().back() == value);
+      ++checked;
+    }
+    CHECK(checked > (command == "train" ? 50u : 45u));
+  }
+}
+
+TEST_CASE("config values land in the options, and command-line flags override the file") {
+  temp_dir dir;
+  const auto file = (dir.path() / "run.toml").string();
+  write_file(file, "model = \"logistic\"\nlambda = 0.25\nmax-iter = 17\nstandardize = true\nquiet = false\n");
+  auto args = apps::run_arguments(file, {"--lambda", "0.5"});
+  REQUIRE(args.ok());
+  apps::command_line parsed;
+  CLI::App app;
+  parse_into(app, parsed, *args);
+  CHECK(parsed.train.model == "logistic");
+  CHECK(parsed.train.lambda == 0.5);
+  CHECK(parsed.train.lbfgs.max_iterations == 17);
+  CHECK(parsed.train.data.standardize);
+  CHECK(!parsed.train.quiet);
+}
+
+TEST_CASE("unknown keys, wrong types and TOML syntax errors name the file and line") {
+  auto error_of = [](const std::string& text) {
+    auto args = apps::config_text_arguments(text, "exp.toml", "train");
+    REQUIRE(!args.ok());
+    return args.error().message();
+  };
+  CHECK(error_of("model = \"softmax\"\n\nlamda = 3\n").find("exp.toml:3: unknown key 'lamda'") != std::string::npos);
+  CHECK(error_of("max-iter = \"many\"\n").find("exp.toml:1: key 'max-iter'") != std::string::npos);
+  CHECK(error_of("lambda = 0.1\njson = 3\n").find("exp.toml:2: key 'json'") != std::string::npos);
+  CHECK(error_of("lambda = true\n").find("exp.toml:1: key 'lambda'") != std::string::npos);
+  CHECK(error_of("shards = [1, 2]\n").find("exp.toml:1: key 'shards'") != std::string::npos);
+  CHECK(error_of("mode = \"fast\"\n").find("exp.toml:1: key 'mode'") != std::string::npos);
+  const auto syntax = error_of("model = \"softmax\"\nlambda = \n");
+  CHECK(syntax.find("exp.toml") != std::string::npos);
+  CHECK(syntax.find(" 2 |") != std::string::npos);
+  temp_dir dir;
+  write_file(dir.path() / "s.toml", "model = \"softmax\"\n[sweep]\ngrid = { lambda = [0.1] }\nrepeats = 2\n");
+  auto plan = apps::plan_sweep((dir.path() / "s.toml").string(), 0);
+  REQUIRE(!plan.ok());
+  CHECK(plan.error().message().find("s.toml:4: unknown key 'sweep.repeats'") != std::string::npos);
+  write_file(dir.path() / "t.toml", "model = \"softmax\"\n[sweep]\ngrid = { lamda = [0.1] }\n");
+  plan = apps::plan_sweep((dir.path() / "t.toml").string(), 0);
+  REQUIRE(!plan.ok());
+  CHECK(plan.error().message().find("t.toml:3: unknown key 'lamda'") != std::string::npos);
+}
+
+TEST_CASE("a sweep makes one folder and row per run, records failures, and resumes after a kill") {
+  temp_dir dir;
+  const auto file = (dir.path() / "grid.toml").string();
+  // 2 x 3 runs on 2,000 Fashion-MNIST images, one of them failing (a missing file).
+  write_file(file, "model = \"softmax\"\nlimit = 2000\ntest-limit = 500\nmax-iter = 150\nepsilon = 1e-12\n"
+                   "[sweep]\ngrid = { lambda = [1e-3, 1e-2] }\n"
+                   "list = [ { shards = 1 }, { mode = \"ps\", workers = 2, last-step = 400, log-steps = 50 },\n"
+                   "         { data = \"/nonexistent/train.csv\" } ]\n");
+  const auto out = dir.path() / "results";
+  auto plan = apps::plan_sweep(file, 0);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->size() == 6);
+  // Start, let two runs finish, kill the sweep (its running child dies with it).
+  {
+    background_process sweep{{shardopt_binary(), "sweep", file, "--out", out.string()}};
+    const auto until = std::chrono::steady_clock::now() + 120s;
+    auto finished = [&] {
+      std::size_t n = 0;
+      for (const auto& run : *plan)
+        n += fs::exists(out / run.name / "status.json") ? 1 : 0;
+      return n;
+    };
+    while (finished() < 2 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(5ms);
+    sweep.signal(SIGKILL);
+    sweep.wait(30s);
+  }
+  std::map<std::string, fs::file_time_type> before;
+  for (const auto& run : *plan)
+    if (fs::exists(out / run.name / "status.json"))
+      before[run.name] = fs::last_write_time(out / run.name / "status.json");
+  REQUIRE(before.size() >= 2);
+  REQUIRE(before.size() < 6);
+  const auto resumed = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 300s);
+  CHECK(resumed.exit_code == 1);  // the failing run
+  CHECK_MESSAGE(resumed.err.find(std::to_string(before.size()) + " finished before") != std::string::npos, resumed.err);
+  for (const auto& [name, time] : before)
+    CHECK(fs::last_write_time(out / name / "status.json") == time);  // nothing recomputed
+  const auto rows = rows_of(out / "results.jsonl");
+  REQUIRE(rows.size() == 6);
+  std::set<std::string> names;
+  for (const auto& row : rows) {
+    names.insert(row["run"].get<std::string>());
+    CHECK(row.contains("git_revision"));
+    CHECK(row.contains("host"));
+    CHECK(row.contains("timestamp"));
+    const auto folder = out / row["dir"].get<std::string>();
+    CHECK(fs::exists(folder / "config.toml"));
+    CHECK(fs::exists(folder / "stderr.log"));
+    if (row["params"].contains("data")) {
+      CHECK(row["status"] == "failed");
+      CHECK(row["error"].get<std::string>().find("/nonexistent/train.csv") != std::string::npos);
+    } else {
+      CHECK(row["status"] == "ok");
+      CHECK(fs::exists(folder / "metrics.jsonl"));
+      CHECK(row["summary"]["lambda"] == row["params"]["lambda"]);
+      CHECK(row["summary"]["test_accuracy"].get<double>() > 0.6);
+    }
+  }
+  CHECK(names.size() == 6);
+  // results.csv: a header and one line per run.
+  std::istringstream csv{slurp(out / "results.csv")};
+  std::string line;
+  std::size_t lines = 0;
+  while (std::getline(csv, line))
+    ++lines;
+  CHECK(lines == 7);
+
+  SUBCASE("the report renders in headless Chromium with one line per run in every line plot") {
+    const auto report = (dir.path() / "report.html").string();
+    const auto made = run({shardopt_binary(), "report", out.string(), "-o", report}, 60s);
+    REQUIRE_MESSAGE(made.exit_code == 0, made.err);
+    const auto html = slurp(report);
+    // Self-contained: nothing is loaded from elsewhere.
+    CHECK(html.find("src=") == std::string::npos);
+    CHECK(html.find("<link") == std::string::npos);
+    const std::string chromium = "/usr/bin/chromium";
+    REQUIRE_MESSAGE(fs::exists(chromium), "install chromium (scripts/install-deps)");
+    const std::vector<std::string> common{chromium, "--headless", "--no-sandbox", "--disable-gpu",
+                                          "--disable-dev-shm-usage", "--enable-logging=stderr", "--v=0",
+                                          "--window-size=1400,2400"};
+    auto shot_args = common;
+    const auto shot = (dir.path() / "report.png").string();
+    shot_args.push_back("--screenshot=" + shot);
+    shot_args.push_back("file://" + report);
+    const auto screenshot = run(shot_args, 120s);
+    CHECK(screenshot.exit_code == 0);
+    REQUIRE(fs::exists(shot));
+    CHECK(fs::file_size(shot) > 50'000);  // a blank page is a few kilobytes
+    // No console errors (script errors are logged as CONSOLE messages or "Uncaught").
+    CHECK_MESSAGE(screenshot.err.find("Uncaught") == std::string::npos, screenshot.err);
+    CHECK_MESSAGE(!std::regex_search(screenshot.err, std::regex{"CONSOLE.*(rror|ERROR)"}), screenshot.err);
+    auto dom_args = common;
+    dom_args.push_back("--dump-dom");
+    dom_args.push_back("file://" + report);
+    const auto dom = run(dom_args, 120s);
+    REQUIRE(dom.exit_code == 0);
+    // Three line plots, each with one path per run.
+    std::size_t paths = 0;
+    std::map<std::string, int> per_run;
+    const std::regex path_re{"<path class=\"run-line\" data-run=\"([^\"]+)\""};
+    for (std::sregex_iterator it{dom.out.begin(), dom.out.end(), path_re}, end; it != end; ++it) {
+      ++paths;
+      ++per_run[(*it)[1]];
+    }
+    CHECK(paths == 3 * 6);
+    CHECK(per_run.size() == 6);
+    for (const auto& [name, count] : per_run)
+      CHECK(count == 3);
+    // The table has a row per run.
+    CHECK(std::regex_search(dom.out, std::regex{"<table id=\"runs\""}));
+  }
+}
