@@ -292,6 +292,15 @@ result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_
   }
   if (repeat_override > 0)
     repeat = repeat_override;
+  // Name runs by the keys whose values differ between variations (all keys when there is one).
+  std::set<std::string> varying;
+  for (const auto& overrides : variants)
+    for (const auto& [key, literal] : overrides)
+      for (const auto& other : variants) {
+        const auto it = std::find_if(other.begin(), other.end(), [&](const auto& o) { return o.first == key; });
+        if (it == other.end() || it->second != literal)
+          varying.insert(key);
+      }
   std::vector<planned_run> plan;
   for (const auto& overrides : variants)
     for (int r = 0; r < repeat; ++r) {
@@ -300,9 +309,10 @@ result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_
       std::snprintf(number, sizeof number, "%03zu", plan.size());
       run.name = number;
       for (const auto& [key, literal] : overrides)
-        run.name += "-" + key + "=" + name_part(literal);
-      if (run.name.size() > 60)
-        run.name = run.name.substr(0, 60);
+        if (varying.count(key) || varying.empty())
+          run.name += "-" + key + "=" + name_part(json_of_literal(literal).dump());
+      if (run.name.size() > 96)
+        run.name = run.name.substr(0, 96);
       if (repeat > 1)
         run.name += "-r" + std::to_string(r);
       run.overrides = overrides;
