@@ -316,7 +316,7 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       if (++s.received < s.config.replicas_to_aggregate)
         return promise;
       // Average in worker order: the same bits whatever order the pushes arrived in.
-      Eigen::VectorXd average = Eigen::VectorXd::Zero(s.theta.size());
+      Eigen::VectorXd average;
       bool first = true;
       for (std::size_t w = 0; w < s.grads.size(); ++w) {
         if (!s.grads[w])
@@ -365,7 +365,7 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       Eigen::VectorXd packed(n * static_cast<Eigen::Index>(s.optimizer_state.slots.size()));
       for (std::size_t k = 0; k < s.optimizer_state.slots.size(); ++k)
         packed.segment(static_cast<Eigen::Index>(k) * n, n) = s.optimizer_state.slots[k];
-      snapshot.slots = dense_vector{packed};
+      snapshot.slots = dense_vector{std::make_shared<const Eigen::VectorXd>(std::move(packed))};
       return {round, std::move(snapshot)};
     },
     [=](psstats_atom, std::uint64_t round) -> caf::result<std::uint64_t, ps_stats> {

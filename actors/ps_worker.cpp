@@ -280,11 +280,11 @@ private:
         ps_snapshot start;
         start.step = step;
         start.updates = state.updates;
-        start.theta = dense_vector{Eigen::VectorXd{theta.segment(begin, n)}};
+        start.theta = dense_vector{std::make_shared<const Eigen::VectorXd>(theta.segment(begin, n))};
         Eigen::VectorXd packed(n * static_cast<Eigen::Index>(state.slots.size()));
         for (std::size_t k = 0; k < state.slots.size(); ++k)
           packed.segment(static_cast<Eigen::Index>(k) * n, n) = state.slots[k].segment(begin, n);
-        start.slots = dense_vector{packed};
+        start.slots = dense_vector{std::make_shared<const Eigen::VectorXd>(std::move(packed))};
         link_.self()->send(link_.server(j), psinit_atom::value, round, config_for(j), start);
       },
       [](std::size_t) {});
@@ -474,7 +474,8 @@ private:
           const auto begin = bounds_[j];
           const auto n = bounds_[j + 1] - begin;
           link_.self()->send(link_.server(j), push_atom::value, round, task_.index, state->stamps[j], loss,
-                             examples, dense_vector{Eigen::VectorXd{grad.segment(begin, n)}});
+                             examples,
+                             dense_vector{std::make_shared<const Eigen::VectorXd>(grad.segment(begin, n))});
         },
         [](std::size_t, std::int64_t, bool) {});
       if (problem)

@@ -1,26 +1,21 @@
 #include "apps/eval.hpp"
 
+#include "apps/summary.hpp"
 #include "model/local_objective.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
-#include <cstdio>
 #include <iostream>
 
 namespace shardopt::apps {
 
 int run_eval(const eval_options& options) {
   auto saved = io::load_model(options.model_file);
-  if (!saved) {
-    std::fprintf(stderr, "shardopt: error: %s\n", saved.error().message().c_str());
-    return 1;
-  }
+  if (!saved)
+    return report_error(saved.error().message());
   auto data = prepare_eval_data(options.data, *saved);
-  if (!data) {
-    std::fprintf(stderr, "shardopt: error: %s\n", data.error().message().c_str());
-    return 1;
-  }
+  if (!data)
+    return report_error(data.error().message());
   const auto& shape = saved->shape;
   const auto rows = (*data)->rows();
   const auto sums = model::quality(shape, **data, {0, rows}, saved->theta);
@@ -31,12 +26,7 @@ int run_eval(const eval_options& options) {
   nlohmann::json out{{"model", model::to_string(shape.kind)},
                      {"examples", rows},
                      {"objective", f}};
-  if (rows > 0) {
-    if (model::is_classifier(shape.kind))
-      out["accuracy"] = sums.correct / static_cast<double>(rows);
-    else
-      out["rmse"] = std::sqrt(sums.squared_error / static_cast<double>(rows));
-  }
+  add_quality(out, "", shape.kind, sums);
   if (options.json) {
     std::cout << out.dump() << std::endl;
   } else {

@@ -1,5 +1,6 @@
 #include "apps/experiments.hpp"
 
+#include "apps/summary.hpp"
 #include "io/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -31,11 +32,6 @@ using json = nlohmann::json;
 using document = toml::basic_value<toml::discard_comments, std::map, std::vector>;
 
 namespace {
-
-int report_error(const std::string& message) {
-  std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
-  return 1;
-}
 
 std::string slurp(const fs::path& path) {
   std::ifstream stream{path};

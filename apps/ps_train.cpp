@@ -1,6 +1,7 @@
 #include "apps/ps_train.hpp"
 
 #include "actors/ps_worker.hpp"
+#include "apps/summary.hpp"
 #include "io/partition.hpp"
 #include "io/tls_files.hpp"
 #include "model/local_objective.hpp"
@@ -21,11 +22,6 @@ namespace shardopt::apps {
 namespace {
 
 using clock_type = std::chrono::steady_clock;
-
-int report_error(const std::string& message) {
-  std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
-  return 1;
-}
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds{static_cast<long long>(seconds * 1000)};
@@ -94,7 +90,7 @@ result<std::pair<int, double>> parse_slow_worker(const std::string& text) {
 /// The chief's hooks as the user sees them: progress lines on stderr, a JSON-lines metrics file.
 struct chief_reporting {
   bool quiet = false;
-  bool classifier = true;
+  model::model_kind kind = model::model_kind::softmax;
   std::ofstream metrics;
 
   actors::chief_options options(const train_options& o, const prepared_data& data) {
@@ -126,10 +122,9 @@ struct chief_reporting {
                         {"staleness_mean", row.staleness_mean}};
     std::string test;
     if (row.test && row.test->count > 0) {
-      const auto n = static_cast<double>(row.test->count);
-      const auto value = classifier ? row.test->correct / n : std::sqrt(row.test->squared_error / n);
-      json[classifier ? "test_accuracy" : "test_rmse"] = value;
-      test = (classifier ? "  test acc " : "  test rmse ") + std::to_string(value);
+      add_quality(json, "test", kind, *row.test);
+      const auto key = model::is_classifier(kind) ? "test_accuracy" : "test_rmse";
+      test = std::string{"  "} + key + " " + std::to_string(json[key].get<double>());
     }
     if (metrics.is_open()) {
       metrics << json.dump() << '\n';
@@ -142,15 +137,6 @@ struct chief_reporting {
                    static_cast<long long>(row.staleness_max), test.c_str(), row.seconds);
   }
 };
-
-void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,
-                 const model::quality_sums& sums) {
-  if (sums.count == 0)
-    return;
-  const auto n = static_cast<double>(sums.count);
-  out[prefix + (model::is_classifier(kind) ? "_accuracy" : "_rmse")] =
-    model::is_classifier(kind) ? sums.correct / n : std::sqrt(sums.squared_error / n);
-}
 
 /// The final summary (like train's), the model file, and the exit code.
 int finish(const train_options& o, const actors::ps_job& job, const prepared_data& data,
@@ -268,7 +254,7 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::node_endpo
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
   if (!group)
     leave(report_error(group.error().message()));
-  chief_reporting reporting{t.quiet, model::is_classifier(data->shape.kind), {}};
+  chief_reporting reporting{t.quiet, data->shape.kind, {}};
   if (index == 0 && !t.metrics.empty()) {
     reporting.metrics.open(t.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)
@@ -304,7 +290,7 @@ int run_ps_train(const train_options& options) {
   auto slow = parse_slow_worker(options.ps.slow_worker);
   if (!slow)
     return report_error(slow.error().message());
-  chief_reporting reporting{options.quiet, model::is_classifier(data->shape.kind), {}};
+  chief_reporting reporting{options.quiet, data->shape.kind, {}};
   if (!options.metrics.empty()) {
     reporting.metrics.open(options.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)

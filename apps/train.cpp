@@ -2,6 +2,7 @@
 
 #include "apps/progress.hpp"
 #include "apps/shards.hpp"
+#include "apps/summary.hpp"
 #include "io/tls_files.hpp"
 
 #include <nlohmann/json.hpp>
@@ -13,27 +14,6 @@
 #include <thread>
 
 namespace shardopt::apps {
-
-namespace {
-
-int report_error(const std::string& message) {
-  std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
-  return 1;
-}
-
-/// Accuracy or RMSE from quality sums, by model kind.
-void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,
-                 const model::quality_sums& sums) {
-  if (sums.count == 0)
-    return;
-  const auto n = static_cast<double>(sums.count);
-  if (model::is_classifier(kind))
-    out[prefix + "_accuracy"] = sums.correct / n;
-  else
-    out[prefix + "_rmse"] = std::sqrt(sums.squared_error / n);
-}
-
-} // namespace
 
 int run_train(const train_options& options) {
   const auto kind = model::parse_model_kind(options.model);

@@ -14,10 +14,6 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 namespace {
 
@@ -73,27 +69,15 @@ void BM_ps_straggler(benchmark::State& state) {
   run_local(state, "straggler " + std::to_string(state.range(0)) + "x", job, factor > 1 ? 3 : -1, factor);
 }
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 void BM_ps_processes(benchmark::State& state) {
   const int workers = static_cast<int>(state.range(0));
   const bool sync = state.range(1) != 0;
   const auto binary = std::string{SHARDOPT_BINARY_DIR} + "/apps/shardopt";
   for (auto _ : state) {
-    const auto ps_hosts = "127.0.0.1:" + std::to_string(free_port());
+    const auto ps_hosts = "127.0.0.1:" + std::to_string(test::free_port());
     std::string worker_hosts;
     for (int w = 0; w < workers; ++w)
-      worker_hosts += (w ? "," : "") + std::string{"127.0.0.1:"} + std::to_string(free_port());
+      worker_hosts += (w ? "," : "") + std::string{"127.0.0.1:"} + std::to_string(test::free_port());
     auto args = [&](const std::string& job, int index) {
       std::vector<std::string> a{binary, "ps-task", "--ps_hosts=" + ps_hosts, "--worker_hosts=" + worker_hosts,
                                  "--job_name=" + job, "--task_index=" + std::to_string(index),

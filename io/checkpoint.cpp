@@ -88,47 +88,27 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
 }
 
 result<checkpoint> load_checkpoint(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return fail(path + ": no such file");
-  std::ifstream stream{path};
-  if (!stream)
-    return fail(path + ": cannot open: " + std::strerror(errno));
-  stream.imbue(std::locale::classic());
-  bool header_read = false;
-  try {
-    boost::archive::text_iarchive archive{stream};
-    std::string file_magic;
-    int version = 0;
-    archive >> file_magic >> version;
-    if (file_magic != magic)
-      return fail(path + ": not a shardopt checkpoint");
-    if (version != format_version)
-      return fail(path + ": checkpoint format version " + std::to_string(version) +
-                  " is not supported (this build reads version " + std::to_string(format_version) + ")");
-    header_read = true;
-    checkpoint state;
-    std::int64_t slot_count = 0;
-    archive >> state.step >> state.rule >> state.updates >> slot_count;
-    if (state.step < 0 || state.updates < 0 || slot_count < 0 ||
-        slot_count > static_cast<std::int64_t>(max_slots))
-      return fail(path + ": corrupt checkpoint: invalid step or optimizer state");
-    state.slots.resize(static_cast<std::size_t>(slot_count));
-    for (auto& slot : state.slots)
-      if (!detail::load_vector(archive, slot, std::int64_t{1} << 40))
-        return fail(path + ": corrupt checkpoint: invalid optimizer slot");
-    auto model = detail::read_model_fields(archive, path);
-    if (!model)
-      return model.error().with_context(path + ": corrupt checkpoint");
-    state.model = std::move(*model);
-    for (const auto& slot : state.slots)
-      if (slot.size() != state.model.theta.size())
-        return fail(path + ": corrupt checkpoint: an optimizer slot does not match theta");
-    return state;
-  } catch (const std::exception& e) {
-    return fail(path + ": " + (header_read ? "truncated or corrupt checkpoint" : "not a shardopt checkpoint")
-                + " (" + e.what() + ")");
-  }
+  return detail::read_archive_file<checkpoint>(
+    path, magic, format_version, "checkpoint", [&](boost::archive::text_iarchive& archive) -> result<checkpoint> {
+      checkpoint state;
+      std::int64_t slot_count = 0;
+      archive >> state.step >> state.rule >> state.updates >> slot_count;
+      if (state.step < 0 || state.updates < 0 || slot_count < 0 ||
+          slot_count > static_cast<std::int64_t>(max_slots))
+        return fail(path + ": corrupt checkpoint: invalid step or optimizer state");
+      state.slots.resize(static_cast<std::size_t>(slot_count));
+      for (auto& slot : state.slots)
+        if (!detail::load_vector(archive, slot, std::int64_t{1} << 40))
+          return fail(path + ": corrupt checkpoint: invalid optimizer slot");
+      auto model = detail::read_model_fields(archive, path);
+      if (!model)
+        return model.error().with_context(path + ": corrupt checkpoint");
+      state.model = std::move(*model);
+      for (const auto& slot : state.slots)
+        if (slot.size() != state.model.theta.size())
+          return fail(path + ": corrupt checkpoint: an optimizer slot does not match theta");
+      return state;
+    });
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& directory) {

@@ -87,21 +87,6 @@ result<void> check_consistent(const saved_model& model) {
   return {};
 }
 
-/// Reads the archive after its header; `stage` tells the caller how far it got, for the message.
-result<saved_model> read_archive(std::istream& stream, const std::string& path, int& stage) {
-  boost::archive::text_iarchive archive{stream};
-  std::string file_magic;
-  int version = 0;
-  archive >> file_magic >> version;
-  if (file_magic != magic)
-    return fail(path + ": not a shardopt model file");
-  if (version != format_version)
-    return fail(path + ": model format version " + std::to_string(version) +
-                " is not supported (this build reads version " + std::to_string(format_version) + ")");
-  stage = 1;
-  return detail::read_model_fields(archive, path);
-}
-
 } // namespace
 
 namespace detail {
@@ -179,26 +164,10 @@ result<void> save_model(const std::string& path, const saved_model& model) {
 }
 
 result<saved_model> load_model(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    return fail(path + ": no such file");
-  std::ifstream stream{path};
-  if (!stream)
-    return fail(path + ": cannot open: " + std::strerror(errno));
-  stream.imbue(std::locale::classic());
-  // stage 0: archive header and magic (a failure means "not a model"); 1: the model's fields.
-  int stage = 0;
-  const auto failed = [&](const char* what) {
-    const char* kind = stage == 0 ? "not a shardopt model file" : "truncated or corrupt model file";
-    return fail(path + ": " + kind + " (" + what + ")");
-  };
-  try {
-    return read_archive(stream, path, stage);
-  } catch (const boost::archive::archive_exception& e) {
-    return failed(e.what());
-  } catch (const std::exception& e) {
-    return failed(e.what());
-  }
+  return detail::read_archive_file<saved_model>(path, magic, format_version, "model file",
+                                                [&](boost::archive::text_iarchive& archive) {
+                                                  return detail::read_model_fields(archive, path);
+                                                });
 }
 
 } // namespace shardopt::io

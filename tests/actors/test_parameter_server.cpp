@@ -62,6 +62,16 @@ actors::ps_job small_job(std::int64_t d, std::int64_t classes, opt::update_kind 
   return job;
 }
 
+/// A chief that checkpoints a 3-class softmax model into `directory` every `every` steps.
+actors::chief_options checkpointing_chief(const std::string& directory, std::int64_t every) {
+  actors::chief_options chief;
+  chief.checkpoint_dir = directory;
+  chief.checkpoint_steps = every;
+  chief.model.labels.kind = model::model_kind::softmax;
+  chief.model.labels.classes = {0, 1, 2};
+  return chief;
+}
+
 bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   return a.size() == b.size()
          && std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
@@ -167,11 +177,7 @@ TEST_CASE("checkpoints: the final one holds the final theta, and a new run resum
   const auto data = make_problem(5, 400, 4, 3);
   actors::runtime rt{actors::runtime_options::local(2)};
   auto job = small_job(4, 3, opt::update_kind::adam, 2);
-  actors::chief_options chief;
-  chief.checkpoint_dir = dir.path().string();
-  chief.checkpoint_steps = 10;
-  chief.model.labels.kind = model::model_kind::softmax;
-  chief.model.labels.classes = {0, 1, 2};
+  auto chief = checkpointing_chief(dir.path().string(), 10);
   auto first = actors::run_local_job(rt, job, 2, data, chief);
   REQUIRE_MESSAGE(first.ok(), first.error().message());
   CHECK(first->restored_step == -1);
@@ -209,11 +215,7 @@ TEST_CASE("an absurd learning rate stops training with the NaN message and a val
   auto job = small_job(4, 3, opt::update_kind::sgd, 2);
   job.rule.rate.initial = 1e12;
   job.last_step = 10000;
-  actors::chief_options chief;
-  chief.checkpoint_dir = dir.path().string();
-  chief.checkpoint_steps = 1;
-  chief.model.labels.kind = model::model_kind::softmax;
-  chief.model.labels.classes = {0, 1, 2};
+  auto chief = checkpointing_chief(dir.path().string(), 1);
   auto outcome = actors::run_local_job(rt, job, 1, data, chief);
   REQUIRE(!outcome.ok());
   const auto message = outcome.error().message();

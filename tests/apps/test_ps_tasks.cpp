@@ -9,11 +9,6 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <filesystem>
 #include <memory>
 #include <regex>
@@ -27,24 +22,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A loopback port that was free a moment ago (TensorFlow-style host lists need fixed ports).
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 std::string hosts(int count) {
   std::string out;
   for (int i = 0; i < count; ++i)
-    out += (i ? "," : "") + std::string{"127.0.0.1:"} + std::to_string(free_port());
+    out += (i ? "," : "") + std::string{"127.0.0.1:"} + std::to_string(shardopt::test::free_port());
   return out;
 }
 
@@ -205,13 +186,13 @@ TEST_CASE("ps-task: after killing every task, a restart resumes from the newest 
 }
 
 TEST_CASE("ps-task: a dead PS is reported by the workers, a dead chief by the PS, and all tasks exit") {
+  const ps_job job{1, 2, with(small_data, {"--last-step", "100000000"})};
+  auto ps = job.start("ps", 0);
+  auto w1 = job.start("worker", 1);
+  auto chief = job.start("worker", 0);
+  std::this_thread::sleep_for(1500ms);
+  REQUIRE(chief->running());
   SUBCASE("the PS dies") {
-    const ps_job job{1, 2, with(small_data, {"--last-step", "100000000"})};
-    auto ps = job.start("ps", 0);
-    auto w1 = job.start("worker", 1);
-    auto chief = job.start("worker", 0);
-    std::this_thread::sleep_for(1500ms);
-    REQUIRE(chief->running());
     ps->signal(SIGKILL);
     const auto result = chief->wait(60s);
     CHECK(result.exit_code == 1);
@@ -221,12 +202,6 @@ TEST_CASE("ps-task: a dead PS is reported by the workers, a dead chief by the PS
     CHECK_MESSAGE(other.err.find("went down") != std::string::npos, other.err);
   }
   SUBCASE("the chief dies") {
-    const ps_job job{1, 2, with(small_data, {"--last-step", "100000000"})};
-    auto ps = job.start("ps", 0);
-    auto w1 = job.start("worker", 1);
-    auto chief = job.start("worker", 0);
-    std::this_thread::sleep_for(1500ms);
-    REQUIRE(chief->running());
     chief->signal(SIGKILL);
     const auto server = ps->wait(60s);
     CHECK(server.exit_code == 1);

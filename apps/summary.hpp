@@ -1,0 +1,20 @@
+#pragma once
+
+#include "model/linear_model.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+namespace shardopt::apps {
+
+/// Prints "shardopt: error: <message>" on stderr and returns exit code 1.
+int report_error(const std::string& message);
+
+/// Adds `<prefix>_accuracy` (classifiers) or `<prefix>_rmse` (least squares; without a prefix just
+/// `accuracy` or `rmse`) from quality sums to a
+/// JSON summary; nothing when the sums cover no examples.
+void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,
+                 const model::quality_sums& sums);
+
+} // namespace shardopt::apps
