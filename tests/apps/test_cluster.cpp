@@ -299,7 +299,11 @@ TEST_CASE("mutual TLS: the right certificate connects, another CA's and plain TC
                                 plain_node.endpoint()};
   const auto tls_args_good = tls_args(dir / "good", "driver");
   args.insert(args.end(), tls_args_good.begin(), tls_args_good.end());
-  CHECK(run(args, 60s).exit_code == 1);
+  const auto refused = run(args, 60s);
+  // A signal here would be a crash in the failed-handshake path (seen once in ~100 CI-like runs,
+  // not reproduced since): the message says which signal and what the driver printed.
+  CHECK_MESSAGE(refused.exit_code == 1, "signaled=" << refused.signaled << " timed_out=" << refused.timed_out
+                                                     << " stderr: " << refused.err);
   CHECK(plain_node.process->running());
 }
 

@@ -63,11 +63,14 @@ std::vector<std::string> with(std::vector<std::string> a, const std::vector<std:
 } // namespace
 
 TEST_CASE("asynchronous and staleness-bounded PS training reach 0.76 test accuracy in 3 epochs") {
-  // 10,000 Fashion-MNIST images, 4 workers, batches of 64: 469 steps = 3 epochs.
+  // 10,000 Fashion-MNIST images, 4 workers, batches of 64: 469 steps = 3 epochs. A decaying rate
+  // keeps the last iterate's noise small (20 runs under load: 0.789 .. 0.82; a constant rate
+  // dipped to 0.68 once).
   for (const char* staleness : {"-1", "1"}) {
     CAPTURE(staleness);
     const auto result = run({shardopt_binary(), "train", "--mode", "ps", "--limit", "10000", "--test-limit", "2000",
                              "--workers", "4", "--ps", "2", "--optimizer", "adam", "--lr", "0.002",
+                             "--lr-schedule", "inverse-time", "--lr-decay-rate", "1", "--lr-decay-steps", "150",
                              "--batch-size", "64", "--last-step", "469", "--staleness", staleness,
                              "--quiet", "--json"});
     REQUIRE_MESSAGE(result.exit_code == 0, result.err);
