@@ -1,95 +1,84 @@
 #include "actors/cluster.hpp"
 
+#include "actors/fan_out.hpp"
 #include "actors/node.hpp"
 #include "actors/shard.hpp"
 
-#include <caf/io/all.hpp>
-#include <caf/openssl/all.hpp>
-
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 namespace shardopt::actors {
 
-namespace {
-
-constexpr auto control_timeout = std::chrono::seconds{60};
-
-constexpr auto connect_timeout = std::chrono::seconds{30};
-
-/// Connects to a node through the middleman (the TLS one when configured) with a deadline: CAF's
-/// own remote_actor waits without one, so a peer that accepts and then says nothing would hang us.
-result<node_actor> connect_node(runtime& rt, caf::scoped_actor& self, const node_endpoint& endpoint) {
-  auto& system = rt.system();
-  const auto middleman = rt.options().tls.enabled() ? system.openssl_manager().actor_handle()
-                                                    : system.middleman().actor_handle();
-  const auto prefix = endpoint.text() + ": cannot connect: ";
-  result<node_actor> out = fail(prefix + "no answer within "
-                                + std::to_string(connect_timeout.count()) + " s");
-  self->request(middleman, connect_timeout, caf::connect_atom::value, endpoint.host, endpoint.port)
-    .receive(
-      [&](const caf::node_id&, caf::strong_actor_ptr& published, const std::set<std::string>& ifs) {
-        if (!published)
-          out = fail(prefix + "nothing is published on that port");
-        else if (ifs != system.message_types(caf::detail::type_list<node_actor>{}))
-          out = fail(prefix + "the actor there is not a shardopt node of this version");
-        else
-          out = caf::actor_cast<node_actor>(std::move(published));
-      },
-      [&](caf::error& err) { out = fail(prefix + describe(err, system)); });
-  return out;
-}
-
-} // namespace
-
-result<std::vector<node_endpoint>> parse_endpoints(const std::string& list, const std::string& option) {
-  std::vector<node_endpoint> out;
-  std::size_t start = 0;
-  while (start <= list.size()) {
-    const auto end = std::min(list.find(',', start), list.size());
-    const auto item = list.substr(start, end - start);
-    const auto colon = item.rfind(':');
-    if (item.empty() || colon == std::string::npos || colon == 0 || colon + 1 == item.size())
-      return fail(option + ": '" + item + "' is not host:port");
-    node_endpoint endpoint;
-    endpoint.host = item.substr(0, colon);
-    if (endpoint.host.size() > 2 && endpoint.host.front() == '[' && endpoint.host.back() == ']')
-      endpoint.host = endpoint.host.substr(1, endpoint.host.size() - 2);
-    const auto port_text = item.substr(colon + 1);
-    char* rest = nullptr;
-    const long port = std::strtol(port_text.c_str(), &rest, 10);
-    if (*rest != '\0' || port <= 0 || port > 65535)
-      return fail(option + ": '" + item + "': port must be 1..65535");
-    endpoint.port = static_cast<std::uint16_t>(port);
-    out.push_back(endpoint);
-    start = end + 1;
-  }
-  return out;
-}
-
 struct cluster::impl {
-  explicit impl(runtime& r) : rt(r), self(r.system()) {}
+  impl(runtime& r, std::vector<node_actor> handles, std::vector<connected_node> connected)
+    : rt(r), self(r.system()), token(access_token::random()),
+      nodes(self.ptr(), std::move(handles), names_of(connected)), info(std::move(connected)),
+      alive(info.size(), true), load(info.size(), 0) {}
 
-  /// Asks node `j` (atom, request) and waits for a reply of type Reply; errors name the node.
-  template <class Reply, class Atom, class Request>
-  result<Reply> ask(std::size_t j, Atom atom, const Request& request) {
-    result<Reply> out = fail(nodes[j].endpoint.text() + ": no reply");
-    self->request(handles[j], control_timeout, atom, request)
-      .receive([&](Reply& reply) { out = std::move(reply); },
-               [&](caf::error& err) {
-                 out = fail(nodes[j].endpoint.text() + ": " + describe(err, rt.system()));
-               });
-    return out;
+  static std::vector<std::string> names_of(const std::vector<connected_node>& nodes) {
+    std::vector<std::string> names;
+    for (const auto& node : nodes)
+      names.push_back(node.endpoint.text());
+    return names;
+  }
+
+  /// Asks node j one request (`send(round)` sends it) and returns its reply, a value of type T.
+  template <class T, class Send>
+  result<T> ask(std::size_t j, const std::string& what, Send send) {
+    std::optional<T> out;
+    auto done = nodes.round(
+      reply<T>{}, j, j + 1, timeouts::control, what,
+      [&](std::size_t, std::uint64_t round) { send(round); },
+      [&](std::size_t, T value) -> result<void> {
+        out = std::move(value);
+        return {};
+      });
+    if (!done)
+      return done.error();
+    return std::move(*out);
   }
 
   result<shard_actor> spawn_on(std::size_t j, const shard_spec& spec) {
-    return ask<shard_actor>(j, spawn_atom::value, spec);
+    return ask<shard_actor>(j, "creating a shard", [&](std::uint64_t round) {
+      self->send(nodes[j], spawn_atom::value, round, token, spec);
+    });
+  }
+
+  result<std::pair<shard_actor, std::int64_t>> spawn_part_on(std::size_t j,
+                                                             const part_shard_spec& spec) {
+    std::optional<std::pair<shard_actor, std::int64_t>> out;
+    auto done = nodes.round(
+      reply<shard_actor, std::int64_t>{}, j, j + 1, timeouts::control, "creating a shard",
+      [&](std::size_t, std::uint64_t round) {
+        self->send(nodes[j], spawnpart_atom::value, round, token, spec);
+      },
+      [&](std::size_t, shard_actor shard, std::int64_t rows) -> result<void> {
+        out = std::make_pair(std::move(shard), rows);
+        return {};
+      });
+    if (!done)
+      return done.error();
+    return std::move(*out);
+  }
+
+  /// Whether node j still answers a hello within timeouts::probe (after one of its shards went
+  /// down: a lost shard alone does not make a node dead).
+  bool answers(std::size_t j) {
+    auto done = nodes.round(
+      reply<node_info>{}, j, j + 1, timeouts::probe, "hello",
+      [&](std::size_t, std::uint64_t round) {
+        self->send(nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+      },
+      [](std::size_t, const node_info&) -> result<void> { return {}; });
+    return done.ok();
   }
 
   runtime& rt;
-  caf::scoped_actor self;  // nodes monitor this actor: when it ends, they free the run's shards
-  std::vector<node_actor> handles;
-  std::vector<connected_node> nodes;
+  caf::scoped_actor self;  // the driver: nodes end its shards when it ends
+  access_token token;      // the capability every shard of this run answers to
+  peer_group<node_actor> nodes;
+  std::vector<connected_node> info;
   std::vector<bool> alive;
   std::vector<std::size_t> load;  // shards per node
   std::vector<std::size_t> home;  // node of each shard
@@ -101,13 +90,13 @@ cluster& cluster::operator=(cluster&&) noexcept = default;
 cluster::~cluster() = default;
 
 const std::vector<connected_node>& cluster::nodes() const {
-  return impl_->nodes;
+  return impl_->info;
 }
 
 namespace {
 
-/// The shard factory of a cluster: a lost shard's node is taken as dead and the shard moves to the
-/// live node with the fewest shards, made there by `spawn(cluster, node, shard)`.
+/// The shard factory of a cluster: a lost shard is made again, by `spawn(cluster, node, shard)`,
+/// on the live node with the fewest shards. Its own node stays live only if it still answers.
 shard_factory replacer(std::shared_ptr<cluster::impl> state,
                        std::function<void(const std::string&)> log,
                        std::function<result<shard_actor>(cluster::impl&, std::size_t, std::size_t)> spawn) {
@@ -116,30 +105,30 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
     auto& c = *state;
     const auto lost = c.home[i];
     --c.load[lost];
-    if (c.alive[lost]) {
+    if (c.alive[lost] && !c.answers(lost)) {
       c.alive[lost] = false;
       if (log)
-        log("node " + c.nodes[lost].endpoint.text() + " lost");
+        log("node " + c.info[lost].endpoint.text() + " lost");
     }
     for (;;) {
-      std::size_t best = c.nodes.size();
-      for (std::size_t j = 0; j < c.nodes.size(); ++j)
-        if (c.alive[j] && (best == c.nodes.size() || c.load[j] < c.load[best]))
+      std::size_t best = c.info.size();
+      for (std::size_t j = 0; j < c.info.size(); ++j)
+        if (c.alive[j] && (best == c.info.size() || c.load[j] < c.load[best]))
           best = j;
-      if (best == c.nodes.size())
+      if (best == c.info.size())
         return fail("no node left to recreate shard " + std::to_string(i) + " on (all "
-                    + std::to_string(c.nodes.size()) + " nodes lost)");
+                    + std::to_string(c.info.size()) + " nodes lost)");
       auto shard = spawn(c, best, i);
       if (shard) {
         c.home[i] = best;
         ++c.load[best];
         if (log)
-          log("recreated shard " + std::to_string(i) + " on node " + c.nodes[best].endpoint.text());
+          log("recreated shard " + std::to_string(i) + " on node " + c.info[best].endpoint.text());
         return shard;
       }
       c.alive[best] = false;
       if (log)
-        log("node " + c.nodes[best].endpoint.text() + " lost: " + shard.error().message());
+        log("node " + c.info[best].endpoint.text() + " lost: " + shard.error().message());
     }
   };
 }
@@ -168,7 +157,9 @@ cluster::read_on_nodes(model::model_kind kind, std::int64_t classes, double lamb
     auto request = part(i);
     if (dense_features > 0)
       request.options.features = dense_features;
-    auto summary = s.ask<summary_message>(plan[i], scan_atom::value, part_message{request});
+    auto summary = s.ask<summary_message>(plan[i], "reading a part", [&](std::uint64_t round) {
+      s.self->send(s.nodes[plan[i]], scan_atom::value, round, s.token, part_message{request});
+    });
     if (!summary)
       return summary.error().with_context("reading part " + std::to_string(i + 1));
     if (i == 0 && !summary->summary.sparse)
@@ -183,57 +174,83 @@ cluster::read_on_nodes(model::model_kind kind, std::int64_t classes, double lamb
     return part_shard_spec{part(i), shape, fitted->labels, fitted->scaling};
   };
   std::vector<shard_actor> shards;
+  std::vector<std::int64_t> rows;
   s.home.assign(plan.size(), 0);
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    auto shard = s.ask<shard_actor>(plan[i], spawnpart_atom::value, spec_of(i));
+    auto shard = s.spawn_part_on(plan[i], spec_of(i));
     if (!shard)
       return shard.error().with_context("creating shard " + std::to_string(i));
-    shards.push_back(std::move(*shard));
+    if (shard->second != summaries[i].rows)
+      return fail("creating shard " + std::to_string(i) + ": node " + s.info[plan[i]].endpoint.text()
+                  + " read " + std::to_string(shard->second) + " rows, it summarised "
+                  + std::to_string(summaries[i].rows));
+    shards.push_back(std::move(shard->first));
+    rows.push_back(shard->second);
     s.home[i] = plan[i];
     ++s.load[plan[i]];
   }
-  auto replace = replacer(impl_, std::move(log), [spec_of](impl& c, std::size_t node, std::size_t i) {
-    return c.ask<shard_actor>(node, spawnpart_atom::value, spec_of(i));
+  auto expected_rows = rows;
+  auto replace = replacer(impl_, std::move(log), [spec_of, expected_rows](impl& c, std::size_t node,
+                                                                          std::size_t i)
+                                                   -> result<shard_actor> {
+    auto shard = c.spawn_part_on(node, spec_of(i));
+    if (!shard)
+      return shard.error();
+    if (shard->second != expected_rows[i])
+      return fail("it read " + std::to_string(shard->second) + " rows of part " + std::to_string(i + 1)
+                  + ", not " + std::to_string(expected_rows[i]));
+    return std::move(shard->first);
   });
-  return node_local_run{
-    make_sharded_objective(s.rt, shape, lambda, std::move(shards), timeout, std::move(replace)),
-    shape, fitted->labels, fitted->scaling, fitted->rows};
+  return node_local_run{make_sharded_objective(s.rt, shape, lambda, std::move(shards),
+                                               std::move(rows), s.token, timeout,
+                                               std::move(replace)),
+                        shape, fitted->labels, fitted->scaling, fitted->rows};
 }
 
 result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {
   auto& s = *impl_;
-  result<void> out = fail(s.nodes[j].endpoint.text() + ": no echo");
-  s.self->request(s.handles[j], control_timeout, echo_atom::value, dense_vector{values})
-    .receive(
-      [&](const dense_vector& back) {
-        if (back.size() == static_cast<std::size_t>(values.size()))
-          out = result<void>{};
-      },
-      [&](caf::error& err) { out = fail(s.nodes[j].endpoint.text() + ": " + describe(err, s.rt.system())); });
-  return out;
+  auto back = s.ask<dense_vector>(j, "echo", [&](std::uint64_t round) {
+    s.self->send(s.nodes[j], echo_atom::value, round, dense_vector{values});
+  });
+  if (!back)
+    return back.error();
+  if (back->size() != static_cast<std::size_t>(values.size()))
+    return fail(s.info[j].endpoint.text() + ": the echo came back with another size");
+  return {};
 }
 
 result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& endpoints) {
   if (endpoints.empty())
     return fail("no nodes given");
-  auto state = std::make_shared<impl>(rt);
-  for (const auto& endpoint : endpoints) {
-    auto handle = connect_node(rt, state->self, endpoint);
+  std::vector<node_actor> handles;
+  std::vector<connected_node> connected;
+  for (const auto& where : endpoints) {
+    auto handle = connect_to<node_actor>(rt, where, "a shardopt node");
     if (!handle)
       return handle.error();
-    result<node_info> info = fail(endpoint.text() + ": no answer to hello");
-    state->self->request(*handle, control_timeout, hello_atom::value, wire_probe())
-      .receive([&](node_info& answer) { info = std::move(answer); },
-               [&](caf::error& err) {
-                 info = fail(endpoint.text() + ": " + describe(err, rt.system()));
-               });
-    if (!info)
-      return info.error();
-    state->handles.push_back(*handle);
-    state->nodes.push_back(connected_node{endpoint, info->threads, info->host});
-    state->alive.push_back(true);
-    state->load.push_back(0);
+    handles.push_back(*handle);
+    connected.push_back(connected_node{where, 0, {}});
   }
+  auto state = std::make_shared<impl>(rt, std::move(handles), std::move(connected));
+  auto& s = *state;
+  auto hello = s.nodes.round(
+    reply<node_info>{}, timeouts::control, "hello",
+    [&](std::size_t j, std::uint64_t round) {
+      s.self->send(s.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+    },
+    [&](std::size_t j, node_info answer) -> result<void> {
+      if (answer.version != protocol_version)
+        return fail("speaks shardopt protocol version " + std::to_string(answer.version)
+                    + ", this driver speaks version " + std::to_string(protocol_version));
+      if (answer.threads == 0 || answer.threads > max_node_threads)
+        return fail("announced " + std::to_string(answer.threads) + " worker threads (expected 1.."
+                    + std::to_string(max_node_threads) + ")");
+      s.info[j].threads = answer.threads;
+      s.info[j].host = answer.host.substr(0, 255);
+      return {};
+    });
+  if (!hello)
+    return hello.error();
   return cluster{std::move(state)};
 }
 
@@ -247,12 +264,14 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
   if (plan.size() != blocks.size())
     return fail("placement plan does not cover every shard");
   std::vector<shard_actor> shards;
+  std::vector<std::int64_t> rows;
   s.home.assign(blocks.size(), 0);
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     auto shard = s.spawn_on(plan[i], shard_spec{shape, data_block{data, blocks[i]}});
     if (!shard)
       return shard.error().with_context("creating shard " + std::to_string(i));
     shards.push_back(std::move(*shard));
+    rows.push_back(blocks[i].size());
     s.home[i] = plan[i];
     ++s.load[plan[i]];
   }
@@ -260,44 +279,8 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
                                                                           std::size_t i) {
     return c.spawn_on(node, shard_spec{shape, data_block{data, blocks[i]}});
   });
-  return make_sharded_objective(s.rt, shape, lambda, std::move(shards), timeout, std::move(replace));
-}
-
-struct node_service::impl {
-  runtime& rt;
-  node_actor node;
-  std::uint16_t port;
-};
-
-node_service::node_service(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
-node_service::node_service(node_service&&) noexcept = default;
-node_service& node_service::operator=(node_service&&) noexcept = default;
-
-node_service::~node_service() {
-  if (!impl_)
-    return;
-  // Unpublish first: the middleman holds the node until then, and the actor system waits for the
-  // node's (detached) thread when it shuts down. (The io middleman also reaches TLS publications;
-  // CAF 0.17.6's caf::openssl::unpublish does not compile.)
-  impl_->rt.system().middleman().unpublish(impl_->node, impl_->port);
-  caf::anon_send_exit(impl_->node, caf::exit_reason::user_shutdown);
-}
-
-std::uint16_t node_service::port() const {
-  return impl_->port;
-}
-
-result<node_service> node_service::start(runtime& rt, const std::string& bind, std::uint16_t port) {
-  auto node = spawn_node(rt.system(), static_cast<std::uint32_t>(rt.worker_threads()));
-  auto bound = rt.options().tls.enabled()
-                 ? caf::openssl::publish(node, port, bind.c_str(), true)
-                 : rt.system().middleman().publish(node, port, bind.c_str(), true);
-  if (!bound) {
-    caf::anon_send_exit(node, caf::exit_reason::user_shutdown);
-    return fail("cannot listen on " + bind + ":" + std::to_string(port) + ": "
-                + describe(bound.error(), rt.system()));
-  }
-  return node_service{std::make_unique<impl>(impl{rt, node, *bound})};
+  return make_sharded_objective(s.rt, shape, lambda, std::move(shards), std::move(rows), s.token,
+                                timeout, std::move(replace));
 }
 
 } // namespace shardopt::actors

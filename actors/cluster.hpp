@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/network.hpp"
 #include "actors/runtime.hpp"
 #include "actors/sharded_objective.hpp"
 #include "io/splits.hpp"
@@ -17,15 +18,7 @@
 namespace shardopt::actors {
 
 /// Where a node listens.
-struct node_endpoint {
-  std::string host;
-  std::uint16_t port = 0;
-  std::string text() const { return host + ":" + std::to_string(port); }
-};
-
-/// Parses "hostA:4242,hostB:4242" (IPv6 literals in brackets: "[::1]:4242").
-result<std::vector<node_endpoint>> parse_endpoints(const std::string& list,
-                                                 const std::string& option = "--nodes");
+using node_endpoint = endpoint;
 
 /// A node the driver is connected to.
 struct connected_node {
@@ -34,12 +27,14 @@ struct connected_node {
   std::string host;
 };
 
-/// The driver's view of a set of node processes: connected and checked (wire format) at `connect`,
-/// used to create shards on them. Blocks the calling thread; use from the driver thread only.
+/// The driver's view of a set of node processes: connected and checked (protocol version, wire
+/// format, thread count) at `connect`, used to create shards on them. Every shard it creates
+/// answers only this cluster's random token. Blocks the calling thread; use from the driver thread
+/// only.
 class cluster {
 public:
-  /// Connects to every node (over TLS when the runtime has TLS options) and checks that its
-  /// floating-point format matches. Errors name the node.
+  /// Connects to every node (over TLS when the runtime has TLS options), exchanges protocol
+  /// versions and checks that its floating-point format matches. Errors name the node.
   static result<cluster> connect(runtime& rt, const std::vector<node_endpoint>& endpoints);
 
   cluster(cluster&&) noexcept;
@@ -53,9 +48,9 @@ public:
   result<void> echo(std::size_t j, const Eigen::VectorXd& values);
 
   /// Creates shard i on node plan[i] with rows blocks[i] of `data`, shipped once as raw blocks.
-  /// The objective recreates a shard whose node dies on the surviving node with the fewest shards
-  /// (shipping its block again) and reports it through `log`; when no node is left, the
-  /// evaluation fails with a message saying so.
+  /// The objective recreates a lost shard: on its own node if that node still answers, else on the
+  /// surviving node with the fewest shards (shipping its block again), and reports it through
+  /// `log`; when no node is left, the evaluation fails with a message saying so.
   result<sharded_objective> ship(model::model_shape shape, double lambda,
                                  std::shared_ptr<const model::dataset> data,
                                  const std::vector<model::row_range>& blocks,
@@ -88,27 +83,6 @@ public:
 private:
   explicit cluster(std::shared_ptr<impl> state);
   std::shared_ptr<impl> impl_;
-};
-
-/// A node actor published on a port: what `shardopt node` runs. Serves drivers until destroyed,
-/// which ends the node and every shard it hosts.
-class node_service {
-public:
-  /// Publishes a node actor on `bind`:`port` (port 0: the OS picks one), over TLS when the runtime
-  /// has TLS options. Errors say why publishing failed.
-  static result<node_service> start(runtime& rt, const std::string& bind, std::uint16_t port);
-
-  node_service(node_service&&) noexcept;
-  node_service& operator=(node_service&&) noexcept;
-  ~node_service();
-
-  std::uint16_t port() const;
-
-  struct impl;
-
-private:
-  explicit node_service(std::unique_ptr<impl> state);
-  std::unique_ptr<impl> impl_;
 };
 
 } // namespace shardopt::actors

@@ -3,11 +3,13 @@
 // # Shard protocol
 //
 // A shard actor owns one block of a dataset and answers two questions about a flat parameter
-// vector theta (layout: see model::model_shape):
+// vector theta (layout: see model::model_shape), each carrying the token of the driver that created
+// the shard (a capability: any other token is refused, so another driver can neither read this
+// shard's gradients nor use it):
 //
-//   (eval_atom, uint64 round, dense_vector theta)
+//   (eval_atom, access_token, uint64 round, dense_vector theta)
 //       -> (uint64 round, double loss_sum, dense_vector grad_sum, int64 count)
-//   (quality_atom, uint64 round, dense_vector theta)
+//   (quality_atom, access_token, uint64 round, dense_vector theta)
 //       -> (uint64 round, double correct, double squared_error, int64 count)
 //
 // Replies carry *sums* over the shard's examples and the example count; the driver adds shards in
@@ -17,6 +19,7 @@
 // A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
 #include "model/linear_model.hpp"
+#include "model/result.hpp"
 
 #include <caf/all.hpp>
 
@@ -26,6 +29,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace shardopt::actors {
 
@@ -42,7 +46,44 @@ enum class errc : std::uint8_t {
   timeout,                 ///< a shard did not answer in time
   bad_request,             ///< a malformed or out-of-order request (parameter servers)
   training_failed,         ///< parameter-server training stopped with an error
+  refused,                 ///< wrong token, protocol version, role or limit: the request is not allowed
 };
+
+/// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
+/// it; a peer of another version is refused with a message naming both.
+constexpr std::uint32_t protocol_version = 2;
+
+/// A capability: 128 random bits that a request must carry to be served. A driver makes one per
+/// run, and its shards answer only requests that carry it; a parameter-server job has one too.
+struct access_token {
+  std::uint64_t high = 0;
+  std::uint64_t low = 0;
+
+  /// A fresh token from the operating system's random source.
+  static access_token random();
+
+  /// A token derived from a text (a job's shared secret): the first 128 bits of its SHA-256.
+  static access_token from_text(const std::string& text);
+
+  friend bool operator==(const access_token& a, const access_token& b) {
+    return a.high == b.high && a.low == b.low;
+  }
+  friend bool operator!=(const access_token& a, const access_token& b) { return !(a == b); }
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, access_token& x) {
+  return f(caf::meta::type_name("access_token"), x.high, x.low);
+}
+
+/// The bytes of a fixed double and float in this process: vectors and data travel as raw bytes, so
+/// both ends of a connection must agree on the floating-point format. Sent with every hello.
+std::vector<char> wire_probe();
+
+/// Checks a peer's hello: its protocol version and floating-point probe. The error names both
+/// versions, or the format problem; `peer` says who sent it ("the driver", "worker 3").
+result<void> check_hello(std::uint32_t version, const std::vector<char>& probe,
+                         const std::string& peer);
 
 /// Makes a caf::error in the project's category whose context is a human-readable message.
 caf::error make_error(errc code, std::string message);
@@ -106,10 +147,10 @@ inspect(Inspector& f, dense_vector& x) {
 
 /// The typed interface of a shard actor (see the protocol above).
 using shard_actor = caf::typed_actor<
-  caf::replies_to<eval_atom, std::uint64_t, dense_vector>::with<std::uint64_t, double, dense_vector,
-                                                                std::int64_t>,
-  caf::replies_to<quality_atom, std::uint64_t, dense_vector>::with<std::uint64_t, double, double,
-                                                                   std::int64_t>>;
+  caf::replies_to<eval_atom, access_token, std::uint64_t, dense_vector>::with<
+    std::uint64_t, double, dense_vector, std::int64_t>,
+  caf::replies_to<quality_atom, access_token, std::uint64_t, dense_vector>::with<
+    std::uint64_t, double, double, std::int64_t>>;
 
 /// Announces the project's message types and error category. Call on every config before the
 /// actor system is created, in drivers and nodes alike.

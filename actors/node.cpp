@@ -1,326 +1,317 @@
 #include "actors/node.hpp"
 
+#include "actors/guard.hpp"
 #include "actors/shard.hpp"
 
-#include <caf/binary_deserializer.hpp>
-
-#include <cstring>
+#include <filesystem>
 #include <map>
+#include <regex>
 #include <unistd.h>
 
 namespace shardopt::actors {
 
+namespace fs = std::filesystem;
+
+std::string redact(const std::string& message) {
+  static const std::regex quoted{"'[^']*'"};
+  auto out = std::regex_replace(message, quoted, "'...'");
+  if (out.size() > 300)
+    out = out.substr(0, 297) + "...";
+  return out;
+}
+
 namespace {
 
-constexpr double probe_double = -0x1.23456789abcdfp-7;
-constexpr float probe_float = 0x1.abcdep+3f;
-
-template <class T>
-caf::error save_raw(caf::serializer& f, const T* data, std::int64_t count) {
-  return count == 0 ? caf::error{}
-                    : f.apply_raw(static_cast<std::size_t>(count) * sizeof(T), const_cast<T*>(data));
+caf::error refuse(const std::string& why) {
+  return make_error(errc::refused, why);
 }
 
-template <class T>
-caf::error load_raw(caf::deserializer& f, T* data, std::int64_t count, const char* what) {
-  if (count == 0)
-    return {};
-  const auto bytes = static_cast<std::uint64_t>(count) * sizeof(T);
-  if (auto err = expect_bytes(f, bytes, what))
-    return err;
-  return f.apply_raw(static_cast<std::size_t>(bytes), data);
+/// Bytes a shard's data holds in memory.
+std::int64_t bytes_of(const model::dataset& data) {
+  const std::int64_t labels = data.rows() * static_cast<std::int64_t>(sizeof(double));
+  if (!data.is_sparse())
+    return labels + data.rows() * data.cols() * static_cast<std::int64_t>(sizeof(float));
+  const auto& m = data.sparse();
+  return labels + (m.rows() + 1) * 4 + m.nonZeros() * 8;
 }
 
-struct node_state {
-  /// Shards by the driver that asked for them.
-  std::map<caf::actor_addr, std::vector<shard_actor>> shards;
-  static inline const char* name = "shardopt.node";
+/// Half of this machine's memory: the default limit on the data a node holds.
+std::int64_t half_of_memory() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / 2
+                               : std::int64_t{1} << 32;
+}
+
+/// Checks a model shape from a peer: kind, positive sizes, dimension within the limit, with no
+/// product that can overflow.
+result<void> check_shape(const model::model_shape& shape, const node_limits& limits) {
+  if (static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
+    return fail("unknown model kind");
+  if (shape.features <= 0 || shape.outputs <= 0 || shape.features > limits.dimension
+      || shape.outputs > limits.dimension)
+    return fail("bad model shape");
+  if (shape.features + 1 > limits.dimension / shape.outputs)
+    return fail("a model of " + std::to_string(shape.features) + " features x "
+                + std::to_string(shape.outputs) + " outputs exceeds this node's limit of "
+                + std::to_string(limits.dimension) + " parameters");
+  return {};
+}
+
+/// Resolves a dataset spec from a peer inside the data root: "fashion-mnist" or a path (relative
+/// paths are relative to the root). Symbolic links are followed before the check, and a dataset
+/// directory's entries are checked one by one.
+result<std::string> confine(const std::string& spec, const std::string& root) {
+  if (root.empty())
+    return fail("this node serves no node-local data (start it with --data-root DIR)");
+  std::error_code ec;
+  const fs::path wanted = spec == "fashion-mnist" ? fs::path{"/usr/share/datasets/fashion-mnist"}
+                                                  : fs::path{spec};
+  const auto resolved = fs::weakly_canonical(fs::path{root} / wanted, ec);
+  if (ec)
+    return fail(spec + ": cannot resolve the path");
+  auto inside = [&](const fs::path& path) {
+    const auto rel = path.lexically_relative(root);
+    return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
+  };
+  if (!inside(resolved) && resolved != fs::path{root})
+    return fail(spec + ": outside this node's data root");
+  if (fs::is_directory(resolved, ec))
+    for (const auto& entry : fs::directory_iterator{resolved, ec}) {
+      const auto target = fs::weakly_canonical(entry.path(), ec);
+      if (ec || !inside(target))
+        return fail(spec + ": an entry of the dataset directory leads outside this node's data root");
+    }
+  if (spec == "fashion-mnist")
+    return std::string{"fashion-mnist"};
+  return resolved.string();
+}
+
+/// Checks a node-local request from a peer and confines its path.
+result<io::part_request> check_part(io::part_request request, const node_limits& limits) {
+  if (request.parts < 1 || request.parts > limits.parts || request.part < 0
+      || request.part >= request.parts)
+    return fail("part " + std::to_string(request.part) + " of " + std::to_string(request.parts)
+                + " is not a valid part (at most " + std::to_string(limits.parts) + " parts)");
+  if (request.options.features < 0 || request.options.features > limits.dimension
+      || request.options.limit < 0 || request.options.label_column < -(1 << 24)
+      || request.options.label_column > (1 << 24))
+    return fail("invalid read options");
+  auto path = confine(request.spec, limits.data_root);
+  if (!path)
+    return path.error();
+  request.spec = *path;
+  return request;
+}
+
+/// Runs a handler body, turning any exception into an error reply: no request ends the node.
+template <class F>
+auto shielded(F body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return make_error(errc::shard_failed, std::string{"the node could not serve the request: "}
+                                            + e.what());
+  } catch (...) {
+    return make_error(errc::shard_failed, "the node could not serve the request");
+  }
+}
+
+/// The shards and bytes one driver holds on this node.
+struct driver_share {
+  std::vector<shard_actor> shards;
+  std::int64_t bytes = 0;
 };
 
-/// Spawns a shard on this node for the driver that sent the current message, linked to the node
-/// (it ends with the node) and ended when that driver goes away.
-shard_actor host_shard(node_actor::stateful_pointer<node_state> self, const model::model_shape& shape,
-                       std::shared_ptr<const model::dataset> data, model::row_range rows) {
-  auto shard = spawn_shard(self->system(), shape, std::move(data), rows);
-  self->link_to(shard);
-  const auto driver = caf::actor_cast<caf::actor_addr>(self->current_sender());
-  auto& mine = self->state.shards[driver];
-  if (mine.empty())
-    self->monitor(driver);
-  mine.push_back(shard);
-  return shard;
-}
-
-node_actor::behavior_type node_behavior(node_actor::stateful_pointer<node_state> self,
-                                        std::uint32_t threads) {
-  // Shards are linked to the node so that they end with it; their exits (which may arrive after the
-  // node forgot them) must not end the node. Only an anonymous exit does (node_service's shutdown;
-  // CAF 0.17's anon_send_exit names the receiver itself as the source).
-  self->set_exit_handler([self](caf::exit_msg& msg) {
-    if (!msg.source || msg.source == self->address())
-      self->quit(msg.reason);
-  });
-  self->set_down_handler([self](caf::down_msg& down) {
-    auto it = self->state.shards.find(down.source);
-    if (it == self->state.shards.end())
-      return;
-    for (auto& shard : it->second) {
-      self->unlink_from(shard);
-      self->send_exit(shard, caf::exit_reason::user_shutdown);
-    }
-    self->state.shards.erase(it);
-  });
-  return {
-    [threads](hello_atom, const std::vector<char>& probe) -> caf::result<node_info> {
-      if (probe != wire_probe())
-        return make_error(errc::dimension_mismatch,
-                          "the driver's floating-point format differs from this node's "
-                          "(IEEE 754 little-endian double and float expected)");
-      char host[256] = {};
-      ::gethostname(host, sizeof(host) - 1);
-      return node_info{threads, host};
-    },
-    [](echo_atom, const dense_vector& v) { return v; },
-    [self](spawn_atom, shard_spec& spec) -> caf::result<shard_actor> {
-      const auto& shape = spec.shape;
-      const auto& block = spec.block;
-      if (!block.data || shape.features <= 0 || shape.outputs <= 0
-          || static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
-        return make_error(errc::dimension_mismatch, "invalid shard request: bad model shape");
-      if (block.data->cols() != shape.features)
-        return make_error(errc::dimension_mismatch,
-                          "shard data has " + std::to_string(block.data->cols())
-                            + " features, the model expects " + std::to_string(shape.features));
-      if (block.rows.begin < 0 || block.rows.end > block.data->rows() || block.rows.size() <= 0)
-        return make_error(errc::dimension_mismatch, "shard data holds no rows");
-      const Eigen::VectorXd labels = block.data->y.segment(block.rows.begin, block.rows.size());
-      if (auto row = model::first_invalid_label(shape, labels); row >= 0)
-        return make_error(errc::dimension_mismatch,
-                          "shard data row " + std::to_string(row) + " has label "
-                            + std::to_string(labels[row]) + ", invalid for this model");
-      return host_shard(self, shape, block.data, block.rows);
-    },
-    [](scan_atom, part_message& message) -> caf::result<summary_message> {
-      auto part = io::read_part(message.request);
-      if (!part)
-        return make_error(errc::shard_failed, part.error().message());
-      return summary_message{io::summarize(*part)};
-    },
-    [self](spawnpart_atom, part_shard_spec& spec) -> caf::result<shard_actor> {
-      const auto& shape = spec.shape;
-      if (shape.features <= 0 || shape.outputs <= 0
-          || static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
-        return make_error(errc::dimension_mismatch, "invalid shard request: bad model shape");
-      const auto d = static_cast<Eigen::Index>(shape.features);
-      if (spec.labels.kind != shape.kind || spec.labels.outputs() != shape.outputs
-          || (spec.scaling.mean.size() != 0 && spec.scaling.mean.size() != d)
-          || (spec.scaling.inv_std.size() != 0 && spec.scaling.inv_std.size() != d))
-        return make_error(errc::dimension_mismatch,
-                          "invalid shard request: labels or scaling do not fit the model");
-      auto request = spec.request;
-      request.options.features = shape.features;  // LIBSVM: an index beyond the model is an error
-      auto part = io::read_part(request);
-      if (!part)
-        return make_error(errc::shard_failed, part.error().message());
-      for (auto step : {io::match_features(*part, shape.features, "the driver's model"),
-                        io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
-        if (!step)
-          return make_error(errc::shard_failed, step.error().message());
-      if (auto row = model::first_invalid_label(shape, part->data.y); row >= 0)
-        return make_error(errc::dimension_mismatch, part->where(row) + ": label invalid for this model");
-      const auto rows = part->data.rows();
-      auto data = std::make_shared<const model::dataset>(std::move(part->data));
-      return host_shard(self, shape, std::move(data), model::row_range{0, rows});
-    },
-  };
-}
-
-} // namespace
-
-std::vector<char> wire_probe() {
-  std::vector<char> bytes(sizeof(double) + sizeof(float));
-  std::memcpy(bytes.data(), &probe_double, sizeof(double));
-  std::memcpy(bytes.data() + sizeof(double), &probe_float, sizeof(float));
-  return bytes;
-}
-
-node_actor spawn_node(caf::actor_system& system, std::uint32_t threads) {
-  // Detached: reading a node-local part is blocking file I/O, which must not hold a scheduler thread.
-  return system.spawn<caf::detached>(node_behavior, threads);
-}
-
-namespace {
-
-caf::error apply_vector(caf::serializer& f, Eigen::VectorXd& v) {
-  dense_vector wire{v};
-  return inspect(f, wire);
-}
-
-caf::error apply_vector(caf::deserializer& f, Eigen::VectorXd& v) {
-  dense_vector wire;
-  if (auto err = inspect(f, wire))
-    return err;
-  v = wire.map();
-  return {};
-}
-
-caf::error apply_header(caf::serializer& f, std::optional<bool>& header) {
-  std::int8_t code = header ? (*header ? 1 : 0) : -1;
-  return f(code);
-}
-
-caf::error apply_header(caf::deserializer& f, std::optional<bool>& header) {
-  std::int8_t code = 0;
-  if (auto err = f(code))
-    return err;
-  header = code < 0 ? std::nullopt : std::optional<bool>{code == 1};
-  return {};
-}
-
-template <class Processor>
-caf::error apply_request(Processor& f, io::part_request& r) {
-  return caf::error::eval(
-    [&] {
-      return f(r.spec, r.options.format, r.options.label_column, r.options.features,
-               r.options.limit, r.part, r.parts);
-    },
-    [&] { return apply_header(f, r.options.header); });
-}
-
-template <class Processor>
-caf::error apply_summary(Processor& f, io::part_summary& x) {
-  return caf::error::eval([&] { return f(x.rows, x.cols, x.sparse, x.pixels, x.labels); },
-                          [&] { return apply_vector(f, x.sum); },
-                          [&] { return apply_vector(f, x.squares); },
-                          [&] { return apply_vector(f, x.low); },
-                          [&] { return apply_vector(f, x.high); },
-                          [&] { return apply_vector(f, x.stored); });
-}
-
-template <class Processor>
-caf::error apply_part_spec(Processor& f, part_shard_spec& x) {
-  return caf::error::eval(
-    [&] { return apply_request(f, x.request); },
-    [&] { return f(x.shape.kind, x.shape.features, x.shape.outputs, x.labels.kind, x.labels.classes); },
-    [&] { return f(x.scaling.factor); },
-    [&] { return apply_vector(f, x.scaling.mean); },
-    [&] { return apply_vector(f, x.scaling.inv_std); });
-}
-
-} // namespace
-
-caf::error inspect(caf::serializer& f, part_message& x) {
-  return apply_request(f, x.request);
-}
-
-caf::error inspect(caf::deserializer& f, part_message& x) {
-  return apply_request(f, x.request);
-}
-
-caf::error inspect(caf::serializer& f, summary_message& x) {
-  return apply_summary(f, x.summary);
-}
-
-caf::error inspect(caf::deserializer& f, summary_message& x) {
-  if (auto err = apply_summary(f, x.summary))
-    return err;
-  // A summary sizes the driver's statistics: every vector must have one entry per feature.
-  const auto& s = x.summary;
-  const auto d = s.cols;
-  if (s.rows < 0 || d < 0 || d > (std::int64_t{1} << 31) || s.sum.size() != d
-      || s.squares.size() != d || s.low.size() != d || s.high.size() != d || s.stored.size() != d)
-    return make_error(errc::dimension_mismatch, "part summary with inconsistent sizes");
-  return {};
-}
-
-caf::error inspect(caf::serializer& f, part_shard_spec& x) {
-  return apply_part_spec(f, x);
-}
-
-caf::error inspect(caf::deserializer& f, part_shard_spec& x) {
-  return apply_part_spec(f, x);
-}
-
-caf::error inspect(caf::serializer& f, data_block& x) {
-  const auto& d = *x.data;
-  std::uint8_t sparse = d.is_sparse() ? 1 : 0;
-  std::int64_t rows = x.rows.size();
-  std::int64_t cols = d.cols();
-  if (auto err = f(sparse, rows, cols))
-    return err;
-  if (auto err = save_raw(f, d.y.data() + x.rows.begin, rows))
-    return err;
-  if (!sparse)
-    return save_raw(f, d.dense().data() + x.rows.begin * cols, rows * cols);
-  const auto& m = d.sparse();
-  const auto* outer = m.outerIndexPtr() + x.rows.begin;
-  const std::int64_t first = outer[0];
-  std::int64_t nnz = outer[rows] - first;
-  std::vector<std::int32_t> offsets(static_cast<std::size_t>(rows) + 1);
-  for (std::int64_t i = 0; i <= rows; ++i)
-    offsets[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(outer[i] - first);
-  return caf::error::eval([&] { return f(nnz); },
-                          [&] { return save_raw(f, offsets.data(), rows + 1); },
-                          [&] { return save_raw(f, m.innerIndexPtr() + first, nnz); },
-                          [&] { return save_raw(f, m.valuePtr() + first, nnz); });
-}
-
-caf::error inspect(caf::deserializer& f, data_block& x) {
-  std::uint8_t sparse = 0;
-  std::int64_t rows = 0;
-  std::int64_t cols = 0;
-  if (auto err = f(sparse, rows, cols))
-    return err;
-  // Bounded one by one, so that no byte count below can overflow.
-  constexpr std::int64_t limit = std::int64_t{1} << 40;
-  if (rows < 0 || cols < 0 || sparse > 1 || rows > limit || cols > limit
-      || (cols > 0 && rows > limit / cols))
-    return make_error(errc::dimension_mismatch, "data block with an impossible shape");
-  auto d = std::make_shared<model::dataset>();
-  if (auto err = expect_bytes(f, static_cast<std::uint64_t>(rows) * sizeof(double), "labels"))
-    return err;
-  d->y.resize(rows);
-  if (auto err = load_raw(f, d->y.data(), rows, "labels"))
-    return err;
-  if (!sparse) {
-    if (auto err = expect_bytes(f, static_cast<std::uint64_t>(rows * cols) * sizeof(float), "features"))
-      return err;
-    model::dense_features features(rows, cols);
-    if (auto err = load_raw(f, features.data(), rows * cols, "features"))
-      return err;
-    d->x = std::move(features);
-  } else {
-    std::int64_t nnz = 0;
-    if (auto err = f(nnz))
-      return err;
-    if (nnz < 0 || nnz > std::numeric_limits<std::int32_t>::max())
-      return make_error(errc::dimension_mismatch, "data block with an impossible non-zero count");
-    const auto bytes = static_cast<std::uint64_t>(rows + 1) * 4 + static_cast<std::uint64_t>(nnz) * 8;
-    if (auto err = expect_bytes(f, bytes, "sparse features"))
-      return err;
-    model::sparse_features m(rows, cols);
-    m.resizeNonZeros(nnz);
-    if (auto err = caf::error::eval(
-          [&] { return load_raw(f, m.outerIndexPtr(), rows + 1, "row offsets"); },
-          [&] { return load_raw(f, m.innerIndexPtr(), nnz, "column indices"); },
-          [&] { return load_raw(f, m.valuePtr(), nnz, "values"); }))
-      return err;
-    // Refuse offsets or indices that would read outside the arrays.
-    const auto* outer = m.outerIndexPtr();
-    if (outer[0] != 0 || outer[rows] != nnz)
-      return make_error(errc::dimension_mismatch, "data block with inconsistent row offsets");
-    for (std::int64_t i = 0; i < rows; ++i)
-      if (outer[i] > outer[i + 1])
-        return make_error(errc::dimension_mismatch, "data block with decreasing row offsets");
-    const auto* inner = m.innerIndexPtr();
-    for (std::int64_t k = 0; k < nnz; ++k)
-      if (inner[k] < 0 || inner[k] >= cols)
-        return make_error(errc::dimension_mismatch, "data block with a column index out of range");
-    d->x = std::move(m);
+class node_impl : public guarded<node_actor::base> {
+public:
+  node_impl(caf::actor_config& config, std::uint32_t threads, node_limits limits)
+    : guarded<node_actor::base>(config), threads_(threads), limits_(std::move(limits)) {
+    if (limits_.bytes <= 0)
+      limits_.bytes = half_of_memory();
+    if (limits_.bytes_per_driver <= 0)
+      limits_.bytes_per_driver = limits_.bytes;
   }
-  x.rows = model::row_range{0, rows};
-  x.data = std::move(d);
-  return {};
+
+  behavior_type make_behavior() override {
+    guard_behavior(this);
+    // Only actors of this process get past the guard with an exit message: the node service's
+    // shutdown. Shards are not linked to the node (on_exit ends them).
+    set_exit_handler([this](caf::exit_msg& msg) { quit(msg.reason); });
+    set_down_handler([this](caf::down_msg& down) { release(down.source); });
+    return {
+      [this](hello_atom, std::uint64_t round, std::uint32_t version,
+             const std::vector<char>& probe) -> caf::result<std::uint64_t, node_info> {
+        if (auto ok = check_hello(version, probe, "the driver"); !ok)
+          return refuse(ok.error().message());
+        char host[256] = {};
+        ::gethostname(host, sizeof(host) - 1);
+        return {round, node_info{protocol_version, threads_, host}};
+      },
+      [](echo_atom, std::uint64_t round, const dense_vector& v)
+        -> caf::result<std::uint64_t, dense_vector> { return {round, v}; },
+      [this](spawn_atom, std::uint64_t round, const access_token& token,
+             shard_spec& spec) -> caf::result<std::uint64_t, shard_actor> {
+        return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
+          auto shard = spawn_shipped(token, spec);
+          if (!shard)
+            return std::move(shard.error());
+          return {round, std::move(*shard)};
+        });
+      },
+      [this](scan_atom, std::uint64_t round, const access_token&,
+             part_message& message) -> caf::result<std::uint64_t, summary_message> {
+        return shielded([&]() -> caf::result<std::uint64_t, summary_message> {
+          auto request = check_part(message.request, limits_);
+          if (!request)
+            return refuse(redact(request.error().message()));
+          auto part = io::read_part(*request);
+          if (!part)
+            return make_error(errc::shard_failed, redact(part.error().message()));
+          return {round, summary_message{io::summarize(*part)}};
+        });
+      },
+      [this](spawnpart_atom, std::uint64_t round, const access_token& token,
+             part_shard_spec& spec) -> caf::result<std::uint64_t, shard_actor, std::int64_t> {
+        return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t> {
+          auto shard = spawn_part(token, spec);
+          if (!shard)
+            return std::move(shard.error());
+          return {round, std::move(shard->first), shard->second};
+        });
+      },
+    };
+  }
+
+  void on_exit() override {
+    for (auto& [driver, share] : drivers_)
+      for (auto& shard : share.shards)
+        send_exit(shard, caf::exit_reason::user_shutdown);
+    drivers_.clear();
+  }
+
+private:
+  /// The driver behind the current request, if it may hold more shards (of `bytes` more data).
+  result<caf::actor_addr> admit(std::int64_t bytes) {
+    const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
+    if (!driver)
+      return fail("an anonymous request cannot own shards");
+    const auto it = drivers_.find(driver);
+    const std::int64_t mine = it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size());
+    const std::int64_t my_bytes = it == drivers_.end() ? 0 : it->second.bytes;
+    if (mine >= limits_.shards_per_driver)
+      return fail("this node allows " + std::to_string(limits_.shards_per_driver)
+                  + " shards per driver");
+    if (shards_ >= limits_.shards)
+      return fail("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
+    if (bytes > limits_.bytes_per_driver - my_bytes)
+      return fail("the data would exceed this node's limit of "
+                  + std::to_string(limits_.bytes_per_driver) + " bytes per driver");
+    if (bytes > limits_.bytes - bytes_)
+      return fail("the data would exceed this node's limit of " + std::to_string(limits_.bytes)
+                  + " bytes in all");
+    return driver;
+  }
+
+  /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
+  shard_actor host(const caf::actor_addr& driver, const model::model_shape& shape,
+                   std::shared_ptr<const model::dataset> data, model::row_range rows,
+                   const access_token& token) {
+    const auto bytes = bytes_of(*data);
+    auto shard = spawn_shard(system(), shape, std::move(data), rows, token);
+    auto& share = drivers_[driver];
+    if (share.shards.empty())
+      monitor(driver);
+    share.shards.push_back(shard);
+    share.bytes += bytes;
+    bytes_ += bytes;
+    ++shards_;
+    return shard;
+  }
+
+  void release(const caf::actor_addr& driver) {
+    auto it = drivers_.find(driver);
+    if (it == drivers_.end())
+      return;
+    for (auto& shard : it->second.shards)
+      send_exit(shard, caf::exit_reason::user_shutdown);
+    shards_ -= static_cast<std::int64_t>(it->second.shards.size());
+    bytes_ -= it->second.bytes;
+    drivers_.erase(it);
+  }
+
+  caf::expected<shard_actor> spawn_shipped(const access_token& token, const shard_spec& spec) {
+    const auto& shape = spec.shape;
+    const auto& block = spec.block;
+    if (auto ok = check_shape(shape, limits_); !ok)
+      return refuse("invalid shard request: " + ok.error().message());
+    if (!block.data)
+      return make_error(errc::dimension_mismatch, "invalid shard request: no data");
+    if (block.data->cols() != shape.features)
+      return make_error(errc::dimension_mismatch,
+                        "shard data has " + std::to_string(block.data->cols())
+                          + " features, the model expects " + std::to_string(shape.features));
+    if (block.rows.begin < 0 || block.rows.end > block.data->rows() || block.rows.size() <= 0)
+      return make_error(errc::dimension_mismatch, "shard data holds no rows");
+    const Eigen::VectorXd labels = block.data->y.segment(block.rows.begin, block.rows.size());
+    if (auto row = model::first_invalid_label(shape, labels); row >= 0)
+      return make_error(errc::dimension_mismatch,
+                        "shard data row " + std::to_string(row) + " has label "
+                          + std::to_string(labels[row]) + ", invalid for this model");
+    auto driver = admit(bytes_of(*block.data));
+    if (!driver)
+      return refuse(driver.error().message());
+    return host(*driver, shape, block.data, block.rows, token);
+  }
+
+  caf::expected<std::pair<shard_actor, std::int64_t>> spawn_part(const access_token& token,
+                                                                const part_shard_spec& spec) {
+    const auto& shape = spec.shape;
+    if (auto ok = check_shape(shape, limits_); !ok)
+      return refuse("invalid shard request: " + ok.error().message());
+    const auto d = static_cast<Eigen::Index>(shape.features);
+    if (spec.labels.kind != shape.kind || spec.labels.outputs() != shape.outputs
+        || (spec.scaling.mean.size() != 0 && spec.scaling.mean.size() != d)
+        || (spec.scaling.inv_std.size() != 0 && spec.scaling.inv_std.size() != d))
+      return make_error(errc::dimension_mismatch,
+                        "invalid shard request: labels or scaling do not fit the model");
+    auto request = check_part(spec.request, limits_);
+    if (!request)
+      return refuse(redact(request.error().message()));
+    if (auto driver = admit(0); !driver)  // refuse early, before reading anything
+      return refuse(driver.error().message());
+    request->options.features = shape.features;  // LIBSVM: an index beyond the model is an error
+    auto part = io::read_part(*request);
+    if (!part)
+      return make_error(errc::shard_failed, redact(part.error().message()));
+    for (auto step : {io::match_features(*part, shape.features, "the driver's model"),
+                      io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
+      if (!step)
+        return make_error(errc::shard_failed, redact(step.error().message()));
+    if (auto row = model::first_invalid_label(shape, part->data.y); row >= 0)
+      return make_error(errc::dimension_mismatch,
+                        redact(part->where(row)) + ": label invalid for this model");
+    auto data = std::make_shared<const model::dataset>(std::move(part->data));
+    auto driver = admit(bytes_of(*data));
+    if (!driver)
+      return refuse(driver.error().message());
+    const auto rows = data->rows();
+    return std::make_pair(host(*driver, shape, std::move(data), model::row_range{0, rows}, token),
+                          rows);
+  }
+
+  std::uint32_t threads_;
+  node_limits limits_;
+  std::map<caf::actor_addr, driver_share> drivers_;
+  std::int64_t shards_ = 0;
+  std::int64_t bytes_ = 0;
+};
+
+} // namespace
+
+node_actor spawn_node(caf::actor_system& system, std::uint32_t threads, node_limits limits) {
+  // Detached: reading a node-local part is blocking file I/O, which must not hold a scheduler thread.
+  return system.spawn<node_impl, caf::detached>(threads, std::move(limits));
 }
 
 } // namespace shardopt::actors

@@ -2,29 +2,36 @@
 
 // # Node protocol
 //
-// A node process publishes one node actor (through CAF's middleman, optionally over TLS). A driver
-// connects to it and asks, in order:
+// A node process publishes one node actor (through CAF's middleman, optionally over TLS) and
+// nothing else: the actor is guarded (guard.hpp), so a peer's exit or kill message cannot end it,
+// and every handler checks sizes before it allocates, catches every exception and answers errors
+// that never quote file contents. A driver connects and asks, in order (`round` is a uint64 that
+// the reply echoes, so the driver can tell a late reply from the one it waits for):
 //
-//   (hello_atom, bytes probe) -> (node_info)
-//       The driver sends the raw bytes of a probe double and float; the node answers with its worker
-//       threads and host name, or an error if its floating-point format differs (vectors and data
-//       travel as raw bytes, so both ends must agree).
-//   (echo_atom, dense_vector v) -> (dense_vector v)
+//   (hello_atom, round, uint32 version, bytes probe) -> (round, node_info)
+//       The driver's protocol version and the raw bytes of a probe double and float; the node
+//       answers with its version, worker threads and host name, or refuses a different version or
+//       floating-point format (vectors and data travel as raw bytes).
+//   (echo_atom, round, dense_vector v) -> (round, dense_vector v)
 //       Sends the vector back: measures the link (latency, bandwidth) without any computation.
-//   (spawn_atom, shard_spec)  -> (shard_actor)
-//       Creates one shard on this node from a shipped block of data and returns its handle. The
-//       data is checked first (shape, label values); a bad block is refused with an error.
-//   (scan_atom, part_message) -> (summary_message)
-//       Node-local data: reads part p of P of a dataset this node can see and summarises it (rows,
-//       distinct labels, feature sums), so the driver can fit label encoding and scaling.
-//   (spawnpart_atom, part_shard_spec) -> (shard_actor)
+//   (spawn_atom, round, access_token, shard_spec) -> (round, shard_actor)
+//       Creates one shard from a shipped block of data, answering only requests that carry the
+//       token. The block is checked first (shape, label values) and counted against the limits.
+//   (scan_atom, round, access_token, part_message) -> (round, summary_message)
+//       Node-local data: reads part p of P of a dataset under the node's --data-root and
+//       summarises it (rows, distinct labels, feature sums), so the driver can fit label encoding
+//       and scaling. Refused when the node has no data root or the path leaves it.
+//   (spawnpart_atom, round, access_token, part_shard_spec) -> (round, shard_actor, int64 rows)
 //       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
-//       creates a shard on it. Errors name the file and line, as when reading locally.
+//       creates a shard on it, answering with the rows it holds.
 //
-// The node monitors every driver that created shards and ends those shards when the driver goes
-// away (it disconnects, is killed, or finishes), so one node serves many drivers one after another.
+// Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
+// when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one
+// after another. Limits per driver and in total (node_limits) bound the shards and bytes a node
+// holds; a request past them is refused with errc::refused and a message naming the limit.
 //
 //   states:  serving  --(driver down)-->  serving (that driver's shards ended)
+//            serving  --(its service stops it, or it dies)-->  gone (every shard ended)
 
 #include "actors/messages.hpp"
 #include "io/splits.hpp"
@@ -41,6 +48,18 @@ using spawn_atom = caf::atom_constant<caf::atom("spawnshard")>;
 using echo_atom = caf::atom_constant<caf::atom("echo")>;
 using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
+
+/// What a node allows its drivers: shards and bytes of data (shipped or read) per driver and in
+/// total, the largest model, and node-local data confined to `data_root`.
+struct node_limits {
+  std::int64_t shards_per_driver = 256;
+  std::int64_t shards = 1024;
+  std::int64_t bytes_per_driver = 0;     ///< 0: as `bytes`
+  std::int64_t bytes = 0;                ///< 0: half of this machine's memory
+  std::int64_t dimension = std::int64_t{1} << 27;  ///< parameters (features x outputs)
+  std::int64_t parts = 65536;            ///< node-local: the largest part count
+  std::string data_root;                 ///< node-local: canonical directory; empty: refused
+};
 
 /// A part of a dataset to read on a node (see io::read_part).
 struct part_message {
@@ -80,13 +99,17 @@ inspect(Inspector& f, T&) {
 
 /// What a node tells a driver about itself.
 struct node_info {
+  std::uint32_t version = 0;  ///< the node's protocol_version
   std::uint32_t threads = 0;  ///< worker threads: placement gives nodes shards in proportion
   std::string host;           ///< the node's host name, for the placement plan
 };
 
+/// The most worker threads a driver believes a node has (placement sizes vectors by them).
+constexpr std::uint32_t max_node_threads = 4096;
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_info& x) {
-  return f(caf::meta::type_name("node_info"), x.threads, x.host);
+  return f(caf::meta::type_name("node_info"), x.version, x.threads, x.host);
 }
 
 /// Rows [rows.begin, rows.end) of a dataset, for shipping to a node. Inside a process the dataset is
@@ -126,17 +149,22 @@ typename Inspector::result_type inspect(Inspector& f, shard_spec& x) {
 }
 
 /// The typed interface of a node actor (see the protocol above).
-using node_actor =
-  caf::typed_actor<caf::replies_to<hello_atom, std::vector<char>>::with<node_info>,
-                   caf::replies_to<echo_atom, dense_vector>::with<dense_vector>,
-                   caf::replies_to<spawn_atom, shard_spec>::with<shard_actor>,
-                   caf::replies_to<scan_atom, part_message>::with<summary_message>,
-                   caf::replies_to<spawnpart_atom, part_shard_spec>::with<shard_actor>>;
+using node_actor = caf::typed_actor<
+  caf::replies_to<hello_atom, std::uint64_t, std::uint32_t, std::vector<char>>::with<std::uint64_t,
+                                                                                      node_info>,
+  caf::replies_to<echo_atom, std::uint64_t, dense_vector>::with<std::uint64_t, dense_vector>,
+  caf::replies_to<spawn_atom, std::uint64_t, access_token, shard_spec>::with<std::uint64_t,
+                                                                             shard_actor>,
+  caf::replies_to<scan_atom, std::uint64_t, access_token, part_message>::with<std::uint64_t,
+                                                                              summary_message>,
+  caf::replies_to<spawnpart_atom, std::uint64_t, access_token, part_shard_spec>::with<
+    std::uint64_t, shard_actor, std::int64_t>>;
 
-/// The probe a driver sends with hello: the bytes of a fixed double and float in this process.
-std::vector<char> wire_probe();
+/// Spawns a node actor whose shards run on `system`, within `limits`.
+node_actor spawn_node(caf::actor_system& system, std::uint32_t threads, node_limits limits);
 
-/// Spawns a node actor whose shards run on `system`.
-node_actor spawn_node(caf::actor_system& system, std::uint32_t threads);
+/// Removes file contents from a message before it goes to a peer: text a reader quoted from a
+/// file ('...') is replaced by '...', and the message is cut to 300 characters.
+std::string redact(const std::string& message);
 
 } // namespace shardopt::actors

@@ -1,5 +1,8 @@
 #include "actors/parameter_server.hpp"
 
+#include "actors/guard.hpp"
+#include "actors/network.hpp"
+
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -37,32 +40,30 @@ void set_rule(ps_config& config, const optimizer::update_rule& rule) {
   config.initial_accumulator = rule.initial_accumulator;
 }
 
-std::string check_config(const ps_config& c) {
+result<void> check_config(const ps_config& c) {
   if (c.count == 0 || c.index >= c.count)
-    return "PS index " + std::to_string(c.index) + " is not below the PS count " + std::to_string(c.count);
+    return fail("PS index " + std::to_string(c.index) + " is not below the PS count " + std::to_string(c.count));
   if (c.begin < 0 || c.end < c.begin || c.end - c.begin > static_cast<std::int64_t>(max_wire_elements))
-    return "invalid theta slice [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")";
+    return fail("invalid theta slice [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")");
   if (c.rule > static_cast<std::uint8_t>(optimizer::update_kind::adam))
-    return "unknown update rule code " + std::to_string(c.rule);
+    return fail("unknown update rule code " + std::to_string(c.rule));
   if (c.schedule > static_cast<std::uint8_t>(optimizer::schedule_kind::inverse_time))
-    return "unknown learning-rate schedule code " + std::to_string(c.schedule);
+    return fail("unknown learning-rate schedule code " + std::to_string(c.schedule));
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
-    return "the learning rate must be positive";
+    return fail("the learning rate must be positive");
   if (c.total_replicas == 0 || c.replicas_to_aggregate == 0 || c.replicas_to_aggregate > c.total_replicas)
-    return "replicas_to_aggregate must be 1.." + std::to_string(c.total_replicas) + ", got " +
-           std::to_string(c.replicas_to_aggregate);
+    return fail("replicas_to_aggregate must be 1.." + std::to_string(c.total_replicas) + ", got " +
+           std::to_string(c.replicas_to_aggregate));
   if (c.total_replicas > 65536)
-    return "more than 65536 workers";
+    return fail("more than 65536 workers");
   if (c.last_step < 0 || c.staleness < -1)
-    return "negative last step or staleness";
+    return fail("negative last step or staleness");
   return {};
 }
 
 namespace {
 
-/// How long a PS waits, after the chief is done, for the other workers to say goodbye.
-constexpr auto goodbye_grace = std::chrono::seconds{10};
-/// A `bye` from this worker index is the PS's own grace timer, not a worker.
+/// A `bye` from this worker index, sent by the PS to itself, is its grace timer, not a worker.
 constexpr std::uint32_t grace_timer = 0xffffffffu;
 
 using push_promise = caf::typed_response_promise<std::uint64_t, std::int64_t, bool>;
@@ -79,8 +80,16 @@ struct parameter_server_state {
   ps_stats stats;
   std::string note;
 
-  // Workers: who said hello (and is monitored), who is gone (said bye or went down).
-  std::map<caf::actor_addr, std::uint32_t> workers;
+  access_token token;  ///< the job's capability, set by the chief's psinit
+
+  // Workers: who said hello (and is monitored), with the token they gave; who holds which index;
+  // who is gone (said bye or went down).
+  struct claim {
+    std::uint32_t worker;
+    access_token token;
+  };
+  std::map<caf::actor_addr, claim> workers;
+  std::map<std::uint32_t, caf::actor_addr> holders;
   std::vector<bool> gone;
   bool chief_done = false;
 
@@ -97,13 +106,15 @@ struct parameter_server_state {
     clock_promise promise;
     std::uint64_t round;
     std::int64_t clock;
+    std::uint32_t worker;
   };
   std::vector<held_clock> held_clocks;
 
   static inline const char* name = "parameter_server";
 };
 
-using ps_pointer = ps_actor::stateful_pointer<parameter_server_state>;
+using ps_impl = guarded<ps_actor::stateful_base<parameter_server_state>>;
+using ps_pointer = ps_impl*;
 
 std::uint32_t live_workers(const parameter_server_state& s) {
   std::uint32_t live = 0;
@@ -154,7 +165,7 @@ void quit_if_done(ps_pointer self) {
     self->quit();
 }
 
-void fail(ps_pointer self, std::string why) {
+void fail_training(ps_pointer self, std::string why) {
   auto& s = self->state;
   if (s.status == ps_status::failed || s.status == ps_status::finished)
     return;
@@ -168,7 +179,8 @@ void chief_gone(ps_pointer self) {
   if (s.chief_done)
     return;
   s.chief_done = true;
-  caf::delayed_anon_send(ps_actor{self}, goodbye_grace, bye_atom::value, std::uint64_t{0}, grace_timer);
+  caf::delayed_anon_send(ps_actor{self}, timeouts::goodbye_grace, bye_atom::value,
+                         std::uint64_t{0}, s.token, grace_timer);
 }
 
 /// Applies one gradient (already averaged in synchronous mode) and advances the step.
@@ -189,10 +201,10 @@ void on_worker_down(ps_pointer self, std::uint32_t worker, const caf::error& rea
   s.gone[worker] = true;
   if (s.status == ps_status::running) {
     if (worker == 0)
-      fail(self, "the chief (worker 0) went down (" + to_string(reason) +
+      fail_training(self, "the chief (worker 0) went down (" + to_string(reason) +
                    "); restart the tasks to resume from the newest checkpoint");
     else if (s.config.sync && live_workers(s) < s.config.replicas_to_aggregate)
-      fail(self, "worker " + std::to_string(worker) + " went down and only " +
+      fail_training(self, "worker " + std::to_string(worker) + " went down and only " +
                    std::to_string(live_workers(s)) + " of " + std::to_string(s.config.total_replicas) +
                    " workers are left, but a synchronous step needs " +
                    std::to_string(s.config.replicas_to_aggregate) + " gradients");
@@ -203,32 +215,86 @@ void on_worker_down(ps_pointer self, std::uint32_t worker, const caf::error& rea
   quit_if_done(self);
 }
 
+caf::error refused(const std::string& why) {
+  return make_error(errc::refused, why);
+}
+
+/// Whether the current request may act for `worker`: the job's token, from the actor that holds
+/// the index.
+bool holds(ps_pointer self, std::uint32_t worker) {
+  auto& s = self->state;
+  const auto it = s.holders.find(worker);
+  return it != s.holders.end()
+         && it->second == caf::actor_cast<caf::actor_addr>(self->current_sender());
+}
+
 ps_actor::behavior_type parameter_server(ps_pointer self) {
+  guard_behavior(self);
   self->set_down_handler([=](caf::down_msg& down) {
     auto& s = self->state;
     auto it = s.workers.find(down.source);
     if (it == s.workers.end())
       return;
-    const auto worker = it->second;
+    const auto worker = it->second.worker;
     s.workers.erase(it);
-    on_worker_down(self, worker, down.reason);
+    auto holder = s.holders.find(worker);
+    if (holder == s.holders.end() || holder->second != down.source)
+      return;  // a refused claimant, not the worker
+    s.holders.erase(holder);
+    if (s.status != ps_status::waiting)
+      on_worker_down(self, worker, down.reason);
   });
   return {
-    [=](psinit_atom, std::uint64_t round, ps_config& config,
+    [=](pshello_atom, std::uint64_t round, const ps_hello& hello) -> caf::result<std::uint64_t> {
+      auto& s = self->state;
+      if (auto ok = check_hello(hello.version, hello.probe, "worker " + std::to_string(hello.worker));
+          !ok)
+        return refused(ok.error().message());
+      if (s.status != ps_status::waiting && hello.token != s.token)
+        return refused("worker " + std::to_string(hello.worker)
+                       + " carries another job's token (is it left over from an earlier job?)");
+      if (s.status != ps_status::waiting && hello.worker >= s.config.total_replicas)
+        return refused("worker " + std::to_string(hello.worker) + " is not one of the job's "
+                       + std::to_string(s.config.total_replicas) + " workers");
+      if (hello.worker > 65535)
+        return refused("worker index " + std::to_string(hello.worker) + " is out of range");
+      const auto who = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      if (!who)
+        return refused("anonymous hello");
+      auto holder = s.holders.find(hello.worker);
+      if (holder != s.holders.end() && holder->second != who)
+        return refused("worker index " + std::to_string(hello.worker)
+                       + " is already claimed by another connection");
+      if (s.workers.size() > 4 * 65536)
+        return refused("too many workers said hello");
+      s.workers[who] = {hello.worker, hello.token};
+      s.holders[hello.worker] = who;
+      self->monitor(who);
+      if (hello.worker < s.gone.size())
+        s.gone[hello.worker] = false;
+      return round;
+    },
+    [=](psinit_atom, std::uint64_t round, const access_token& token, ps_config& config,
         ps_snapshot& start) -> caf::result<std::uint64_t> {
       auto& s = self->state;
       if (s.status != ps_status::waiting)
-        return make_error(errc::bad_request, "this parameter server is already initialised");
-      if (auto problem = check_config(config); !problem.empty())
-        return make_error(errc::bad_request, "invalid configuration: " + problem);
+        return refused("this parameter server is already initialised");
+      const auto who = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      auto chief = s.workers.find(who);
+      if (chief == s.workers.end() || chief->second.worker != 0 || chief->second.token != token)
+        return refused("only the chief (worker 0, after its hello) initialises a parameter server");
+      if (auto ok = check_config(config); !ok)
+        return make_error(errc::bad_request, "invalid configuration: " + ok.error().message());
       const auto n = config.end - config.begin;
       const auto rule = rule_of(config);
       const auto slots = static_cast<std::int64_t>(rule.slot_count());
       if (static_cast<std::int64_t>(start.theta.size()) != n
           || static_cast<std::int64_t>(start.slots.size()) != slots * n || start.step < 0
-          || start.updates < 0)
+          || start.updates < 0 || !start.theta.map().allFinite() || !start.slots.map().allFinite())
         return make_error(errc::dimension_mismatch,
-                          "the initial state does not fit the slice of " + std::to_string(n));
+                          "the initial state does not fit the slice of " + std::to_string(n)
+                            + " or is not finite");
+      s.token = token;
       s.config = config;
       s.rule = rule;
       s.theta = start.theta.map();
@@ -239,54 +305,52 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       s.step = start.step;
       s.stats.step = start.step;
       const auto workers = config.total_replicas;
-      s.gone.resize(workers, false);
+      s.gone.assign(workers, false);
       s.grads.assign(workers, std::nullopt);
       s.losses.assign(workers, 0.0);
       s.examples.assign(workers, 0);
       s.clocks.assign(workers, 0);
-      // A worker that said hello with an index beyond the job's worker count is not one of ours.
-      for (auto it = s.workers.begin(); it != s.workers.end();)
-        it = it->second >= workers ? s.workers.erase(it) : std::next(it);
+      // Claims made with another token, or of an index beyond the job, are not the job's workers.
+      for (auto it = s.workers.begin(); it != s.workers.end();) {
+        if (it->second.token == token && it->second.worker < workers) {
+          ++it;
+          continue;
+        }
+        auto holder = s.holders.find(it->second.worker);
+        if (holder != s.holders.end() && holder->second == it->first)
+          s.holders.erase(holder);
+        self->demonitor(it->first);
+        it = s.workers.erase(it);
+      }
       s.status = (config.last_step > 0 && s.step >= config.last_step) ? ps_status::finished
                                                                       : ps_status::running;
       return round;
     },
-    [=](pshello_atom, std::uint64_t round, std::uint32_t worker) -> caf::result<std::uint64_t> {
-      auto& s = self->state;
-      if (s.status != ps_status::waiting && worker >= s.config.total_replicas)
-        return make_error(errc::bad_request, "worker " + std::to_string(worker) +
-                                               " is not one of the job's " +
-                                               std::to_string(s.config.total_replicas) + " workers");
-      const auto who = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      if (!who)
-        return make_error(errc::bad_request, "anonymous hello");
-      s.workers[who] = worker;
-      self->monitor(who);
-      if (worker < s.gone.size())
-        s.gone[worker] = false;
-      return round;
-    },
-    [=](pull_atom, std::uint64_t round) -> caf::result<std::uint64_t, ps_view> {
+    [=](pull_atom, std::uint64_t round, const access_token& token)
+      -> caf::result<std::uint64_t, ps_view> {
       auto& s = self->state;
       ps_view view;
       view.step = s.step;
       view.status = static_cast<std::uint8_t>(s.status);
-      view.note = s.note;
       if (s.status != ps_status::waiting) {
+        if (token != s.token)
+          return refused("pull with another job's token");
+        view.note = s.note;
         if (!s.published)
           s.published = std::make_shared<const Eigen::VectorXd>(s.theta);
         view.theta = dense_vector{s.published};
       }
       return {round, std::move(view)};
     },
-    [=](push_atom, std::uint64_t round, std::uint32_t worker, std::int64_t stamp, double loss,
-        std::int64_t examples,
+    [=](push_atom, std::uint64_t round, const access_token& token, std::uint32_t worker,
+        std::int64_t stamp, double loss, std::int64_t examples,
         dense_vector& grad) -> caf::result<std::uint64_t, std::int64_t, bool> {
       auto& s = self->state;
+      if (s.status == ps_status::waiting || token != s.token || !holds(self, worker))
+        return refused("push from an actor that is not worker " + std::to_string(worker)
+                       + " of this job");
       if (s.status != ps_status::running)
         return {round, s.step, false};
-      if (worker >= s.config.total_replicas)
-        return make_error(errc::bad_request, "push from unknown worker " + std::to_string(worker));
       if (static_cast<std::int64_t>(grad.size()) != s.theta.size())
         return make_error(errc::dimension_mismatch,
                           "gradient slice has " + std::to_string(grad.size()) + " entries, expected " +
@@ -294,6 +358,9 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       if (stamp > s.step || stamp < 0)
         return make_error(errc::bad_request, "gradient stamped with step " + std::to_string(stamp) +
                                                ", current step is " + std::to_string(s.step));
+      if (!std::isfinite(loss) || !grad.map().allFinite() || examples <= 0)
+        return make_error(errc::bad_request, "worker " + std::to_string(worker)
+                                               + " pushed a non-finite gradient or loss, or no examples");
       if (!s.config.sync) {
         const auto staleness = s.step - stamp;
         s.stats.staleness_max = std::max(s.stats.staleness_max, staleness);
@@ -340,23 +407,33 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
         p.deliver(r, s.step, true);
       return promise;
     },
-    [=](clock_atom, std::uint64_t round, std::uint32_t worker,
+    [=](clock_atom, std::uint64_t round, const access_token& token, std::uint32_t worker,
         std::int64_t clock) -> caf::result<std::uint64_t, std::int64_t> {
       auto& s = self->state;
+      if (s.status == ps_status::waiting || token != s.token || !holds(self, worker))
+        return refused("clock from an actor that is not worker " + std::to_string(worker)
+                       + " of this job");
       if (s.status != ps_status::running || s.config.staleness < 0)
         return {round, s.step};
-      if (worker >= s.clocks.size())
-        return make_error(errc::bad_request, "clock from unknown worker " + std::to_string(worker));
+      if (clock < s.clocks[worker])
+        return make_error(errc::bad_request, "worker " + std::to_string(worker) + "'s clock went back from "
+                                               + std::to_string(s.clocks[worker]) + " to "
+                                               + std::to_string(clock));
+      for (const auto& held : s.held_clocks)
+        if (held.worker == worker)
+          return make_error(errc::bad_request, "worker " + std::to_string(worker)
+                                                 + " already waits for its clock");
       s.clocks[worker] = clock;
       auto promise = self->make_response_promise<std::uint64_t, std::int64_t>();
-      s.held_clocks.push_back({promise, round, clock});
+      s.held_clocks.push_back({promise, round, clock, worker});
       release_clocks(s);
       return promise;
     },
-    [=](psstate_atom, std::uint64_t round) -> caf::result<std::uint64_t, ps_snapshot> {
+    [=](psstate_atom, std::uint64_t round, const access_token& token)
+      -> caf::result<std::uint64_t, ps_snapshot> {
       auto& s = self->state;
-      if (s.status == ps_status::waiting)
-        return make_error(errc::bad_request, "not initialised");
+      if (s.status == ps_status::waiting || token != s.token)
+        return refused("state request without the job's token");
       ps_snapshot snapshot;
       snapshot.step = s.step;
       snapshot.updates = s.optimizer_state.updates;
@@ -368,20 +445,34 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       snapshot.slots = dense_vector{std::make_shared<const Eigen::VectorXd>(std::move(packed))};
       return {round, std::move(snapshot)};
     },
-    [=](psstats_atom, std::uint64_t round) -> caf::result<std::uint64_t, ps_stats> {
+    [=](psstats_atom, std::uint64_t round, const access_token& token)
+      -> caf::result<std::uint64_t, ps_stats> {
       auto& s = self->state;
+      if (s.status == ps_status::waiting || token != s.token)
+        return refused("stats request without the job's token");
       s.stats.step = s.step;
       return {round, s.stats};
     },
-    [=](psfail_atom, std::uint64_t round, std::string& reason) -> caf::result<std::uint64_t> {
-      fail(self, std::move(reason));
+    [=](psfail_atom, std::uint64_t round, const access_token& token,
+        std::string& reason) -> caf::result<std::uint64_t> {
+      auto& s = self->state;
+      if (s.status == ps_status::waiting || token != s.token
+          || s.workers.count(caf::actor_cast<caf::actor_addr>(self->current_sender())) == 0)
+        return refused("a failure report from outside the job");
+      fail_training(self, reason.substr(0, 1000));
       return round;
     },
-    [=](bye_atom, std::uint64_t round, std::uint32_t worker) -> caf::result<std::uint64_t> {
+    [=](bye_atom, std::uint64_t round, const access_token& token,
+        std::uint32_t worker) -> caf::result<std::uint64_t> {
       auto& s = self->state;
-      if (worker == grace_timer && !self->current_sender() && s.chief_done) {
+      // The timer is anonymous and carries the job's token, which only the job's members know.
+      const bool timer = worker == grace_timer && !self->current_sender() && token == s.token;
+      if (timer && s.chief_done) {
         // The grace period after the chief finished is over: leave without the stragglers.
         std::fill(s.gone.begin(), s.gone.end(), true);
+      } else if (s.status == ps_status::waiting || token != s.token || !holds(self, worker)) {
+        return refused("goodbye from an actor that is not worker " + std::to_string(worker)
+                       + " of this job");
       } else if (worker < s.gone.size()) {
         s.gone[worker] = true;
         release_clocks(s);
@@ -391,8 +482,10 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       quit_if_done(self);
       return promise;
     },
-    [=](psstop_atom, std::uint64_t round) -> caf::result<std::uint64_t> {
+    [=](psstop_atom, std::uint64_t round, const access_token& token) -> caf::result<std::uint64_t> {
       auto& s = self->state;
+      if (s.status == ps_status::waiting || token != s.token || !holds(self, 0))
+        return refused("only the chief stops a parameter server");
       if (!s.gone.empty())
         s.gone[0] = true;
       if (s.status == ps_status::running) {

@@ -3,33 +3,40 @@
 // # Parameter-server protocol
 //
 // A parameter server (PS) owns one contiguous slice [begin, end) of theta, the update rule's state
-// for it, and a global step. Workers talk to every PS; every request carries a `round` the reply
-// echoes, so a worker can tell a late reply from the one it waits for.
+// for it, and a global step. Workers talk to every PS. Every request carries a `round` the reply
+// echoes, so a worker can tell a late reply from the one it waits for, and the job's token (a
+// capability, see messages.hpp): the chief sets it at initialisation, and from then on a request
+// with another token is refused. The PS is guarded (guard.hpp): a peer's exit or kill message
+// cannot end it.
 //
-//   (psinit_atom, round, ps_config, ps_snapshot) -> (round)
-//       The chief (worker 0) sets the slice, the rule, the mode and the starting state (fresh or
-//       restored from a checkpoint). Accepted once; a PS is `waiting` until then.
-//   (pshello_atom, round, worker) -> (round)
-//       A worker announces itself; the PS monitors it from then on.
-//   (pull_atom, round) -> (round, ps_view)
-//       The current step, status and theta slice.
-//   (push_atom, round, worker, stamp, loss, examples, grad_slice) -> (round, step, accepted)
+//   (pshello_atom, round, ps_hello) -> (round)
+//       A worker announces itself: protocol version, floating-point probe, token, worker index.
+//       The index is bound to the actor that first claimed it (while that actor is up); a claim
+//       of a bound index by another actor is refused. The PS monitors its workers.
+//   (psinit_atom, round, token, ps_config, ps_snapshot) -> (round)
+//       The chief (worker 0, who must have said hello) sets the token, the slice, the rule, the
+//       mode and the starting state (fresh or restored from a checkpoint). Accepted once; a PS is
+//       `waiting` until then. Claims made with another token are dropped.
+//   (pull_atom, round, token) -> (round, ps_view)
+//       The current step, status and theta slice (the slice only for the job's token).
+//   (push_atom, round, token, worker, stamp, loss, examples, grad_slice) -> (round, step, accepted)
 //       A minibatch gradient (mean over `examples` rows, regulariser included) computed at step
-//       `stamp`.
+//       `stamp`, from the actor bound to `worker`; refused when not finite.
 //       - synchronous: kept if `stamp` is the current step, else dropped and counted. When
 //         `replicas_to_aggregate` distinct workers have pushed for the step, their average (added
 //         in worker order: the same bits whatever the arrival order) is applied and the step
 //         advances; only then do those workers get their replies. Later gradients for that step
 //         (backup workers) are dropped.
 //       - asynchronous: applied at once; staleness = step - stamp is recorded.
-//   (clock_atom, round, worker, clock) -> (round, step)
+//   (clock_atom, round, token, worker, clock) -> (round, step)
 //       Stale synchronous parallel (asynchronous mode with staleness s >= 0; sent to PS 0 only):
-//       the reply waits until clock - (slowest live worker's clock) <= s.
-//   (psstate_atom, round) -> (round, ps_snapshot)     theta slice and rule state, for checkpoints
-//   (psstats_atom, round) -> (round, ps_stats)        counters since the start
-//   (psfail_atom, round, reason) -> (round)           stop training with an error (e.g. NaN loss)
-//   (bye_atom, round, worker) -> (round)              a worker is done
-//   (psstop_atom, round) -> (round)                   the chief is done (final checkpoint taken)
+//       the reply waits until clock - (slowest live worker's clock) <= s. Clocks never go back;
+//       one request per worker is held at a time.
+//   (psstate_atom, round, token) -> (round, ps_snapshot)   theta slice and rule state (checkpoints)
+//   (psstats_atom, round, token) -> (round, ps_stats)      counters since the start
+//   (psfail_atom, round, token, reason) -> (round)         stop training with an error (NaN loss)
+//   (bye_atom, round, token, worker) -> (round)            a worker is done
+//   (psstop_atom, round, token) -> (round)                 the chief is done (final checkpoint taken)
 //
 // States:
 //   waiting --psinit--> running --(last step reached)--> finished --+
@@ -45,6 +52,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardopt::actors {
 
@@ -91,6 +99,19 @@ typename Inspector::result_type inspect(Inspector& f, ps_config& x) {
            x.learning_rate, x.decay_rate, x.decay_steps, x.momentum, x.beta1, x.beta2, x.epsilon,
            x.initial_accumulator, x.sync, x.replicas_to_aggregate, x.total_replicas, x.staleness,
            x.last_step);
+}
+
+/// A worker's hello: who it is and what it speaks.
+struct ps_hello {
+  std::uint32_t version = 0;  ///< protocol_version
+  std::vector<char> probe;    ///< wire_probe()
+  access_token token;         ///< the job's token
+  std::uint32_t worker = 0;   ///< the worker index it claims
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ps_hello& x) {
+  return f(caf::meta::type_name("ps_hello"), x.version, x.probe, x.token, x.worker);
 }
 
 /// The update rule a config names (its fields are not validated here; see `check_config`).
@@ -144,22 +165,23 @@ typename Inspector::result_type inspect(Inspector& f, ps_stats& x) {
 
 /// The typed interface of a parameter server.
 using ps_actor = caf::typed_actor<
-  caf::replies_to<psinit_atom, std::uint64_t, ps_config, ps_snapshot>::with<std::uint64_t>,
-  caf::replies_to<pshello_atom, std::uint64_t, std::uint32_t>::with<std::uint64_t>,
-  caf::replies_to<pull_atom, std::uint64_t>::with<std::uint64_t, ps_view>,
-  caf::replies_to<push_atom, std::uint64_t, std::uint32_t, std::int64_t, double, std::int64_t,
-                  dense_vector>::with<std::uint64_t, std::int64_t, bool>,
-  caf::replies_to<clock_atom, std::uint64_t, std::uint32_t, std::int64_t>::with<std::uint64_t,
-                                                                              std::int64_t>,
-  caf::replies_to<psstate_atom, std::uint64_t>::with<std::uint64_t, ps_snapshot>,
-  caf::replies_to<psstats_atom, std::uint64_t>::with<std::uint64_t, ps_stats>,
-  caf::replies_to<psfail_atom, std::uint64_t, std::string>::with<std::uint64_t>,
-  caf::replies_to<bye_atom, std::uint64_t, std::uint32_t>::with<std::uint64_t>,
-  caf::replies_to<psstop_atom, std::uint64_t>::with<std::uint64_t>>;
+  caf::replies_to<pshello_atom, std::uint64_t, ps_hello>::with<std::uint64_t>,
+  caf::replies_to<psinit_atom, std::uint64_t, access_token, ps_config, ps_snapshot>::with<
+    std::uint64_t>,
+  caf::replies_to<pull_atom, std::uint64_t, access_token>::with<std::uint64_t, ps_view>,
+  caf::replies_to<push_atom, std::uint64_t, access_token, std::uint32_t, std::int64_t, double,
+                  std::int64_t, dense_vector>::with<std::uint64_t, std::int64_t, bool>,
+  caf::replies_to<clock_atom, std::uint64_t, access_token, std::uint32_t, std::int64_t>::with<
+    std::uint64_t, std::int64_t>,
+  caf::replies_to<psstate_atom, std::uint64_t, access_token>::with<std::uint64_t, ps_snapshot>,
+  caf::replies_to<psstats_atom, std::uint64_t, access_token>::with<std::uint64_t, ps_stats>,
+  caf::replies_to<psfail_atom, std::uint64_t, access_token, std::string>::with<std::uint64_t>,
+  caf::replies_to<bye_atom, std::uint64_t, access_token, std::uint32_t>::with<std::uint64_t>,
+  caf::replies_to<psstop_atom, std::uint64_t, access_token>::with<std::uint64_t>>;
 
 /// Checks a config before a PS accepts it: slice bounds, rule and schedule codes, replica counts,
-/// positive rates. Returns an empty string when valid, else what is wrong.
-std::string check_config(const ps_config& config);
+/// positive rates. The failure says what is wrong.
+result<void> check_config(const ps_config& config);
 
 /// Spawns a parameter server in state `waiting`. It exits by itself at the end of training; its
 /// exit reason is normal after a finished run and carries the failure message otherwise.

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/cluster.hpp"
+#include "actors/network.hpp"
 #include "actors/parameter_server.hpp"
 #include "actors/runtime.hpp"
 #include "io/model_file.hpp"
@@ -33,6 +33,7 @@ struct ps_job {
   std::int32_t staleness = -1;              ///< asynchronous: SSP bound, -1 = unbounded
   std::int64_t last_step = 1000;            ///< stop at this global step (0 = never)
   std::uint64_t seed = 0;
+  access_token token;  ///< the job's capability: every request to a PS carries it
   std::chrono::milliseconds step_timeout{std::chrono::minutes{5}};    ///< one step's wait
   std::chrono::milliseconds startup_timeout{std::chrono::minutes{2}}; ///< wait for the chief
 };
@@ -110,17 +111,19 @@ result<ps_outcome> run_local_job(runtime& rt, const ps_job& job, std::uint32_t p
 
 /// Connects to the parameter server published at each endpoint (over TLS when the runtime has TLS
 /// options). A refused connection is retried until `wait` has passed: PS tasks may start after
-/// the workers. Errors name the endpoint.
-result<ps_group> connect_parameter_servers(runtime& rt, const std::vector<node_endpoint>& endpoints,
+/// the workers. Errors name the endpoint. (Versions and formats are checked by each worker's
+/// hello.)
+result<ps_group> connect_parameter_servers(runtime& rt, const std::vector<endpoint>& endpoints,
                                            std::chrono::milliseconds wait);
 
 /// Spawns a parameter server and publishes it on bind:port (port 0: any free port). Returns the
-/// actor and the port it listens on.
+/// actor and the port it listens on. Only its typed protocol is exposed (guard.hpp).
 result<std::pair<ps_actor, std::uint16_t>> publish_parameter_server(runtime& rt, const std::string& bind,
                                                                     std::uint16_t port);
 
-/// Waits until a published PS ends: Ok after a finished run; an error with the failure otherwise,
-/// or when no chief initialised it within `startup` (a PS never waits forever).
+/// Waits until a published PS ends: Ok after a finished run; an error with the failure otherwise
+/// (the process then exits non-zero), or when no chief initialised it within `startup` (a PS never
+/// waits forever).
 result<void> await_parameter_server(runtime& rt, const ps_actor& server, std::chrono::milliseconds startup);
 
 /// Runs a worker on a fresh blocking actor of `rt` (see run_worker).

@@ -26,13 +26,18 @@ struct runtime_options {
   /// Load CAF's middleman (remote actors); heartbeats notice a silent peer within seconds.
   bool network = false;
   tls_options tls;
+  /// Leave the actor system running when the runtime is destroyed, for a process that ends right
+  /// after (main's quick_exit): CAF 0.17's teardown waits for every actor to be released, and the
+  /// middleman may hold remote peers' proxies to ours forever. Network processes set this.
+  bool abandon_at_exit = false;
 
   /// Local actors only, on `threads` scheduler threads.
-  static runtime_options local(std::size_t threads) { return runtime_options{threads, false, {}}; }
+  static runtime_options local(std::size_t threads) { return runtime_options{threads, false, {}, false}; }
 };
 
 /// Owns the CAF actor system of a process, configured with the project's message types.
-/// Everything spawned through it must be released before it is destroyed.
+/// Everything spawned through it must be released before it is destroyed (unless
+/// `abandon_at_exit`).
 class runtime {
 public:
   explicit runtime(runtime_options options = {});

@@ -1,5 +1,7 @@
 #include "actors/shard.hpp"
 
+#include "actors/guard.hpp"
+
 namespace shardopt::actors {
 
 namespace {
@@ -9,35 +11,61 @@ std::string dimension_message(std::size_t got, std::int64_t expected) {
          + std::to_string(expected);
 }
 
-shard_actor::behavior_type shard_behavior(shard_actor::pointer, model::model_shape shape,
-                                          std::shared_ptr<const model::dataset> data,
-                                          model::row_range rows) {
-  const auto dimension = shape.dimension();
-  return {
-    [=](eval_atom, std::uint64_t round, const dense_vector& theta)
-      -> caf::result<std::uint64_t, double, dense_vector, std::int64_t> {
-      if (static_cast<std::int64_t>(theta.size()) != dimension)
-        return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-      auto grad = std::make_shared<Eigen::VectorXd>(dimension);
-      const double loss = model::loss_grad_sum(shape, *data, rows, theta.map(), *grad);
-      return {round, loss, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(grad)}},
-              rows.size()};
-    },
-    [=](quality_atom, std::uint64_t round, const dense_vector& theta)
-      -> caf::result<std::uint64_t, double, double, std::int64_t> {
-      if (static_cast<std::int64_t>(theta.size()) != dimension)
-        return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-      const auto sums = model::quality(shape, *data, rows, theta.map());
-      return {round, sums.correct, sums.squared_error, sums.count};
-    },
-  };
+caf::error refused_token() {
+  return make_error(errc::refused, "this shard belongs to another driver");
 }
+
+/// A shard: rows of a shared dataset, served to the holder of one token. Guarded (guard.hpp): a
+/// peer's exit message cannot end it; its node or its driver's objective ends it.
+class shard_impl : public guarded<shard_actor::base> {
+public:
+  shard_impl(caf::actor_config& config, model::model_shape shape,
+             std::shared_ptr<const model::dataset> data, model::row_range rows, access_token token)
+    : guarded<shard_actor::base>(config), shape_(shape), data_(std::move(data)), rows_(rows),
+      token_(token) {}
+
+  behavior_type make_behavior() override {
+    guard_behavior(this);
+    const auto dimension = shape_.dimension();
+    return {
+      [this, dimension](eval_atom, const access_token& token, std::uint64_t round,
+                        const dense_vector& theta)
+        -> caf::result<std::uint64_t, double, dense_vector, std::int64_t> {
+        if (token != token_)
+          return refused_token();
+        if (static_cast<std::int64_t>(theta.size()) != dimension)
+          return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
+        auto grad = std::make_shared<Eigen::VectorXd>(dimension);
+        const double loss = model::loss_grad_sum(shape_, *data_, rows_, theta.map(), *grad);
+        return {round, loss, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(grad)}},
+                rows_.size()};
+      },
+      [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
+                        const dense_vector& theta)
+        -> caf::result<std::uint64_t, double, double, std::int64_t> {
+        if (token != token_)
+          return refused_token();
+        if (static_cast<std::int64_t>(theta.size()) != dimension)
+          return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
+        const auto sums = model::quality(shape_, *data_, rows_, theta.map());
+        return {round, sums.correct, sums.squared_error, sums.count};
+      },
+    };
+  }
+
+private:
+  model::model_shape shape_;
+  std::shared_ptr<const model::dataset> data_;
+  model::row_range rows_;
+  access_token token_;
+};
 
 } // namespace
 
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
-                        std::shared_ptr<const model::dataset> data, model::row_range rows) {
-  return system.spawn<caf::detached>(shard_behavior, shape, std::move(data), rows);
+                        std::shared_ptr<const model::dataset> data, model::row_range rows,
+                        const access_token& token) {
+  return system.spawn<shard_impl, caf::detached>(shape, std::move(data), rows, token);
 }
 
 } // namespace shardopt::actors

@@ -1,127 +1,80 @@
 #include "actors/sharded_objective.hpp"
 
+#include "actors/fan_out.hpp"
 #include "actors/shard.hpp"
 
-#include <optional>
+#include <cmath>
 #include <string>
-#include <type_traits>
 
 namespace shardopt::actors {
 
+namespace {
+
+std::vector<std::string> shard_names(std::size_t n) {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < n; ++i)
+    names.push_back("shard " + std::to_string(i) + " of " + std::to_string(n));
+  return names;
+}
+
+} // namespace
+
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
+       std::vector<std::int64_t> shard_rows, access_token run_token,
        std::chrono::milliseconds limit, shard_factory make_shard)
     : system(rt.system()), self(system), shape(model_shape), lambda(l2),
-      shards(std::move(handles)), timeout(limit), replace(std::move(make_shard)) {
-    for (auto& shard : shards)
-      self->monitor(shard);
-  }
+      shards(self.ptr(), std::move(handles), shard_names(shard_rows.size())),
+      rows(std::move(shard_rows)), token(run_token), timeout(limit),
+      replace(std::move(make_shard)) {}
 
   ~impl() {
-    for (auto& shard : shards)
+    for (const auto& shard : shards.handles())
       self->send_exit(shard, caf::exit_reason::user_shutdown);
   }
 
-  /// Index of the shard whose handle matches `who`, or -1 (a replaced or unknown actor).
-  std::ptrdiff_t index_of(const caf::actor_addr& who) const {
-    for (std::size_t i = 0; i < shards.size(); ++i)
-      if (caf::actor_cast<caf::actor_addr>(shards[i]) == who)
-        return static_cast<std::ptrdiff_t>(i);
-    return -1;
+  /// A shard that went down mid-round: recreated through the factory and asked again.
+  result<down_action> recreate(std::size_t i) {
+    if (!replace)
+      return down_action::fail;
+    auto fresh = replace(i);
+    if (!fresh)
+      return fresh.error().with_context("recreating it failed");
+    shards.replace(i, std::move(*fresh));
+    ++recreated;
+    return down_action::resend;
   }
 
-  std::string name(std::size_t i) const {
-    return "shard " + std::to_string(i) + " of " + std::to_string(shards.size());
+  /// Checks what shard i says of itself: its example count.
+  result<void> check_count(std::size_t i, std::int64_t count) const {
+    if (count != rows[i])
+      return fail("answered for " + std::to_string(count) + " examples, it holds "
+                  + std::to_string(rows[i]));
+    return {};
   }
 
-  /// One round: sends (atom, round, theta) to every shard and collects one reply per shard with
-  /// `on_reply(i, ...)`. A shard that goes down is replaced through the factory, if there is one,
-  /// and asked again; without one, or when replacing fails, the round fails naming the shard. The
-  /// whole round must finish within `timeout`.
-  template <class Atom, class OnReply>
-  std::optional<std::string> fan_out(Atom atom, const dense_vector& theta, OnReply on_reply) {
-    const auto round = ++rounds;
-    for (auto& shard : shards)
-      self->send(shard, atom, round, theta);
-    std::vector<bool> answered(shards.size(), false);
-    std::size_t remaining = shards.size();
-    std::optional<std::string> problem;
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    auto accept = [&](std::uint64_t reply_round, auto&&... values) {
-      const auto i = index_of(caf::actor_cast<caf::actor_addr>(self->current_sender()));
-      if (reply_round != round || i < 0 || answered[static_cast<std::size_t>(i)])
-        return;  // a late reply to an earlier round, or from a replaced shard
-      if constexpr (std::is_invocable_v<OnReply&, std::size_t, decltype(values)...>) {
-        on_reply(static_cast<std::size_t>(i), std::forward<decltype(values)>(values)...);
-        answered[static_cast<std::size_t>(i)] = true;
-        --remaining;
-      }
-    };
-    while (remaining > 0 && !problem) {
-      const auto left = deadline - std::chrono::steady_clock::now();
-      if (left <= std::chrono::steady_clock::duration::zero()) {
-        std::string late;
-        for (std::size_t i = 0; i < shards.size(); ++i)
-          if (!answered[i])
-            late += (late.empty() ? "" : ", ") + std::to_string(i);
-        problem = "timeout: shard(s) " + late + " of " + std::to_string(shards.size())
-                  + " did not answer within " + std::to_string(timeout.count()) + " ms";
-        break;
-      }
-      self->receive(
-        [&](std::uint64_t r, double loss, dense_vector& grad, std::int64_t count) {
-          accept(r, loss, std::move(grad), count);
-        },
-        [&](std::uint64_t r, double correct, double squared_error, std::int64_t count) {
-          accept(r, correct, squared_error, count);
-        },
-        [&](caf::error& err) {
-          const auto i = index_of(caf::actor_cast<caf::actor_addr>(self->current_sender()));
-          if (i >= 0)
-            problem = name(static_cast<std::size_t>(i)) + ": " + describe(err, system);
-        },
-        [&](caf::down_msg& down) {
-          const auto i = index_of(down.source);
-          if (i < 0)
-            return;
-          const auto index = static_cast<std::size_t>(i);
-          const auto why = "went down (" + describe(down.reason, system) + ")";
-          if (!replace) {
-            problem = name(index) + ": " + why;
-            return;
-          }
-          auto fresh = replace(index);
-          if (!fresh) {
-            problem = name(index) + ": " + why + "; recreating it failed: "
-                      + fresh.error().message();
-            return;
-          }
-          shards[index] = std::move(*fresh);
-          ++recreated;
-          self->monitor(shards[index]);
-          if (!answered[index])
-            self->send(shards[index], atom, round, theta);
-        },
-        caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
-          return caf::message{};  // anything else (stale exit messages...) is dropped
-        },
-        caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [] {});
-    }
-    return problem;
+  /// Sends (atom, token, round, theta) to every shard; `on_reply(i, values...)` takes each reply.
+  template <class Atom, class... Ts, class OnReply>
+  result<void> fan_out(reply<Ts...> shape_of_reply, Atom atom, const dense_vector& theta,
+                       const std::string& what, OnReply on_reply) {
+    return shards.round(
+      shape_of_reply, timeout, what,
+      [&](std::size_t i, std::uint64_t round) { self->send(shards[i], atom, token, round, theta); },
+      std::move(on_reply), [this](std::size_t i) { return recreate(i); });
   }
 
   caf::actor_system& system;
   caf::scoped_actor self;
   model::model_shape shape;
   double lambda;
-  std::vector<shard_actor> shards;
+  peer_group<shard_actor> shards;
+  std::vector<std::int64_t> rows;
+  access_token token;
   std::chrono::milliseconds timeout;
   shard_factory replace;
-  std::uint64_t rounds = 0;
   std::size_t recreated = 0;
   std::vector<double> losses;
   std::vector<dense_vector> grads;
-  std::vector<std::int64_t> counts;
 };
 
 sharded_objective::sharded_objective(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -133,11 +86,15 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
                                            std::shared_ptr<const model::dataset> data,
                                            const std::vector<model::row_range>& blocks,
                                            std::chrono::milliseconds timeout) {
+  const auto token = access_token::random();
   std::vector<shard_actor> shards;
-  shards.reserve(blocks.size());
-  for (const auto& block : blocks)
-    shards.push_back(spawn_shard(rt.system(), shape, data, block));
-  return make_sharded_objective(rt, shape, lambda, std::move(shards), timeout);
+  std::vector<std::int64_t> rows;
+  for (const auto& block : blocks) {
+    shards.push_back(spawn_shard(rt.system(), shape, data, block, token));
+    rows.push_back(block.size());
+  }
+  return make_sharded_objective(rt, shape, lambda, std::move(shards), std::move(rows), token,
+                                timeout);
 }
 
 std::int64_t sharded_objective::dimension() const {
@@ -161,27 +118,31 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   const auto n = s.shards.size();
   s.losses.assign(n, 0.0);
   s.grads.assign(n, dense_vector{});
-  s.counts.assign(n, 0);
   const dense_vector shared_theta{theta};  // one copy, shared by every request in this process
-  auto problem = s.fan_out(eval_atom::value, shared_theta,
-                           [&](std::size_t i, double loss, dense_vector g, std::int64_t count) {
-                             s.losses[i] = loss;
-                             s.grads[i] = std::move(g);
-                             s.counts[i] = count;
-                           });
-  if (problem)
-    return fail(*problem);
+  auto done = s.fan_out(
+    reply<double, dense_vector, std::int64_t>{}, eval_atom::value, shared_theta, "evaluation",
+    [&](std::size_t i, double loss, dense_vector g, std::int64_t count) -> result<void> {
+      if (auto ok = s.check_count(i, count); !ok)
+        return ok;
+      if (static_cast<std::int64_t>(g.size()) != dimension)
+        return fail("returned a gradient of " + std::to_string(g.size()) + " entries, expected "
+                    + std::to_string(dimension));
+      if (!std::isfinite(loss) || !g.map().allFinite())
+        return fail("returned a non-finite loss or gradient");
+      s.losses[i] = loss;
+      s.grads[i] = std::move(g);
+      return {};
+    });
+  if (!done)
+    return done.error();
   // Add up in shard order: the same bits whatever order the replies arrived in.
   grad.setZero(dimension);
   double loss = 0;
   std::int64_t count = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (static_cast<std::int64_t>(s.grads[i].size()) != dimension)
-      return fail(s.name(i) + ": returned a gradient of " + std::to_string(s.grads[i].size())
-                  + " entries, expected " + std::to_string(dimension));
     loss += s.losses[i];
     grad += s.grads[i].map();
-    count += s.counts[i];
+    count += s.rows[i];
   }
   if (count <= 0)
     return fail("the shards hold no examples");
@@ -191,13 +152,19 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {
   auto& s = *impl_;
   std::vector<model::quality_sums> parts(s.shards.size());
-  auto problem = s.fan_out(quality_atom::value, dense_vector{theta},
-                           [&](std::size_t i, double correct, double squared_error,
-                               std::int64_t count) {
-                             parts[i] = model::quality_sums{correct, squared_error, count};
-                           });
-  if (problem)
-    return fail(*problem);
+  auto done = s.fan_out(
+    reply<double, double, std::int64_t>{}, quality_atom::value, dense_vector{theta}, "quality",
+    [&](std::size_t i, double correct, double squared_error, std::int64_t count) -> result<void> {
+      if (auto ok = s.check_count(i, count); !ok)
+        return ok;
+      if (!std::isfinite(correct) || !std::isfinite(squared_error) || correct < 0
+          || correct > static_cast<double>(count))
+        return fail("returned impossible accuracy counts");
+      parts[i] = model::quality_sums{correct, squared_error, count};
+      return {};
+    });
+  if (!done)
+    return done.error();
   model::quality_sums total;
   for (const auto& part : parts)
     total += part;
@@ -206,13 +173,18 @@ result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& th
 
 sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,
                                          std::vector<shard_actor> shards,
+                                         std::vector<std::int64_t> rows, access_token token,
                                          std::chrono::milliseconds timeout, shard_factory replace) {
   return sharded_objective{std::make_unique<sharded_objective::impl>(
-    rt, shape, lambda, std::move(shards), timeout, std::move(replace))};
+    rt, shape, lambda, std::move(shards), std::move(rows), token, timeout, std::move(replace))};
 }
 
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective) {
-  return objective.state().shards;
+  return objective.state().shards.handles();
+}
+
+access_token token_of(const sharded_objective& objective) {
+  return objective.state().token;
 }
 
 } // namespace shardopt::actors

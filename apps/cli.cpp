@@ -38,7 +38,9 @@ void add_data_options(CLI::App& command, data_options& data, bool training) {
 void add_tls_options(CLI::App& command, actors::tls_options& tls) {
   command.add_option("--tls-cert", tls.certificate, "Mutual TLS: this process's PEM certificate");
   command.add_option("--tls-key", tls.key, "Mutual TLS: its PEM private key");
-  command.add_option("--tls-ca", tls.ca, "Mutual TLS: PEM certificate of the CA peers must be signed by");
+  command.add_option("--tls-ca", tls.ca,
+                     "Mutual TLS: PEM certificate(s) of the CA(s) that sign the peers this process "
+                     "accepts (one CA per role: see scripts/make-certs)");
 }
 
 void add_node_command(CLI::App& app, node_options& o) {
@@ -48,6 +50,23 @@ void add_node_command(CLI::App& app, node_options& o) {
   node->add_option("--threads", o.threads,
                    "Worker threads announced to drivers (default: hardware threads)");
   add_tls_options(*node, o.tls);
+  node->add_flag("--insecure", o.insecure, "Allow listening off loopback without TLS");
+  const char* limits = "Limits";
+  node->add_option("--data-root", o.limits.data_root,
+                   "Node-local data: the directory drivers may read from (default: none, node-local "
+                   "requests are refused)")->group(limits);
+  node->add_option("--max-shards", o.limits.shards, "Shards this node holds at most")
+    ->capture_default_str()->group(limits);
+  node->add_option("--max-shards-per-driver", o.limits.shards_per_driver,
+                   "Shards one driver may hold here")->capture_default_str()->group(limits);
+  node->add_option("--max-gib", o.max_gib,
+                   "GiB of shard data this node holds at most (0: half of its memory)")
+    ->capture_default_str()->group(limits);
+  node->add_option("--max-gib-per-driver", o.max_gib_per_driver,
+                   "GiB of shard data one driver may hold here (0: as --max-gib)")
+    ->capture_default_str()->group(limits);
+  node->add_option("--max-dimension", o.limits.dimension, "Largest model, in parameters")
+    ->capture_default_str()->group(limits);
 }
 
 void add_model_options(CLI::App& command, train_options& o) {
@@ -121,6 +140,11 @@ void add_ps_task_command(CLI::App& app, ps_task_options& o) {
   task->add_option("--job_name", o.job_name, "ps or worker")->required();
   task->add_option("--task_index", o.task_index, "This task's index in its host list")->required();
   task->add_option("--bind", o.bind, "ps: address to listen on (default: its host in --ps_hosts)");
+  task->add_option("--job-token", o.job_token,
+                   "A secret shared by every task of this job (e.g. `openssl rand -hex 16`): a PS "
+                   "serves only requests that carry it (default: derived from --ps_hosts and "
+                   "--worker_hosts)");
+  task->add_flag("--insecure", o.insecure, "ps: allow listening off loopback without TLS");
   add_data_options(*task, o.train.data, true);
   add_model_options(*task, o.train);
   add_ps_options(*task, o.train.ps);

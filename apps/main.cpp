@@ -1,10 +1,18 @@
 // shardopt: the command-line entry point. The options are defined once (apps/cli.cpp) for the
-// command line and configuration files alike; this file only dispatches.
+// command line and configuration files alike; this file only dispatches, and is the one place where
+// the process ends: every command returns its exit code here.
 
 #include "apps/cli.hpp"
 #include "apps/experiments.hpp"
 
-int main(int argc, char** argv) {
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <new>
+
+namespace {
+
+int dispatch(int argc, char** argv) {
   using namespace shardopt::apps;
   CLI::App app{"shardopt: distributed optimization over sharded data on the actor model"};
   app.require_subcommand(1);
@@ -41,4 +49,24 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("report"))
     return run_report(options.report);
   return run_eval(options.eval);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  int code = 1;
+  // Whatever a dependency throws ends the command with one line and exit code 1, never a signal.
+  try {
+    code = dispatch(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "shardopt: error: out of memory\n");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "shardopt: error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "shardopt: error: unknown exception\n");
+  }
+  // Network commands leave their actor system running (runtime_options::abandon_at_exit): end the
+  // process without running destructors of objects other threads may still use.
+  std::fflush(nullptr);
+  std::quick_exit(code);
 }

@@ -1,58 +1,86 @@
 #include "apps/node_command.hpp"
 
-#include "actors/cluster.hpp"
+#include "actors/network.hpp"
+#include "actors/node_service.hpp"
+#include "apps/summary.hpp"
 #include "io/tls_files.hpp"
 
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <filesystem>
+#include <pthread.h>
+#include <thread>
 
 namespace shardopt::apps {
 
 namespace {
 
-bool is_loopback(const std::string& address) {
-  return address.rfind("127.", 0) == 0 || address == "localhost" || address == "::1";
+/// The node's limits from its options; the data root made canonical (it must be a directory).
+result<actors::node_limits> limits_of(const node_options& options) {
+  auto limits = options.limits;
+  constexpr double gib = 1024.0 * 1024.0 * 1024.0;
+  limits.bytes = static_cast<std::int64_t>(options.max_gib * gib);
+  limits.bytes_per_driver = static_cast<std::int64_t>(options.max_gib_per_driver * gib);
+  if (options.max_gib < 0 || options.max_gib_per_driver < 0 || limits.shards < 1
+      || limits.shards_per_driver < 1 || limits.dimension < 1)
+    return fail("node limits must be positive");
+  if (!limits.data_root.empty()) {
+    std::error_code ec;
+    const auto root = std::filesystem::canonical(limits.data_root, ec);
+    if (ec || !std::filesystem::is_directory(root))
+      return fail("--data-root " + limits.data_root + ": not a directory");
+    limits.data_root = root.string();
+  }
+  return limits;
 }
 
 } // namespace
 
 int run_node(const node_options& options) {
-  if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok) {
-    std::fprintf(stderr, "shardopt: error: %s\n", ok.error().message().c_str());
-    return 1;
-  }
-  if (!options.tls.enabled() && !is_loopback(options.bind))
-    std::fprintf(stderr,
-                 "shardopt node: warning: listening on %s without TLS: anyone who can reach this "
-                 "port can run computations here and read shipped data (see --tls-cert)\n",
-                 options.bind.c_str());
-  // Block the stop signals before any thread starts, so that only sigwait below receives them.
+  if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
+    return report_error(ok.error().message());
+  if (auto ok = actors::check_exposure(options.bind, options.tls.enabled(), options.insecure,
+                                       "shardopt node");
+      !ok)
+    return report_error(ok.error().message());
+  auto limits = limits_of(options);
+  if (!limits)
+    return report_error(limits.error().message());
+  // Block the stop signals before any thread starts, so that only the waiting thread gets them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGUSR2);  // wakes the waiting thread when the node ends by itself
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  actors::runtime rt{actors::runtime_options{options.threads, true, options.tls}};
-  auto service = actors::node_service::start(rt, options.bind, options.port);
-  if (!service) {
-    std::fprintf(stderr, "shardopt: error: %s\n", service.error().message().c_str());
-    return 1;
-  }
-  std::printf("shardopt node listening on %s:%u (%zu worker threads%s)\n", options.bind.c_str(),
+  actors::runtime rt{actors::runtime_options{options.threads, true, options.tls, true}};
+  auto service = actors::node_service::start(rt, options.bind, options.port, *limits);
+  if (!service)
+    return report_error(service.error().message());
+  if (options.insecure && !actors::is_loopback(options.bind))
+    std::fprintf(stderr, "shardopt node: warning: --insecure: listening on %s without TLS\n",
+                 options.bind.c_str());
+  std::printf("shardopt node listening on %s:%u (%zu worker threads%s%s)\n", options.bind.c_str(),
               static_cast<unsigned>(service->port()), rt.worker_threads(),
-              options.tls.enabled() ? ", mutual TLS" : "");
+              options.tls.enabled() ? ", mutual TLS" : "",
+              limits->data_root.empty() ? "" : (", data root " + limits->data_root).c_str());
   std::fflush(stdout);
   int received = 0;
-  sigwait(&stop_signals, &received);
+  std::thread signals{[&] {
+    sigwait(&stop_signals, &received);
+    service->stop();
+  }};
+  auto served = service->serve();
+  if (!served)
+    pthread_kill(signals.native_handle(), SIGUSR2);
+  signals.join();
+  if (!served)
+    return report_error(served.error().message());
   std::fprintf(stderr, "shardopt node: %s, shutting down\n", received == SIGINT ? "SIGINT" : "SIGTERM");
-  // Unpublish and end the node and its shards, then leave without CAF 0.17's actor-system teardown:
-  // it waits for every detached actor to be released, and the middleman may still hold a shard for
-  // a driver that has just gone, which can block that wait forever. A node keeps no state to save.
+  // Unpublish and end the node and its shards; the runtime is left to the process's exit.
   { auto stopping = std::move(*service); }
-  std::fflush(nullptr);
-  std::_Exit(0);
+  return 0;
 }
 
 } // namespace shardopt::apps

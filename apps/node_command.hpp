@@ -1,5 +1,6 @@
 #pragma once
 
+#include "actors/node.hpp"
 #include "actors/runtime.hpp"
 
 #include <cstdint>
@@ -13,10 +14,15 @@ struct node_options {
   std::uint16_t port = 4242;   ///< 0: the OS picks a free port (printed on stdout)
   std::size_t threads = 0;     ///< worker threads announced to drivers; 0 = hardware threads
   actors::tls_options tls;
+  bool insecure = false;       ///< allow plain TCP off loopback
+  actors::node_limits limits;  ///< data_root given as typed; canonicalised by run_node
+  double max_gib = 0;          ///< limits.bytes in GiB (0: half of this machine's memory)
+  double max_gib_per_driver = 0;
 };
 
 /// Runs a node: publishes a node actor, prints "listening on HOST:PORT" on stdout, and serves
-/// drivers until SIGINT or SIGTERM, then ends every shard and exits 0. Returns the exit code.
+/// drivers until SIGINT or SIGTERM (exit code 0), or until the node actor ends by itself (exit
+/// code 1, so that a supervisor restarts it). Returns the exit code.
 int run_node(const node_options& options);
 
 } // namespace shardopt::apps

@@ -202,18 +202,14 @@ result<prepared_data> read_data(const train_options& o) {
   return prepare_training_data(o.data, *kind, o.classes);
 }
 
-/// Leaves the process without CAF 0.17's actor-system teardown, which can wait forever on the
-/// middleman's references to remote actors (see `shardopt node`). Everything is saved by now.
-[[noreturn]] void leave(int code) {
-  std::fflush(nullptr);
-  std::cout.flush();
-  std::_Exit(code);
-}
-
-int run_ps_server(const ps_task_options& o, const actors::node_endpoint& self_endpoint) {
+int run_ps_server(const ps_task_options& o, const actors::endpoint& self_endpoint) {
   const auto& t = o.train;
-  actors::runtime rt{actors::runtime_options{t.threads, true, t.tls}};
   const auto bind = o.bind.empty() ? self_endpoint.host : o.bind;
+  if (auto ok = actors::check_exposure(bind, t.tls.enabled(), o.insecure, "ps " + std::to_string(o.task_index));
+      !ok)
+    return report_error(ok.error().message());
+  // Left running at exit: the process ends right after (see runtime_options).
+  actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
   auto published = actors::publish_parameter_server(rt, bind, self_endpoint.port);
   if (!published)
     return report_error(published.error().message());
@@ -229,10 +225,10 @@ int run_ps_server(const ps_task_options& o, const actors::node_endpoint& self_en
   std::this_thread::sleep_for(std::chrono::milliseconds{200});
   if (!t.quiet)
     std::fprintf(stderr, "ps %d: %s\n", o.task_index, code == 0 ? "training finished, exiting" : "exiting");
-  leave(code);
+  return code;
 }
 
-int run_ps_worker(const ps_task_options& o, const std::vector<actors::node_endpoint>& servers,
+int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>& servers,
                   std::uint32_t workers) {
   const auto started = clock_type::now();
   const auto& t = o.train;
@@ -250,27 +246,30 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::node_endpo
   const auto index = static_cast<std::uint32_t>(o.task_index);
   const auto blocks = io::partition_rows(data->train->rows(), workers);
   actors::worker_task task{index, data->train, blocks[index], slow->first == o.task_index ? slow->second : 1.0};
-  actors::runtime rt{actors::runtime_options{t.threads, true, t.tls}};
+  job->token = actors::access_token::from_text(o.job_token.empty() ? o.ps_hosts + " " + o.worker_hosts
+                                                                    : o.job_token);
+  // Left running at exit: the process ends right after (see runtime_options).
+  actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
   if (!group)
-    leave(report_error(group.error().message()));
+    return report_error(group.error().message());
   chief_reporting reporting{t.quiet, data->shape.kind, {}};
   if (index == 0 && !t.metrics.empty()) {
     reporting.metrics.open(t.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)
-      leave(report_error(t.metrics + ": cannot open the metrics file for writing"));
+      return report_error(t.metrics + ": cannot open the metrics file for writing");
   }
   auto chief = reporting.options(t, *data);
   auto outcome = actors::run_remote_worker(rt, *group, *job, task, index == 0 ? &chief : nullptr);
   if (!outcome)
-    leave(report_error("worker " + std::to_string(index) + ": " + outcome.error().message()));
+    return report_error("worker " + std::to_string(index) + ": " + outcome.error().message());
   if (index != 0) {
     if (!t.quiet)
       std::fprintf(stderr, "worker %u: training finished at step %lld\n", index,
                    static_cast<long long>(outcome->step));
-    leave(0);
+    return 0;
   }
-  leave(finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), started));
+  return finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), started);
 }
 
 } // namespace

@@ -16,6 +16,8 @@ struct ps_task_options {
   std::string job_name;      ///< "ps" or "worker"
   int task_index = 0;
   std::string bind;          ///< PS: address to listen on (default: its host in --ps_hosts)
+  std::string job_token;     ///< the job's shared secret (default: derived from the host lists)
+  bool insecure = false;     ///< PS: allow plain TCP off loopback
 };
 
 /// `shardopt train --mode ps`: PSs and workers as actors in this process. Returns the exit code.

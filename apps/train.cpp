@@ -32,7 +32,7 @@ int run_train(const train_options& options) {
   }
   if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
     return report_error(ok.error().message());
-  actors::runtime rt{actors::runtime_options{options.threads, !options.nodes.empty(), options.tls}};
+  actors::runtime rt{actors::runtime_options{options.threads, !options.nodes.empty(), options.tls, false}};
   const shard_options placement{
     options.shards, options.nodes, options.data_placement,
     std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet};

@@ -224,7 +224,7 @@ int main(int argc, char** argv) {
   }
   int rest_count = static_cast<int>(rest.size());
   benchmark::Initialize(&rest_count, rest.data());
-  actors::runtime rt{actors::runtime_options{std::max(1u, std::thread::hardware_concurrency()), true, {}}};
+  actors::runtime rt{actors::runtime_options{std::max(1u, std::thread::hardware_concurrency()), true, {}, false}};
   bench::runtime_instance = &rt;
   collecting_reporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);

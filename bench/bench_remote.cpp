@@ -25,7 +25,7 @@ struct remote_setup {
   std::string problem;
 
   explicit remote_setup(int nodes) {
-    std::vector<actors::node_endpoint> endpoints;
+    std::vector<actors::endpoint> endpoints;
     for (int i = 0; i < nodes; ++i) {
       processes.push_back(std::make_unique<test::background_process>(std::vector<std::string>{
         std::string{SHARDOPT_BINARY_DIR} + "/apps/shardopt", "node", "--port", "0", "--threads", "1"}));

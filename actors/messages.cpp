@@ -1,0 +1,174 @@
+#include "actors/messages.hpp"
+
+#include "actors/node.hpp"
+#include "actors/parameter_server.hpp"
+
+#include <caf/binary_deserializer.hpp>
+
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <cstring>
+#include <random>
+
+namespace shardopt::actors {
+
+namespace {
+
+std::string render_error(std::uint8_t code, caf::atom_value, const caf::message& context) {
+  std::string what;
+  switch (static_cast<errc>(code)) {
+    case errc::dimension_mismatch:
+      what = "dimension mismatch";
+      break;
+    case errc::shard_failed:
+      what = "shard failed";
+      break;
+    case errc::timeout:
+      what = "timeout";
+      break;
+    case errc::bad_request:
+      what = "bad request";
+      break;
+    case errc::training_failed:
+      what = "training failed";
+      break;
+    case errc::refused:
+      what = "refused";
+      break;
+  }
+  if (context.match_elements<std::string>())
+    what += ": " + context.get_as<std::string>(0);
+  return what;
+}
+
+} // namespace
+
+caf::error make_error(errc code, std::string message) {
+  return caf::error{static_cast<std::uint8_t>(code), error_category,
+                    caf::make_message(std::move(message))};
+}
+
+std::string describe(const caf::error& error, const caf::actor_system& system) {
+  if (!error)
+    return "normal exit";  // CAF 0.17's category() must not be called on an empty error
+  if (error.category() == error_category) {
+    if (error.context().match_elements<std::string>())
+      return error.context().get_as<std::string>(0);
+    return render_error(error.code(), error.category(), error.context());
+  }
+  return system.render(error);
+}
+
+caf::error expect_bytes(caf::deserializer& f, std::uint64_t bytes, const char* what) {
+  if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&f))
+    if (binary->remaining() < bytes)
+      return make_error(errc::dimension_mismatch,
+                        "peer announced " + std::to_string(bytes) + " bytes of " + what + ", only "
+                          + std::to_string(binary->remaining()) + " arrived");
+  return {};
+}
+
+caf::error inspect(caf::serializer& f, dense_vector& x) {
+  auto length = x.size();
+  return caf::error::eval([&] { return f.begin_sequence(length); },
+                          [&] {
+                            return length == 0 ? caf::error{}
+                                               : f.apply_raw(length * sizeof(double),
+                                                             const_cast<double*>(x.data()));
+                          },
+                          [&] { return f.end_sequence(); });
+}
+
+caf::error inspect(caf::deserializer& f, dense_vector& x) {
+  std::size_t length = 0;
+  if (auto err = f.begin_sequence(length))
+    return err;
+  if (length > max_wire_elements)
+    return make_error(errc::dimension_mismatch,
+                      "peer announced a vector of " + std::to_string(length) + " doubles, more than "
+                        + std::to_string(max_wire_elements));
+  if (auto err = expect_bytes(f, length * sizeof(double), "vector data"))
+    return err;
+  auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
+  if (length > 0)
+    if (auto err = f.apply_raw(length * sizeof(double), values->data()))
+      return err;
+  if (auto err = f.end_sequence())
+    return err;
+  x = dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(values)}};
+  return {};
+}
+
+void add_message_types(caf::actor_system_config& config) {
+  config.add_message_type<dense_vector>("shardopt::dense_vector");
+  config.add_message_type<data_block>("shardopt::data_block");
+  config.add_message_type<shard_spec>("shardopt::shard_spec");
+  config.add_message_type<node_info>("shardopt::node_info");
+  config.add_message_type<shard_actor>("shardopt::shard_actor");
+  config.add_message_type<node_actor>("shardopt::node_actor");
+  config.add_message_type<part_message>("shardopt::part_message");
+  config.add_message_type<summary_message>("shardopt::summary_message");
+  config.add_message_type<part_shard_spec>("shardopt::part_shard_spec");
+  config.add_message_type<ps_config>("shardopt::ps_config");
+  config.add_message_type<ps_snapshot>("shardopt::ps_snapshot");
+  config.add_message_type<ps_view>("shardopt::ps_view");
+  config.add_message_type<ps_stats>("shardopt::ps_stats");
+  config.add_message_type<ps_actor>("shardopt::ps_actor");
+  config.add_message_type<access_token>("shardopt::access_token");
+  config.add_message_type<ps_hello>("shardopt::ps_hello");
+  config.add_error_category(error_category, render_error);
+}
+
+
+namespace {
+
+constexpr double probe_double = -0x1.23456789abcdfp-7;
+constexpr float probe_float = 0x1.abcdep+3f;
+
+} // namespace
+
+access_token access_token::random() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) {
+    std::random_device device;  // OpenSSL seeds itself from the kernel; this is a second source
+    for (auto& byte : bytes)
+      byte = static_cast<unsigned char>(device());
+  }
+  access_token token;
+  std::memcpy(&token.high, bytes, 8);
+  std::memcpy(&token.low, bytes + 8, 8);
+  return token;
+}
+
+access_token access_token::from_text(const std::string& text) {
+  const std::string keyed = "shardopt job token:" + text;
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(keyed.data(), keyed.size(), digest, &length, EVP_sha256(), nullptr);
+  access_token token;
+  std::memcpy(&token.high, digest, 8);
+  std::memcpy(&token.low, digest + 8, 8);
+  return token;
+}
+
+std::vector<char> wire_probe() {
+  std::vector<char> bytes(sizeof(double) + sizeof(float));
+  std::memcpy(bytes.data(), &probe_double, sizeof(double));
+  std::memcpy(bytes.data() + sizeof(double), &probe_float, sizeof(float));
+  return bytes;
+}
+
+result<void> check_hello(std::uint32_t version, const std::vector<char>& probe,
+                         const std::string& peer) {
+  if (version != protocol_version)
+    return fail(peer + " speaks shardopt protocol version " + std::to_string(version)
+                + ", this process speaks version " + std::to_string(protocol_version)
+                + " (run the same shardopt release everywhere)");
+  if (probe != wire_probe())
+    return fail(peer + "'s floating-point format differs from this process's (IEEE 754 "
+                       "little-endian double and float expected)");
+  return {};
+}
+
+} // namespace shardopt::actors

@@ -1,0 +1,122 @@
+#include "actors/network.hpp"
+
+#include "actors/messages.hpp"
+
+#include <caf/io/all.hpp>
+#include <caf/openssl/all.hpp>
+
+#include <algorithm>
+#include <thread>
+
+namespace shardopt::actors {
+
+result<std::vector<endpoint>> parse_endpoints(const std::string& list, const std::string& option) {
+  std::vector<endpoint> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto end = std::min(list.find(',', start), list.size());
+    const auto item = list.substr(start, end - start);
+    const auto colon = item.rfind(':');
+    if (item.empty() || colon == std::string::npos || colon == 0 || colon + 1 == item.size())
+      return fail(option + ": '" + item + "' is not host:port");
+    endpoint where;
+    where.host = item.substr(0, colon);
+    if (where.host.size() > 2 && where.host.front() == '[' && where.host.back() == ']')
+      where.host = where.host.substr(1, where.host.size() - 2);
+    const auto port_text = item.substr(colon + 1);
+    char* rest = nullptr;
+    const long port = std::strtol(port_text.c_str(), &rest, 10);
+    if (*rest != '\0' || port <= 0 || port > 65535)
+      return fail(option + ": '" + item + "': port must be 1..65535");
+    where.port = static_cast<std::uint16_t>(port);
+    out.push_back(where);
+    start = end + 1;
+  }
+  return out;
+}
+
+bool is_loopback(const std::string& address) {
+  return address.rfind("127.", 0) == 0 || address == "localhost" || address == "::1"
+         || address == "[::1]";
+}
+
+namespace {
+
+caf::io::middleman_actor middleman_of(runtime& rt) {
+  auto& system = rt.system();
+  return rt.options().tls.enabled() ? system.openssl_manager().actor_handle()
+                                    : system.middleman().actor_handle();
+}
+
+} // namespace
+
+result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
+                                            const std::set<std::string>& interface,
+                                            const std::string& kind,
+                                            std::chrono::milliseconds retry_for) {
+  auto& system = rt.system();
+  // Through the middleman actor, with a deadline: CAF's own remote_actor waits without one, so a
+  // peer that accepts and then says nothing would hang us.
+  const auto middleman = middleman_of(rt);
+  const auto prefix = where.text() + ": cannot connect: ";
+  const auto give_up_at = std::chrono::steady_clock::now() + retry_for;
+  caf::scoped_actor self{system};
+  for (;;) {
+    result<caf::strong_actor_ptr> out = fail(
+      prefix + "no answer within " + std::to_string(timeouts::connect.count() / 1000) + " s");
+    bool retry = false;
+    self->request(middleman, timeouts::connect, caf::connect_atom::value, where.host, where.port)
+      .receive(
+        [&](const caf::node_id&, caf::strong_actor_ptr& published,
+            const std::set<std::string>& ifs) {
+          if (!published)
+            out = fail(prefix + "nothing is published on that port");
+          else if (ifs != interface)
+            out = fail(prefix + "the actor there is not " + kind + " of this version");
+          else
+            out = std::move(published);
+        },
+        [&](caf::error& err) {
+          out = fail(prefix + describe(err, system));
+          retry = err == caf::sec::cannot_connect_to_node;
+        });
+    if (out || !retry || std::chrono::steady_clock::now() >= give_up_at)
+      return out;
+    // Waiting for a peer that has not started listening yet: there is no event to wait for.
+    std::this_thread::sleep_for(std::chrono::milliseconds{200});
+  }
+}
+
+result<std::uint16_t> publish_actor(runtime& rt, const caf::strong_actor_ptr& actor,
+                                    std::set<std::string> interface, const std::string& bind,
+                                    std::uint16_t port) {
+  // Through the middleman actor (the TLS one when configured), as connect_actor does.
+  caf::scoped_actor self{rt.system()};
+  result<std::uint16_t> out = fail("cannot listen on " + bind + ":" + std::to_string(port)
+                                   + ": no answer from the middleman");
+  self->request(middleman_of(rt), timeouts::connect, caf::publish_atom::value, port, actor,
+                std::move(interface), bind, true)
+    .receive([&](std::uint16_t bound) { out = bound; },
+             [&](caf::error& err) {
+               out = fail("cannot listen on " + bind + ":" + std::to_string(port) + ": "
+                          + describe(err, rt.system()));
+             });
+  return out;
+}
+
+void unpublish_actor(runtime& rt, const caf::strong_actor_ptr& actor, std::uint16_t port) {
+  caf::scoped_actor self{rt.system()};
+  self->send(middleman_of(rt), caf::unpublish_atom::value, caf::actor_cast<caf::actor_addr>(actor),
+             port);
+}
+
+result<void> check_exposure(const std::string& bind, bool tls, bool insecure,
+                            const std::string& what) {
+  if (tls || insecure || is_loopback(bind))
+    return {};
+  return fail(what + ": refusing to listen on " + bind
+              + " without TLS: anyone who can reach this port could use it (give --tls-cert, "
+                "--tls-key and --tls-ca, or --insecure on a network you trust)");
+}
+
+} // namespace shardopt::actors
