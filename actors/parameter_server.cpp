@@ -228,6 +228,18 @@ bool holds(ps_pointer self, std::uint32_t worker) {
          && it->second == caf::actor_cast<caf::actor_addr>(self->current_sender());
 }
 
+/// Whether the current request comes from the chief with the job's token (before initialisation:
+/// with the token it said hello with).
+bool from_chief(ps_pointer self, const access_token& token) {
+  auto& s = self->state;
+  if (!holds(self, 0))
+    return false;
+  if (s.status != ps_status::waiting)
+    return token == s.token;
+  const auto it = s.workers.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
+  return it != s.workers.end() && it->second.token == token;
+}
+
 ps_actor::behavior_type parameter_server(ps_pointer self) {
   guard_behavior(self);
   self->set_down_handler([=](caf::down_msg& down) {
@@ -456,9 +468,12 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
     [=](psfail_atom, std::uint64_t round, const access_token& token,
         std::string& reason) -> caf::result<std::uint64_t> {
       auto& s = self->state;
-      if (s.status == ps_status::waiting || token != s.token
-          || s.workers.count(caf::actor_cast<caf::actor_addr>(self->current_sender())) == 0)
+      const bool member = s.status != ps_status::waiting && token == s.token
+                          && s.workers.count(caf::actor_cast<caf::actor_addr>(self->current_sender())) > 0;
+      if (!member && !from_chief(self, token))
         return refused("a failure report from outside the job");
+      if (s.status == ps_status::waiting)
+        s.token = token;  // the chief failed before initialising: its workers may read why
       fail_training(self, reason.substr(0, 1000));
       return round;
     },
@@ -484,7 +499,7 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
     },
     [=](psstop_atom, std::uint64_t round, const access_token& token) -> caf::result<std::uint64_t> {
       auto& s = self->state;
-      if (s.status == ps_status::waiting || token != s.token || !holds(self, 0))
+      if (!from_chief(self, token))
         return refused("only the chief stops a parameter server");
       if (!s.gone.empty())
         s.gone[0] = true;

@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include <cstring>
 #include <random>
 
@@ -237,16 +239,25 @@ TEST_CASE("a parameter server answers malformed requests with errors and keeps s
   auto on_error = [&](std::string& text) {
     return [&](caf::error& err) { text = actors::describe(err, rt.system()); };
   };
+  const auto token = actors::access_token::random();
+  {
+    // The chief says hello first: only worker 0 initialises.
+    std::string text;
+    self->request(server, 10s, actors::pshello_atom::value, std::uint64_t{0},
+                  actors::ps_hello{actors::protocol_version, actors::wire_probe(), token, 0})
+      .receive([&](std::uint64_t) { text = "no error"; }, on_error(text));
+    REQUIRE(text == "no error");
+  }
   auto init = [&](const actors::ps_config& c, const actors::ps_snapshot& start) {
     std::string text;
-    self->request(server, 10s, actors::psinit_atom::value, std::uint64_t{1}, c, start)
+    self->request(server, 10s, actors::psinit_atom::value, std::uint64_t{1}, token, c, start)
       .receive([&](std::uint64_t) { text = "no error"; }, on_error(text));
     return text;
   };
   auto push = [&](std::uint32_t worker, std::int64_t stamp, const actors::dense_vector& g) {
     std::string text;
-    self->request(server, 10s, actors::push_atom::value, std::uint64_t{2}, worker, stamp, 1.0,
-                  std::int64_t{1}, g)
+    self->request(server, 10s, actors::push_atom::value, std::uint64_t{2}, token, worker, stamp,
+                  1.0, std::int64_t{1}, g)
       .receive([&](std::uint64_t, std::int64_t, bool) { text = "no error"; }, on_error(text));
     return text;
   };
@@ -266,10 +277,12 @@ TEST_CASE("a parameter server answers malformed requests with errors and keeps s
   CHECK(init(config, start).find("already initialised") != std::string::npos);
   CHECK(push(0, 0, actors::dense_vector{Eigen::VectorXd::Ones(3)}).find("3 entries") != std::string::npos);
   const actors::dense_vector grad{Eigen::VectorXd::Ones(4)};
-  CHECK(push(9, 0, grad).find("unknown worker") != std::string::npos);
+  CHECK(push(9, 0, grad).find("not worker 9 of this job") != std::string::npos);
+  CHECK(push(0, 0, actors::dense_vector{Eigen::VectorXd::Constant(4, std::nan(""))}).find("non-finite")
+        != std::string::npos);
   CHECK(push(0, 7, grad).find("step 7") != std::string::npos);
   // Still serving, unchanged.
-  self->request(server, 10s, actors::pull_atom::value, std::uint64_t{6})
+  self->request(server, 10s, actors::pull_atom::value, std::uint64_t{6}, token)
     .receive([&](std::uint64_t round, actors::ps_view& view) {
                CHECK(round == 6);
                CHECK(view.step == 0);

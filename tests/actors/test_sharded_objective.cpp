@@ -141,8 +141,8 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
   caf::scoped_actor self{rt.system()};
   const auto& shards = actors::shards_of(objective);
   bool got_error = false;
-  self->request(shards[0], 10s, actors::eval_atom::value, std::uint64_t{1},
-                actors::dense_vector{Eigen::VectorXd::Zero(3)})
+  self->request(shards[0], 10s, actors::eval_atom::value, actors::token_of(objective),
+                std::uint64_t{1}, actors::dense_vector{Eigen::VectorXd::Zero(3)})
     .receive([&](std::uint64_t, double, const actors::dense_vector&, std::int64_t) {},
              [&](caf::error& err) {
                got_error = true;
@@ -157,18 +157,18 @@ TEST_CASE("a dead shard makes the evaluation fail, naming the shard, without han
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   auto objective =
     actors::sharded_objective::local(rt, shape, 0, data, {{0, 30}, {30, 60}, {60, 90}}, 10s);
-  caf::anon_send_exit(actors::shards_of(objective)[1], caf::exit_reason::kill);
   // Wait until the shard is gone, so the request below meets a dead actor.
   {
     caf::scoped_actor self{rt.system()};
     self->monitor(actors::shards_of(objective)[1]);
+    self->send_exit(actors::shards_of(objective)[1], caf::exit_reason::kill);
     self->receive([](const caf::down_msg&) {});
   }
   const auto started = std::chrono::steady_clock::now();
   Eigen::VectorXd grad;
   auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
   REQUIRE_FALSE(f.ok());
-  CHECK(f.error().message().rfind("shard 1 of 3: ", 0) == 0);
+  CHECK(f.error().message().rfind("shard 1 of 3 went down", 0) == 0);
   CHECK(std::chrono::steady_clock::now() - started < 5s);
 }
 
@@ -177,11 +177,11 @@ namespace {
 /// A shard that answers every request with an error.
 actors::shard_actor::behavior_type erring_shard() {
   return {
-    [](actors::eval_atom, std::uint64_t, const actors::dense_vector&)
+    [](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::dense_vector&)
       -> caf::result<std::uint64_t, double, actors::dense_vector, std::int64_t> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
-    [](actors::quality_atom, std::uint64_t, const actors::dense_vector&)
+    [](actors::quality_atom, const actors::access_token&, std::uint64_t, const actors::dense_vector&)
       -> caf::result<std::uint64_t, double, double, std::int64_t> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
@@ -191,12 +191,13 @@ actors::shard_actor::behavior_type erring_shard() {
 /// A shard that never answers (it keeps the promise and drops it).
 actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer self) {
   return {
-    [self](actors::eval_atom, std::uint64_t, const actors::dense_vector&)
+    [self](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::dense_vector&)
       -> caf::result<std::uint64_t, double, actors::dense_vector, std::int64_t> {
       return self->make_response_promise<std::uint64_t, double, actors::dense_vector,
                                          std::int64_t>();
     },
-    [self](actors::quality_atom, std::uint64_t, const actors::dense_vector&)
+    [self](actors::quality_atom, const actors::access_token&, std::uint64_t,
+           const actors::dense_vector&)
       -> caf::result<std::uint64_t, double, double, std::int64_t> {
       return self->make_response_promise<std::uint64_t, double, double, std::int64_t>();
     },
@@ -209,28 +210,30 @@ TEST_CASE("a shard that answers with an error fails the evaluation with its mess
   actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(3, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
-  std::vector<actors::shard_actor> shards{actors::spawn_shard(rt.system(), shape, data, {0, 20}),
+  const auto token = actors::access_token::random();
+  std::vector<actors::shard_actor> shards{actors::spawn_shard(rt.system(), shape, data, {0, 20}, token),
                                           rt.system().spawn(erring_shard)};
-  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), 10s);
+  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), {20, 20}, token, 10s);
   Eigen::VectorXd grad;
   auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
   REQUIRE_FALSE(f.ok());
-  CHECK(f.error().message() == "shard 1 of 2: disk on fire");
+  CHECK(f.error().message() == "shard 1 of 2: evaluation: disk on fire");
 }
 
 TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
   actors::runtime rt{actors::runtime_options::local(2)};
   const auto data = make_problem(4, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
+  const auto token = actors::access_token::random();
   std::vector<actors::shard_actor> shards{rt.system().spawn(silent_shard),
-                                          actors::spawn_shard(rt.system(), shape, data, {0, 40})};
-  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), 300ms);
+                                          actors::spawn_shard(rt.system(), shape, data, {0, 40}, token)};
+  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), {40, 40}, token, 300ms);
   const auto started = std::chrono::steady_clock::now();
   Eigen::VectorXd grad;
   auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
   const auto waited = std::chrono::steady_clock::now() - started;
   REQUIRE_FALSE(f.ok());
-  CHECK(f.error().message() == "timeout: shard(s) 0 of 2 did not answer within 300 ms");
+  CHECK(f.error().message() == "shard 0 of 2: no reply to evaluation within 300 ms");
   CHECK(waited >= 250ms);
   CHECK(waited < 5s);
 }
@@ -279,22 +282,24 @@ TEST_CASE("a shard that goes down is recreated through the factory and the resul
   const auto data = make_problem(6, 120, 5, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   const std::vector<model::row_range> blocks{{0, 40}, {40, 80}, {80, 120}};
+  const auto token = actors::access_token::random();
   std::vector<actors::shard_actor> shards;
   for (const auto& block : blocks)
-    shards.push_back(actors::spawn_shard(rt.system(), shape, data, block));
+    shards.push_back(actors::spawn_shard(rt.system(), shape, data, block, token));
   std::vector<std::size_t> replaced;
   auto objective = actors::make_sharded_objective(
-    rt, shape, 0.01, shards, 10s,
+    rt, shape, 0.01, shards, {40, 40, 40}, token, 10s,
     [&](std::size_t i) -> shardopt::result<actors::shard_actor> {
       replaced.push_back(i);
-      return actors::spawn_shard(rt.system(), shape, data, blocks[i]);
+      return actors::spawn_shard(rt.system(), shape, data, blocks[i], token);
     });
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.2, 0.3);
   Eigen::VectorXd before_grad;
   auto before = objective.evaluate(theta, before_grad);
   REQUIRE(before.ok());
 
-  caf::anon_send_exit(shards[2], caf::exit_reason::kill);
+  caf::scoped_actor killer{rt.system()};
+  killer->send_exit(shards[2], caf::exit_reason::kill);  // from this process: the guard lets it in
   Eigen::VectorXd after_grad;
   auto after = objective.evaluate(theta, after_grad);
   REQUIRE(after.ok());

@@ -324,11 +324,13 @@ TEST_CASE("bad TLS files are refused at startup, naming the file") {
 TEST_CASE("node-local data: nodes read their own parts and agree with shipped data and local runs") {
   if (!have_fashion())
     return;
-  std::vector<std::unique_ptr<node_process>> nodes;
-  nodes.push_back(std::make_unique<node_process>());
-  nodes.push_back(std::make_unique<node_process>());
-  // A CSV every node can see (here: the same file system), with a header and uneven lines.
+  // A CSV every node can see under its data root (here: the same file system), with a header and
+  // uneven lines.
   temp_dir dir;
+  std::vector<std::unique_ptr<node_process>> nodes;
+  for (int i = 0; i < 2; ++i)
+    nodes.push_back(std::make_unique<node_process>(
+      std::vector<std::string>{"--data-root", dir.path().string()}));
   std::mt19937 rng{99};
   std::normal_distribution<double> normal;
   std::ostringstream csv;
@@ -371,7 +373,8 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
     return;
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
-    nodes.push_back(std::make_unique<node_process>());
+    nodes.push_back(std::make_unique<node_process>(
+      std::vector<std::string>{"--data-root", "/usr/share/datasets"}));
   const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200",
                                         "--lambda", "1e-3", "--shards", "6", "--max-iter", "60",
                                         "--json"};
@@ -393,8 +396,8 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
 }
 
 TEST_CASE("node-local data: a malformed part fails the run with the file, part and line") {
-  node_process node;
   temp_dir dir;
+  node_process node{{"--data-root", dir.path().string()}};
   const auto path = dir.write("broken.csv", "0,1,2\n1,2,3\n0,3\n1,4,5\n");
   const auto result = run({shardopt_binary(), "train", "--data", path, "--shards", "2", "--nodes",
                            node.endpoint(), "--data-placement", "node-local"}, 60s);
