@@ -2,6 +2,7 @@
 // node killed mid-run, a clear error when every node is gone, and nodes that shrug off garbage.
 // Every process a test starts is stopped by it (background_process kills on destruction).
 
+#include "support/node_process.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -19,6 +20,7 @@
 #include <regex>
 
 using shardopt::test::background_process;
+using shardopt::test::node_process;
 using shardopt::test::run;
 using shardopt::test::shardopt_binary;
 using shardopt::test::temp_dir;
@@ -26,23 +28,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-/// A `shardopt node` on 127.0.0.1 with an OS-chosen port.
-struct node_process {
-  explicit node_process(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args{shardopt_binary(), "node", "--port", "0"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    process = std::make_unique<background_process>(args);
-    REQUIRE(process->wait_for_output("listening on", 20s));
-    std::smatch match;
-    const auto out = process->out();
-    REQUIRE(std::regex_search(out, match, std::regex{"listening on 127\\.0\\.0\\.1:([0-9]+)"}));
-    port = std::stoi(match[1]);
-  }
-  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
-  std::unique_ptr<background_process> process;
-  int port = 0;
-};
 
 std::string endpoints(const std::vector<std::unique_ptr<node_process>>& nodes) {
   std::string out;
@@ -252,20 +237,22 @@ void make_certs(const std::filesystem::path& dir) {
   REQUIRE(result.exit_code == 0);
 }
 
-std::vector<std::string> tls_args(const std::filesystem::path& dir, const std::string& who) {
+/// TLS options of a process holding the `who` certificate and accepting peers of role `peer`.
+std::vector<std::string> tls_args(const std::filesystem::path& dir, const std::string& who,
+                                  const std::string& peer) {
   return {"--tls-cert", (dir / (who + ".pem")).string(), "--tls-key", (dir / (who + ".key")).string(),
-          "--tls-ca", (dir / "ca.pem").string()};
+          "--tls-ca", (dir / ("ca-" + peer + ".pem")).string()};
 }
 
 } // namespace
 
-TEST_CASE("mutual TLS: the right certificate connects, another CA's and plain TCP are refused") {
+TEST_CASE("mutual TLS: the right role certificate connects; another CA's, the wrong role's and plain TCP are refused") {
   if (!have_fashion())
     return;
   temp_dir dir;
   make_certs(dir / "good");
   make_certs(dir / "rogue");
-  node_process node{tls_args(dir / "good", "node")};
+  node_process node{tls_args(dir / "good", "node", "driver")};
   CHECK(node.process->out().find("mutual TLS") != std::string::npos);
   auto driver = [&](const std::vector<std::string>& extra) {
     std::vector<std::string> args{shardopt_binary(), "train", "--data", "fashion-mnist", "--limit",
@@ -274,11 +261,20 @@ TEST_CASE("mutual TLS: the right certificate connects, another CA's and plain TC
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args, 60s);
   };
-  const auto good = driver(tls_args(dir / "good", "driver"));
+  const auto good = driver(tls_args(dir / "good", "driver", "node"));
   INFO("good: " << good.err);
   CHECK(good.exit_code == 0);
 
-  const auto rogue = driver(tls_args(dir / "rogue", "driver"));
+  // A certificate of the right CA family but the wrong role (a node's, a worker's) cannot drive a
+  // node: the node trusts only the driver CA.
+  for (const auto* role : {"node", "worker"}) {
+    const auto wrong_role = driver(tls_args(dir / "good", role, "node"));
+    INFO(role << ": " << wrong_role.err);
+    CHECK(wrong_role.exit_code == 1);
+    CHECK(wrong_role.err.find(node.endpoint() + ": cannot connect") != std::string::npos);
+  }
+
+  const auto rogue = driver(tls_args(dir / "rogue", "driver", "node"));
   CHECK(rogue.exit_code == 1);
   CHECK(rogue.err.find(node.endpoint() + ": cannot connect") != std::string::npos);
 
@@ -289,7 +285,7 @@ TEST_CASE("mutual TLS: the right certificate connects, another CA's and plain TC
   // A node with TLS never lets raw bytes reach CAF's protocol layer, not even a crafted header.
   send_raw(node.port, std::string(64, '\x00'));
   CHECK(node.process->running());
-  const auto again = driver(tls_args(dir / "good", "driver"));
+  const auto again = driver(tls_args(dir / "good", "driver", "node"));
   CHECK(again.exit_code == 0);
 
   // A node without TLS refuses a TLS driver too (the handshake fails), and keeps serving.
@@ -297,7 +293,7 @@ TEST_CASE("mutual TLS: the right certificate connects, another CA's and plain TC
   std::vector<std::string> args{shardopt_binary(), "train", "--data", "fashion-mnist", "--limit",
                                 "600", "--max-iter", "3", "--quiet", "--nodes",
                                 plain_node.endpoint()};
-  const auto tls_args_good = tls_args(dir / "good", "driver");
+  const auto tls_args_good = tls_args(dir / "good", "driver", "node");
   args.insert(args.end(), tls_args_good.begin(), tls_args_good.end());
   const auto refused = run(args, 60s);
   // A signal here would be a crash in the failed-handshake path (seen once in ~100 CI-like runs,

@@ -1,0 +1,418 @@
+// A hostile client built on the project's own wire protocol (CAF, the real node and parameter-server
+// interfaces, over loopback) attacks a node process and a parameter-server process while an honest
+// driver or job runs in this process. Every attack must be refused, the node or PS must keep
+// serving, and the honest run must end with exactly the result of an undisturbed run.
+// Every process a test starts is stopped by it.
+
+#include "actors/cluster.hpp"
+#include "actors/network.hpp"
+#include "actors/node.hpp"
+#include "actors/node_service.hpp"
+#include "actors/parameter_server.hpp"
+#include "actors/ps_worker.hpp"
+#include "actors/shard.hpp"
+#include "io/partition.hpp"
+#include "support/node_process.hpp"
+#include "support/process.hpp"
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <random>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using shardopt::test::background_process;
+using shardopt::test::node_process;
+using shardopt::test::temp_dir;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A random dense softmax problem.
+std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
+                                                  std::int64_t classes) {
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int> label(0, static_cast<int>(classes) - 1);
+  model::dense_features x(n, d);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < d; ++j)
+      x(i, j) = normal(rng);
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i)
+    data->y[i] = label(rng);
+  data->x = std::move(x);
+  return data;
+}
+
+actors::runtime network_runtime() {
+  return actors::runtime{actors::runtime_options{2, true, {}, false}};
+}
+
+/// What a request's error says, or "no error" when it was answered with a value. (Sent untyped,
+/// as a peer on the wire would; the reply handler takes nothing, so any value arrives as CAF's
+/// unexpected_response.)
+template <class Handle, class... Ts>
+std::string error_of(caf::scoped_actor& self, const Handle& to, Ts&&... xs) {
+  std::string text = "no reply";
+  self->request(caf::actor_cast<caf::actor>(to), 10s, std::forward<Ts>(xs)...)
+    .receive([&]() { text = "no error"; },
+             [&](caf::error& err) {
+               text = err == caf::sec::unexpected_response ? "no error"
+                                                           : actors::describe(err, self->system());
+             });
+  return text;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+/// A node's hello answered with a node_info: it is alive and serving.
+bool node_serves(caf::scoped_actor& self, const actors::node_actor& node) {
+  bool ok = false;
+  self->request(node, 10s, actors::hello_atom::value, std::uint64_t{1}, actors::protocol_version,
+                actors::wire_probe())
+    .receive([&](std::uint64_t, const actors::node_info& info) { ok = info.threads > 0; },
+             [](caf::error&) {});
+  return ok;
+}
+
+const model::model_shape shape{model::model_kind::softmax, 20, 3};
+
+/// An honest driver: 4 shards of `data` shipped to the node, the objective and gradient at 8 fixed
+/// thetas; `attack(cluster, objective, k)` runs before evaluation k. Returns every bit it saw.
+std::vector<double> honest_run(actors::runtime& rt, const actors::endpoint& node,
+                               const std::shared_ptr<const model::dataset>& data,
+                               const std::function<void(actors::sharded_objective&, int)>& attack) {
+  auto cluster = actors::cluster::connect(rt, {node});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_rows(data->rows(), 4),
+                                 {0, 0, 0, 0}, 30s, {});
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  std::vector<double> bits;
+  for (int k = 0; k < 8; ++k) {
+    if (attack)
+      attack(*objective, k);
+    const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.1 * k, 0.05 * k);
+    Eigen::VectorXd grad;
+    auto f = objective->evaluate(theta, grad);
+    REQUIRE_MESSAGE(f.ok(), f.error().message());
+    bits.push_back(*f);
+    bits.insert(bits.end(), grad.data(), grad.data() + grad.size());
+  }
+  return bits;
+}
+
+actors::endpoint endpoint_of(const node_process& node) {
+  return {"127.0.0.1", static_cast<std::uint16_t>(node.port)};
+}
+
+/// A node-local request for part `part` of `parts` of `spec`.
+actors::part_message part_of(const std::string& spec, std::int64_t part = 0, std::int64_t parts = 1) {
+  actors::part_message message;
+  message.request.spec = spec;
+  message.request.part = part;
+  message.request.parts = parts;
+  return message;
+}
+
+} // namespace
+
+TEST_CASE("a hostile client cannot end, misuse or overload a node, and the honest driver's result "
+          "is unchanged") {
+  temp_dir root;
+  temp_dir outside;
+  // A secret outside the data root, a link to it inside, and a malformed file inside whose bad
+  // field must not be quoted back to a peer.
+  const auto secret = outside.write("secret.csv", "TOPSECRET,1,2\n");
+  std::filesystem::create_symlink(secret, root.path() / "link.csv");
+  root.write("bad.csv", "0,1,2\nSHOULDNOTLEAK,2,3\n");
+  node_process node{{"--data-root", root.path().string(), "--max-shards-per-driver", "6",
+                     "--max-shards", "11", "--max-gib-per-driver", "0.0001"}};
+  node_process rootless;
+  const auto data = make_problem(1, 600, 20, 3);
+  auto rt = network_runtime();
+  const auto undisturbed = honest_run(rt, endpoint_of(node), data, {});
+
+  auto connected = actors::connect_to<actors::node_actor>(rt, endpoint_of(node), "a shardopt node");
+  REQUIRE(connected.ok());
+  const auto target = *connected;
+  auto evil = std::make_unique<caf::scoped_actor>(rt.system());
+  auto& self = *evil;
+  const auto token = actors::access_token::random();
+  std::vector<std::string> refusals;
+
+  auto attack = [&](actors::sharded_objective& honest, int k) {
+    const auto& shards = actors::shards_of(honest);
+    const actors::dense_vector theta{Eigen::VectorXd::Zero(shape.dimension())};
+    switch (k) {
+      case 1: {  // Exit and kill messages, to the node and to the honest driver's shards.
+        for (auto reason : {caf::exit_reason::kill, caf::exit_reason::user_shutdown}) {
+          self->send_exit(target, reason);
+          caf::anon_send_exit(target, reason);
+          for (const auto& shard : shards) {
+            self->send_exit(shard, reason);
+            caf::anon_send_exit(shard, reason);
+          }
+        }
+        REQUIRE(node_serves(self, target));  // processed after the exits: they were dropped
+        break;
+      }
+      case 2: {  // Requests to another driver's shards, without its token.
+        for (const auto& shard : shards) {
+          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, theta));
+          CHECK(contains(refusals.back(), "belongs to another driver"));
+          refusals.push_back(error_of(self, shard, actors::quality_atom::value, token, std::uint64_t{1}, theta));
+          CHECK(contains(refusals.back(), "belongs to another driver"));
+        }
+        break;
+      }
+      case 3: {  // Another protocol version, another floating-point format.
+        refusals.push_back(error_of(self, target, actors::hello_atom::value, std::uint64_t{1},
+                                    std::uint32_t{999}, actors::wire_probe()));
+        CHECK(contains(refusals.back(), "version 999"));
+        CHECK(contains(refusals.back(), "version " + std::to_string(actors::protocol_version)));
+        refusals.push_back(error_of(self, target, actors::hello_atom::value, std::uint64_t{1},
+                                    actors::protocol_version, std::vector<char>(12, '\x7f')));
+        CHECK(contains(refusals.back(), "floating-point format"));
+        break;
+      }
+      case 4: {  // Path traversal in node-local requests.
+        for (const std::string& spec : {std::string{"../../../../etc/passwd"}, std::string{"/etc/passwd"},
+                                       std::string{secret}, std::string{"link.csv"},
+                                       std::string{"fashion-mnist"}}) {
+          refusals.push_back(error_of(self, target, actors::scan_atom::value, std::uint64_t{1}, token,
+                                      part_of(spec)));
+          INFO(spec << ": " << refusals.back());
+          CHECK(contains(refusals.back(), "outside this node's data root"));
+          CHECK_FALSE(contains(refusals.back(), "TOPSECRET"));
+          CHECK_FALSE(contains(refusals.back(), "root:"));
+        }
+        refusals.push_back(error_of(self, target, actors::scan_atom::value, std::uint64_t{1}, token,
+                                    part_of("bad.csv")));
+        CHECK(contains(refusals.back(), "bad.csv"));  // names the file and line ...
+        CHECK_FALSE(contains(refusals.back(), "SHOULDNOTLEAK"));  // ... but quotes nothing of it
+        auto other = actors::connect_to<actors::node_actor>(rt, endpoint_of(rootless), "a shardopt node");
+        REQUIRE(other.ok());
+        refusals.push_back(error_of(self, *other, actors::scan_atom::value, std::uint64_t{1}, token,
+                                    part_of("bad.csv")));
+        CHECK(contains(refusals.back(), "serves no node-local data"));
+        break;
+      }
+      case 5: {  // Absurd part, feature and dimension values.
+        for (auto [part, parts] : {std::pair<std::int64_t, std::int64_t>{-1, 4}, {4, 4}, {0, 0},
+                                   {0, std::int64_t{1} << 40}}) {
+          refusals.push_back(error_of(self, target, actors::scan_atom::value, std::uint64_t{1}, token,
+                                      part_of("bad.csv", part, parts)));
+          CHECK(contains(refusals.back(), "is not a valid part"));
+        }
+        auto features = part_of("bad.csv");
+        features.request.options.features = std::int64_t{1} << 50;
+        refusals.push_back(error_of(self, target, actors::scan_atom::value, std::uint64_t{1}, token, features));
+        CHECK(contains(refusals.back(), "invalid read options"));
+        actors::part_shard_spec huge;
+        huge.request = part_of("bad.csv").request;
+        huge.shape = {model::model_kind::softmax, std::int64_t{1} << 26, std::int64_t{1} << 26};
+        refusals.push_back(error_of(self, target, actors::spawnpart_atom::value, std::uint64_t{1}, token, huge));
+        CHECK(contains(refusals.back(), "exceeds this node's limit"));
+        actors::shard_spec overflow{{model::model_kind::softmax, std::int64_t{1} << 62, 4},
+                                    actors::data_block{data, {0, 10}}};
+        refusals.push_back(error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, overflow));
+        CHECK(contains(refusals.back(), "bad model shape"));
+        break;
+      }
+      case 6: {  // A spawn flood: per-driver, total and byte limits.
+        const actors::shard_spec small{shape, actors::data_block{data, {0, 20}}};
+        int created = 0;
+        std::string refused;
+        for (int i = 0; i < 20 && refused.empty(); ++i) {
+          auto text = error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, small);
+          if (text == "no error")
+            ++created;
+          else
+            refused = text;
+        }
+        CHECK(created == 6);
+        CHECK(contains(refused, "6 shards per driver"));
+        caf::scoped_actor second{rt.system()};  // another driver: 4 + 6 + 1 = 11 shards in all
+        const actors::shard_spec tiny{shape, actors::data_block{data, {0, 2}}};
+        CHECK(error_of(second, target, actors::spawn_atom::value, std::uint64_t{1}, token, tiny) == "no error");
+        CHECK(contains(error_of(second, target, actors::spawn_atom::value, std::uint64_t{1}, token, tiny),
+                       "limit of 11 shards"));
+        const auto big_data = make_problem(2, 4000, 20, 3);
+        caf::scoped_actor third{rt.system()};
+        evil.reset();  // this driver goes away: the node frees its 6 shards
+        const actors::shard_spec big{shape, actors::data_block{big_data, {0, 4000}}};
+        std::string big_text;
+        for (int attempt = 0; attempt < 500; ++attempt) {  // until the node has noticed
+          big_text = error_of(third, target, actors::spawn_atom::value, std::uint64_t{1}, token, big);
+          if (!contains(big_text, "shards"))
+            break;
+          std::this_thread::sleep_for(10ms);
+        }
+        CHECK(contains(big_text, "bytes per driver"));
+        break;
+      }
+      default:
+        break;
+    }
+  };
+  const auto attacked = honest_run(rt, endpoint_of(node), data, attack);
+  REQUIRE(attacked.size() == undisturbed.size());
+  CHECK(std::memcmp(attacked.data(), undisturbed.data(), sizeof(double) * attacked.size()) == 0);
+  CHECK(refusals.size() >= 20);
+  CHECK(node.process->running());
+  CHECK(rootless.process->running());
+  node.process->signal(SIGTERM);
+  CHECK(node.process->wait(10s).exit_code == 0);
+}
+
+TEST_CASE("a node whose actor is killed ends its service with an error within a second") {
+  auto rt = network_runtime();
+  actors::node_limits limits;
+  auto service = actors::node_service::start(rt, "127.0.0.1", 0, limits);
+  REQUIRE(service.ok());
+  auto node = actors::connect_to<actors::node_actor>(
+    rt, {"127.0.0.1", service->port()}, "a shardopt node");
+  REQUIRE(node.ok());
+  {
+    // From this process (a bug, or an out-of-memory kill of its thread): the guard lets it through.
+    caf::scoped_actor self{rt.system()};
+    self->send_exit(*node, caf::exit_reason::kill);
+  }
+  const auto started = std::chrono::steady_clock::now();
+  auto served = service->serve();
+  CHECK(std::chrono::steady_clock::now() - started < 1s);
+  REQUIRE_FALSE(served.ok());
+  CHECK(contains(served.error().message(), "the node actor ended"));
+}
+
+namespace {
+
+/// A `shardopt ps-task --job_name ps` on 127.0.0.1 (one PS of a job with one worker).
+struct ps_process {
+  ps_process() : port(shardopt::test::free_port()) {
+    process = std::make_unique<background_process>(std::vector<std::string>{
+      shardopt::test::shardopt_binary(), "ps-task", "--ps_hosts", endpoint().text(), "--worker_hosts",
+      "127.0.0.1:1", "--job_name", "ps", "--task_index", "0", "--startup-timeout", "120"});
+    // No wait here: connecting retries a refused connection until the PS listens.
+  }
+  actors::endpoint endpoint() const { return {"127.0.0.1", static_cast<std::uint16_t>(port)}; }
+  int port;
+  std::unique_ptr<background_process> process;
+};
+
+actors::ps_job honest_job() {
+  actors::ps_job job;
+  job.shape = shape;
+  job.lambda = 1e-3;
+  job.rule.kind = shardopt::optimizer::update_kind::adam;
+  job.rule.rate.initial = 0.01;
+  job.batch_size = 32;
+  job.sync = true;
+  job.workers = 1;
+  job.replicas_to_aggregate = 1;
+  job.last_step = 300;
+  job.seed = 5;
+  job.token = actors::access_token::from_text("the honest job");
+  return job;
+}
+
+} // namespace
+
+TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and the honest job's "
+          "theta is unchanged") {
+  const auto data = make_problem(3, 800, 20, 3);
+  const auto job = honest_job();
+  const actors::worker_task task{0, data, {0, 800}, 1.0};
+  const actors::chief_options chief;
+  auto rt = network_runtime();
+  auto train = [&](const actors::endpoint& where) {
+    auto group = actors::connect_parameter_servers(rt, {where}, 30s);
+    REQUIRE_MESSAGE(group.ok(), group.error().message());
+    return actors::run_remote_worker(rt, *group, job, task, &chief);
+  };
+  ps_process quiet;
+  auto undisturbed = train(quiet.endpoint());
+  REQUIRE_MESSAGE(undisturbed.ok(), undisturbed.error().message());
+  CHECK(quiet.process->wait(30s).exit_code == 0);
+
+  ps_process server;
+  auto connected =
+    actors::connect_to<actors::ps_actor>(rt, server.endpoint(), "a shardopt parameter server", 30s);
+  REQUIRE(connected.ok());
+  const auto ps = *connected;
+  caf::scoped_actor self{rt.system()};
+  // Before the chief: a leftover worker of another job may say hello, but its claim is dropped
+  // when the chief initialises the PS with this job's token.
+  const auto stale_token = actors::access_token::from_text("an earlier job");
+  CHECK(error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
+                 actors::ps_hello{actors::protocol_version, actors::wire_probe(), stale_token, 5})
+        == "no error");
+  CHECK(contains(error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
+                          actors::ps_hello{999, actors::wire_probe(), stale_token, 3}),
+                 "version 999"));
+  // Not the chief: cannot initialise.
+  CHECK(contains(error_of(self, ps, actors::psinit_atom::value, std::uint64_t{1}, stale_token,
+                          actors::ps_config{}, actors::ps_snapshot{}),
+                 "only the chief"));
+
+  auto honest = std::async(std::launch::async, [&] { return train(server.endpoint()); });
+  // Wait until the chief has initialised the PS (its pull answers refuse other tokens from then on).
+  bool running = false;
+  for (int attempt = 0; attempt < 3000 && !running; ++attempt) {
+    running = contains(error_of(self, ps, actors::pull_atom::value, std::uint64_t{1}, stale_token),
+                       "another job's token");
+    if (!running)
+      std::this_thread::sleep_for(1ms);
+  }
+  REQUIRE(running);
+  const actors::dense_vector grad{Eigen::VectorXd::Constant(shape.dimension(), 1e6)};
+  std::vector<std::string> refusals{
+    error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 0}),
+    error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), stale_token, 0}),
+    error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 7}),
+    error_of(self, ps, actors::psinit_atom::value, std::uint64_t{1}, job.token, actors::ps_config{},
+             actors::ps_snapshot{}),
+    error_of(self, ps, actors::push_atom::value, std::uint64_t{1}, job.token, std::uint32_t{0},
+             std::int64_t{0}, 1.0, std::int64_t{1}, grad),
+    error_of(self, ps, actors::push_atom::value, std::uint64_t{1}, stale_token, std::uint32_t{5},
+             std::int64_t{0}, 1.0, std::int64_t{1}, grad),
+    error_of(self, ps, actors::clock_atom::value, std::uint64_t{1}, job.token, std::uint32_t{0},
+             std::int64_t{1}),
+    error_of(self, ps, actors::psstate_atom::value, std::uint64_t{1}, stale_token),
+    error_of(self, ps, actors::psfail_atom::value, std::uint64_t{1}, stale_token, std::string{"boom"}),
+    error_of(self, ps, actors::psfail_atom::value, std::uint64_t{1}, job.token, std::string{"boom"}),
+    error_of(self, ps, actors::bye_atom::value, std::uint64_t{1}, job.token, std::uint32_t{0}),
+    error_of(self, ps, actors::psstop_atom::value, std::uint64_t{1}, job.token),
+  };
+  for (const auto& text : refusals) {
+    INFO(text);
+    CHECK(text != "no error");
+    CHECK(text != "no reply");
+  }
+  CHECK(contains(refusals[0], "already claimed"));
+  CHECK(contains(refusals[1], "another job's token"));
+  CHECK(contains(refusals[2], "not one of the job's 1 workers"));
+  for (auto reason : {caf::exit_reason::kill, caf::exit_reason::user_shutdown}) {
+    self->send_exit(ps, reason);
+    caf::anon_send_exit(ps, reason);
+  }
+  auto attacked = honest.get();
+  REQUIRE_MESSAGE(attacked.ok(), attacked.error().message());
+  CHECK(attacked->step == undisturbed->step);
+  REQUIRE(attacked->theta.size() == undisturbed->theta.size());
+  CHECK(std::memcmp(attacked->theta.data(), undisturbed->theta.data(),
+                    sizeof(double) * attacked->theta.size()) == 0);
+  CHECK(server.process->wait(30s).exit_code == 0);
+}

@@ -1,0 +1,33 @@
+#pragma once
+
+// A `shardopt node` process on 127.0.0.1 with an OS-chosen port, for tests that drive nodes.
+// Stopped (SIGKILL) when destroyed, if still running.
+
+#include "support/process.hpp"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace shardopt::test {
+
+struct node_process {
+  explicit node_process(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args{shardopt_binary(), "node", "--port", "0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    process = std::make_unique<background_process>(args);
+    REQUIRE(process->wait_for_output("listening on", std::chrono::seconds{20}));
+    std::smatch match;
+    const auto out = process->out();
+    REQUIRE(std::regex_search(out, match, std::regex{"listening on 127\\.0\\.0\\.1:([0-9]+)"}));
+    port = std::stoi(match[1]);
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port); }
+  std::unique_ptr<background_process> process;
+  int port = 0;
+};
+
+} // namespace shardopt::test
