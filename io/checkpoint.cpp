@@ -1,4 +1,5 @@
 #include "io/checkpoint.hpp"
+#include "io/atomic_file.hpp"
 #include "io/model_archive.hpp"
 
 #include <boost/archive/archive_exception.hpp>
@@ -69,7 +70,7 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
   std::filesystem::create_directories(directory, ec);
   if (ec)
     return fail(directory + ": cannot create the checkpoint directory: " + ec.message());
-  auto written = detail::write_atomically(path, "checkpoint", [&](std::ostream& stream) {
+  auto written = stream_file_atomically(path, [&](std::ostream& stream) {
     boost::archive::text_oarchive archive{stream};
     const auto slot_count = static_cast<std::int64_t>(state.slots.size());
     archive << magic << format_version << state.step << state.rule << state.updates << slot_count;

@@ -26,9 +26,10 @@ struct checkpoint {
 /// The file name of the checkpoint at `step` inside a directory: "ckpt-000000001234.txt".
 std::string checkpoint_name(std::int64_t step);
 
-/// Writes `state` into `directory` (created if missing) as `checkpoint_name(state.step)`: to a
-/// temporary file, flushed to disk, renamed. Then deletes all but the newest `keep` checkpoints
-/// (keep <= 0 keeps all). Returns the path written. Errors name the file.
+/// Writes `state` into `directory` (created if missing) as `checkpoint_name(state.step)` through
+/// `stream_file_atomically` (a crash or a full disk never leaves a partial checkpoint). Then deletes
+/// all but the newest `keep` checkpoints (keep <= 0 keeps all). Returns the path written. Errors
+/// name the file and the cause (errno text).
 result<std::string> save_checkpoint(const std::string& directory, const checkpoint& state, int keep);
 
 /// Reads a checkpoint; errors name the file (missing, not a checkpoint, truncated, inconsistent).

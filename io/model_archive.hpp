@@ -77,9 +77,4 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
   }
 }
 
-/// Writes through `write` to `path`.tmp (C locale), flushes, closes and renames it over `path`, so a
-/// crash never leaves a half-written file; errors say which `what` could not be saved where.
-result<void> write_atomically(const std::string& path, const std::string& what,
-                              const std::function<void(std::ostream&)>& write);
-
 } // namespace shardopt::io::detail

@@ -1,4 +1,5 @@
 #include "io/model_file.hpp"
+#include "io/atomic_file.hpp"
 #include "io/model_archive.hpp"
 
 #include <boost/archive/archive_exception.hpp>
@@ -6,9 +7,6 @@
 #include <boost/archive/text_oarchive.hpp>
 #include <boost/serialization/array_wrapper.hpp>
 #include <boost/serialization/string.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -34,8 +32,6 @@ constexpr int format_version = 1;
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
 constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
-
-
 
 } // namespace
 
@@ -120,47 +116,12 @@ result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, co
   return model;
 }
 
-result<void> write_atomically(const std::string& path, const std::string& what,
-                              const std::function<void(std::ostream&)>& write) {
-  const std::string temporary = path + ".tmp";
-  const auto give_up = [&](const std::string& why) -> result<void> {
-    std::error_code ec;
-    std::filesystem::remove(temporary, ec);
-    return fail(path + ": cannot save the " + what + ": " + why);
-  };
-  try {
-    std::ofstream stream{temporary, std::ios::out | std::ios::trunc};
-    if (!stream)
-      return give_up("cannot create " + temporary + ": " + std::strerror(errno));
-    stream.imbue(std::locale::classic()); // numbers in the C format whatever the global locale
-    // The archive writes its last bytes when it goes out of scope, before the flush.
-    write(stream);
-    stream.flush();
-    stream.close();
-    if (!stream)
-      return give_up("write error on " + temporary);
-    // Flush to the disk too, so that after the rename a power cut leaves the old or the new file.
-    if (const int fd = ::open(temporary.c_str(), O_RDONLY); fd >= 0) {
-      ::fsync(fd);
-      ::close(fd);
-    }
-  } catch (const boost::archive::archive_exception& e) {
-    return give_up(e.what());
-  } catch (const std::exception& e) {
-    return give_up(e.what());
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    return give_up("cannot rename " + temporary + ": " + std::strerror(errno));
-  return {};
-}
-
 } // namespace detail
 
 result<void> save_model(const std::string& path, const saved_model& model) {
   if (auto consistent = check_consistent(model); !consistent)
     return consistent.error().with_context(path + ": cannot save the model");
-  return detail::write_atomically(path, "model",
-                                  [&](std::ostream& stream) { write_archive(stream, model); });
+  return stream_file_atomically(path, [&](std::ostream& stream) { write_archive(stream, model); });
 }
 
 result<saved_model> load_model(const std::string& path) {
