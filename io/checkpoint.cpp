@@ -114,17 +114,20 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
 
 result<checkpoint> load_checkpoint(const std::string& path) {
   return detail::read_archive_file<checkpoint>(
-    path, magic, format_version, "checkpoint", [&](boost::archive::text_iarchive& archive) -> result<checkpoint> {
+    path, magic, format_version, "checkpoint", [&](detail::archive_reader& archive) -> result<checkpoint> {
       checkpoint state;
       std::int64_t slot_count = 0;
-      archive >> state.step >> state.rule >> state.updates >> slot_count;
+      archive >> state.step;
+      if (auto rule = archive.load_string(state.rule); !rule)
+        return rule.error().with_context(path + ": truncated or corrupt checkpoint: rule name");
+      archive >> state.updates >> slot_count;
       if (state.step < 0 || state.updates < 0 || slot_count < 0 ||
           slot_count > static_cast<std::int64_t>(max_slots))
         return fail(path + ": corrupt checkpoint: invalid step or optimizer state");
       state.slots.resize(static_cast<std::size_t>(slot_count));
       for (auto& slot : state.slots)
-        if (!detail::load_vector(archive, slot, std::int64_t{1} << 40))
-          return fail(path + ": corrupt checkpoint: invalid optimizer slot");
+        if (auto loaded = archive.load_vector(slot, std::int64_t{1} << 40); !loaded)
+          return loaded.error().with_context(path + ": truncated or corrupt checkpoint: optimizer slot");
       auto model = detail::read_model_fields(archive, path);
       if (!model)
         return model.error().with_context(path + ": corrupt checkpoint");

@@ -87,7 +87,7 @@ result<void> check_consistent(const saved_model& model) {
 
 namespace detail {
 
-result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, const std::string& path) {
+result<saved_model> read_model_fields(archive_reader& archive, const std::string& path) {
   saved_model model;
   int kind = 0;
   archive >> kind >> model.shape.features >> model.shape.outputs;
@@ -95,21 +95,26 @@ result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, co
       model.shape.outputs < 1 || model.shape.outputs > max_outputs)
     return fail(path + ": corrupt model file: invalid shape");
   model.shape.kind = static_cast<model::model_kind>(kind);
-  if (!load_vector(archive, model.theta, model.shape.dimension()))
-    return fail(path + ": corrupt model file: theta has more than the " +
-                std::to_string(model.shape.dimension()) + " entries the shape needs");
+  const auto corrupt = [&](const failure& why, const std::string& field) {
+    return why.with_context(path + ": truncated or corrupt model file: " + field);
+  };
+  if (auto loaded = archive.load_vector(model.theta, model.shape.dimension()); !loaded)
+    return corrupt(loaded.error(), "theta");
   int label_kind = 0;
   archive >> label_kind;
-  if (!valid_kind(label_kind) || !load_vector(archive, model.labels.classes, max_outputs))
+  if (!valid_kind(label_kind))
     return fail(path + ": corrupt model file: invalid label encoding");
+  if (auto loaded = archive.load_vector(model.labels.classes, max_outputs); !loaded)
+    return corrupt(loaded.error(), "label classes");
   model.labels.kind = static_cast<model::model_kind>(label_kind);
   archive >> model.scaling.factor;
-  if (!load_vector(archive, model.scaling.mean, model.shape.features) ||
-      !load_vector(archive, model.scaling.inv_std, model.shape.features))
-    return fail(path + ": corrupt model file: invalid feature scaling");
+  if (auto loaded = archive.load_vector(model.scaling.mean, model.shape.features); !loaded)
+    return corrupt(loaded.error(), "scaling means");
+  if (auto loaded = archive.load_vector(model.scaling.inv_std, model.shape.features); !loaded)
+    return corrupt(loaded.error(), "scaling inverse deviations");
   std::string file_end;
-  archive >> model.lambda >> file_end;
-  if (file_end != end_marker)
+  archive >> model.lambda;
+  if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
     return fail(path + ": truncated or corrupt model file: no end marker");
   if (auto consistent = check_consistent(model); !consistent)
     return consistent.error().with_context(path + ": corrupt model file");
@@ -126,7 +131,7 @@ result<void> save_model(const std::string& path, const saved_model& model) {
 
 result<saved_model> load_model(const std::string& path) {
   return detail::read_archive_file<saved_model>(path, magic, format_version, "model file",
-                                                [&](boost::archive::text_iarchive& archive) {
+                                                [&](detail::archive_reader& archive) {
                                                   return detail::read_model_fields(archive, path);
                                                 });
 }

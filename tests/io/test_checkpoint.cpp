@@ -3,6 +3,7 @@
 
 #include "io/checkpoint.hpp"
 #include "support/files.hpp"
+#include "support/memory.hpp"
 
 #include <doctest/doctest.h>
 
@@ -122,7 +123,7 @@ TEST_CASE("the newest readable checkpoint is found past corrupt newer ones, each
   const auto text = shardopt::test::slurp(*newest);
   shardopt::test::write_file(*newest, text.substr(0, text.size() / 2));
   const auto garbage = dir.path() / io::checkpoint_name(300);
-  shardopt::test::write_file(garbage, "22 serialization::archive 19 99999999999 x");
+  shardopt::test::write_file(garbage, "22 serialization::archive 18 99999999999 x");
   const auto overflow = dir.path() / "ckpt-123456789012345678901234.txt";
   shardopt::test::write_file(overflow, "not read");
 
@@ -156,4 +157,21 @@ TEST_CASE("a checkpoint directory that cannot be listed is a failure naming it")
   auto found = io::newest_readable_checkpoint(file);
   REQUIRE_FALSE(found.ok());
   CHECK(found.error().message().rfind(file + ": cannot list the checkpoint directory: ", 0) == 0);
+}
+
+TEST_CASE("a hostile small checkpoint declaring a huge rule name or slot is refused without allocating it") {
+  temp_dir dir;
+  const auto before = test::peak_rss_bytes();
+  const auto rule = dir.write("rule.txt", "22 serialization::archive 18 19 shardopt-checkpoint 1 5 3000000000 adam");
+  auto r = io::load_checkpoint(rule);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message() == rule + ": truncated or corrupt checkpoint: rule name: a string of 3000000000 "
+                               "characters, more than the 5 bytes left in the file");
+  const auto slot = dir.write("slot.txt", "22 serialization::archive 18 19 shardopt-checkpoint 1 5 4 adam 1 1 500000000 1");
+  auto s = io::load_checkpoint(slot);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message().rfind(slot + ": truncated or corrupt checkpoint: optimizer slot: a size of 500000000", 0) == 0);
+  const auto growth = test::peak_rss_bytes() - before;
+  MESSAGE("peak RSS growth reading hostile checkpoints: " << growth / 1024 << " KiB");
+  CHECK(growth < test::hostile_file_memory_bound);
 }
