@@ -110,7 +110,7 @@ result<raw_dataset> detail::parse_libsvm(const std::string& path, std::string_vi
 
 
 result<raw_dataset> read_libsvm(const std::string& path, const read_options& options) {
-  auto text = detail::read_whole_file(path);
+  auto text = detail::read_whole_file(path, options.max_decompressed);
   if (!text)
     return text.error();
   return detail::parse_libsvm(path, text.value(), options);
