@@ -5,6 +5,9 @@
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <fstream>
+#include <limits>
+#include <string>
 
 namespace shardopt::test {
 
@@ -15,6 +18,23 @@ inline std::int64_t peak_rss_bytes() {
   rusage usage{};
   ::getrusage(RUSAGE_SELF, &usage);
   return static_cast<std::int64_t>(usage.ru_maxrss) * 1024;
+}
+
+/// The largest virtual memory size this process has had so far, in bytes (VmPeak in
+/// /proc/self/status; 0 where there is none). Unlike the RSS it also counts allocations that were
+/// never touched, which the RSS misses until something writes to them.
+inline std::int64_t peak_virtual_bytes() {
+  std::ifstream status{"/proc/self/status"};
+  std::string key;
+  while (status >> key) {
+    if (key == "VmPeak:") {
+      std::int64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
 }
 
 /// The bound hostile-file tests hold readers to: far below what any of their headers claims.
