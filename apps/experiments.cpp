@@ -141,7 +141,8 @@ std::string host_name() {
   return buffer;
 }
 
-/// Starts `shardopt run` for one run folder; the child dies with the sweep.
+/// Starts `shardopt run` for one run folder; the child dies with the sweep, and exits with 126 when
+/// it cannot open its output files.
 pid_t start_run(const fs::path& exe, const fs::path& dir) {
   const pid_t pid = ::fork();
   if (pid != 0)
@@ -149,8 +150,9 @@ pid_t start_run(const fs::path& exe, const fs::path& dir) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   const int out = ::open((dir / "summary.json.part").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = ::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ::dup2(out, 1);
-  ::dup2(err, 2);
+  // Output that cannot go to the run's files must not go to the sweep's: the run fails instead.
+  if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+    std::_Exit(126);
   const std::string config = (dir / "config.toml").string();
   const std::string metrics = (dir / "metrics.jsonl").string();
   std::vector<const char*> argv{"shardopt", "run", config.c_str(), "--metrics", metrics.c_str(), "--json", nullptr};
