@@ -1,6 +1,7 @@
 #include "apps/experiments.hpp"
 
 #include "apps/summary.hpp"
+#include "io/atomic_file.hpp"
 #include "io/report.hpp"
 
 #include <nlohmann/json.hpp>
@@ -11,13 +12,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -40,10 +44,27 @@ std::string slurp(const fs::path& path) {
   return text.str();
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  const auto temporary = path.string() + ".tmp";
-  std::ofstream{temporary, std::ios::trunc} << text;
-  fs::rename(temporary, path);
+/// Writes `text` to `path` atomically (io::write_file_atomically); a failure is one line on stderr
+/// naming the file ("sweep: out/results.csv: cannot write: ...") and false.
+bool write_or_warn(const fs::path& path, const std::string& text) {
+  auto written = io::write_file_atomically(path, text);
+  if (!written)
+    std::fprintf(stderr, "sweep: %s\n", written.error().message().c_str());
+  return written.ok();
+}
+
+/// JSON text; invalid UTF-8 (a child's stderr cut mid-character) is replaced, never thrown on.
+std::string dump(const json& value, int indent = -1) {
+  return value.dump(indent, ' ', false, json::error_handler_t::replace);
+}
+
+/// The status row of a finished run: its status.json, a JSON object with a "status". A missing,
+/// unreadable or truncated status.json means the run has not finished and is to be (re)done.
+std::optional<json> finished_status(const fs::path& dir) {
+  json row = json::parse(slurp(dir / "status.json"), nullptr, false);
+  if (row.is_discarded() || !row.is_object() || !row.contains("status"))
+    return std::nullopt;
+  return row;
 }
 
 /// A scalar TOML value as JSON (strings, numbers, booleans; anything else as its TOML text).
@@ -120,7 +141,8 @@ std::string host_name() {
   return buffer;
 }
 
-/// Starts `shardopt run` for one run folder; the child dies with the sweep.
+/// Starts `shardopt run` for one run folder; the child dies with the sweep, and exits with 126 when
+/// it cannot open its output files.
 pid_t start_run(const fs::path& exe, const fs::path& dir) {
   const pid_t pid = ::fork();
   if (pid != 0)
@@ -128,8 +150,9 @@ pid_t start_run(const fs::path& exe, const fs::path& dir) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   const int out = ::open((dir / "summary.json.part").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int err = ::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  ::dup2(out, 1);
-  ::dup2(err, 2);
+  // Output that cannot go to the run's files must not go to the sweep's: the run fails instead.
+  if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+    std::_Exit(126);
   const std::string config = (dir / "config.toml").string();
   const std::string metrics = (dir / "metrics.jsonl").string();
   std::vector<const char*> argv{"shardopt", "run", config.c_str(), "--metrics", metrics.c_str(), "--json", nullptr};
@@ -142,11 +165,10 @@ void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
   std::vector<json> rows;
   for (const auto& run : plan) {
     const auto dir = out / run.name;
-    if (!fs::exists(dir / "status.json"))
+    auto status = finished_status(dir);
+    if (!status)
       continue;
-    json row = json::parse(slurp(dir / "status.json"), nullptr, false);
-    if (row.is_discarded())
-      continue;
+    json row = std::move(*status);
     row["run"] = run.name;
     row["dir"] = run.name;
     row["repeat"] = run.repeat;
@@ -155,19 +177,16 @@ void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
       params[key] = json_of_literal(literal);
     row["params"] = params;
     row["config"] = slurp(dir / "config.toml");
-    json summary = nullptr;
-    if (fs::exists(dir / "summary.json")) {
-      summary = json::parse(slurp(dir / "summary.json"), nullptr, false);
-      if (summary.is_discarded())
-        summary = nullptr;
-    }
+    json summary = json::parse(slurp(dir / "summary.json"), nullptr, false);  // "" if missing
+    if (summary.is_discarded())
+      summary = nullptr;
     row["summary"] = summary;
     rows.push_back(row);
   }
   std::string lines;
   for (const auto& row : rows)
-    lines += row.dump() + "\n";
-  write_text(out / "results.jsonl", lines);
+    lines += dump(row) + "\n";
+  write_or_warn(out / "results.jsonl", lines);
   // CSV: fixed columns, then every parameter and every scalar summary field seen.
   std::vector<std::string> params, fields;
   for (const auto& row : rows) {
@@ -180,7 +199,7 @@ void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
           fields.push_back(key);
   }
   const auto cell = [](const json& value) {
-    std::string text = value.is_string() ? value.get<std::string>() : value.is_null() ? "" : value.dump();
+    std::string text = value.is_string() ? value.get<std::string>() : value.is_null() ? "" : dump(value);
     if (text.find_first_of(",\"\n") != std::string::npos) {
       std::string quoted = "\"";
       for (char c : text)
@@ -205,7 +224,17 @@ void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
       csv += "," + (row["summary"].is_object() && row["summary"].contains(f) ? cell(row["summary"][f]) : "");
     csv += "\n";
   }
-  write_text(out / "results.csv", csv);
+  write_or_warn(out / "results.csv", csv);
+}
+
+/// write_results, with anything a dependency throws (toml11 re-parsing a literal, nlohmann::json)
+/// reported as one line instead of ending the sweep and its running children.
+void write_results_or_warn(const fs::path& out, const std::vector<planned_run>& plan) {
+  try {
+    write_results(out, plan);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sweep: %s: cannot write the results: %s\n", (out / "results.jsonl").c_str(), e.what());
+  }
 }
 
 } // namespace
@@ -322,11 +351,16 @@ int run_sweep(const sweep_options& options) {
   auto plan = plan_sweep(options.file, options.repeat);
   if (!plan)
     return report_error(plan.error().message());
-  document doc = toml::parse<toml::discard_comments, std::map, std::vector>(options.file);
+  document doc;
+  try {
+    doc = toml::parse<toml::discard_comments, std::map, std::vector>(options.file);
+  } catch (const std::exception& e) {  // plan_sweep read it a moment ago; it may have changed since
+    return report_error(std::string{e.what()});
+  }
   const auto base = base_literals(doc);
   std::int64_t base_seed = 0;
-  if (base.count("seed"))
-    base_seed = std::stoll(base.at("seed"));
+  if (doc.contains("seed") && doc.as_table().at("seed").is_integer())
+    base_seed = doc.as_table().at("seed").as_integer();
   const fs::path out = options.out.empty() ? fs::path{"results"} / fs::path{options.file}.stem() : fs::path{options.out};
   if (options.dry_run) {
     for (const auto& run : *plan)
@@ -337,7 +371,9 @@ int run_sweep(const sweep_options& options) {
   fs::create_directories(out, ec);
   if (ec)
     return report_error(out.string() + ": cannot create the results folder: " + ec.message());
-  const auto exe = fs::read_symlink("/proc/self/exe");
+  const auto exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return report_error("/proc/self/exe: cannot find this program to start runs: " + ec.message());
   const bool repeated = std::any_of(plan->begin(), plan->end(), [](const planned_run& r) { return r.repeat > 0; });
   struct running_run {
     std::size_t index;
@@ -345,8 +381,14 @@ int run_sweep(const sweep_options& options) {
     std::string timestamp;
   };
   std::map<pid_t, running_run> running;
-  std::size_t next = 0, done = 0, failed = 0, skipped = 0;
+  std::size_t next = 0, done = 0, failed = 0, skipped = 0, unstarted = 0;
+  bool stopping = false;  // after a failure to start a run: wait for the running ones, start none
   const auto total = plan->size();
+  // A run that could not be prepared has no status.json, so the next sweep does it again.
+  const auto not_started = [&](const planned_run& run) {
+    ++unstarted;
+    std::fprintf(stderr, "[%zu/%zu] %s: not started\n", done + skipped + unstarted, total, run.name.c_str());
+  };
   auto finish = [&](pid_t pid, int status) {
     const auto run = running.at(pid);
     running.erase(pid);
@@ -357,8 +399,13 @@ int run_sweep(const sweep_options& options) {
     const auto summary = slurp(dir / "summary.json.part");
     if (ok && json::parse(summary, nullptr, false).is_discarded())
       ok = false;
-    if (ok)
-      fs::rename(dir / "summary.json.part", dir / "summary.json");
+    if (ok) {
+      std::error_code renamed;
+      fs::rename(dir / "summary.json.part", dir / "summary.json", renamed);
+      if (renamed)
+        std::fprintf(stderr, "sweep: %s: cannot rename the run's summary into place: %s\n",
+                     (dir / "summary.json").c_str(), renamed.message().c_str());
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - run.started).count();
     json status_row{{"status", ok ? "ok" : "failed"}, {"exit_code", code}, {"seconds", seconds},
                     {"timestamp", run.timestamp}, {"host", host_name()}, {"git_revision", SHARDOPT_GIT_REVISION}};
@@ -366,35 +413,48 @@ int run_sweep(const sweep_options& options) {
       const auto log = slurp(dir / "stderr.log");
       status_row["error"] = log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
     }
-    write_text(dir / "status.json", status_row.dump(2) + "\n");
+    // Without its status.json the run counts as not finished, and the next sweep does it again.
+    write_or_warn(dir / "status.json", dump(status_row, 2) + "\n");
     ++done;
     failed += ok ? 0 : 1;
-    std::fprintf(stderr, "[%zu/%zu] %s: %s (%.1f s)\n", done + skipped, total, planned.name.c_str(),
+    std::fprintf(stderr, "[%zu/%zu] %s: %s (%.1f s)\n", done + skipped + unstarted, total, planned.name.c_str(),
                  ok ? "ok" : ("failed, exit code " + std::to_string(code)).c_str(), seconds);
-    write_results(out, *plan);
+    write_results_or_warn(out, *plan);
   };
   const int parallel = std::max(1, options.parallel);
-  while (next < total || !running.empty()) {
-    while (next < total && static_cast<int>(running.size()) < parallel) {
-      const auto& run = (*plan)[next];
+  while ((next < total && !stopping) || !running.empty()) {
+    while (next < total && !stopping && static_cast<int>(running.size()) < parallel) {
+      const auto& run = (*plan)[next++];
       const auto dir = out / run.name;
-      if (fs::exists(dir / "status.json")) {
+      if (finished_status(dir)) {
         ++skipped;
-        ++next;
         continue;
       }
-      fs::create_directories(dir);
+      std::error_code made;
+      fs::create_directories(dir, made);
+      if (made) {
+        std::fprintf(stderr, "sweep: %s: cannot create the run folder: %s\n", dir.c_str(), made.message().c_str());
+        not_started(run);
+        continue;
+      }
       auto literals = base;
       for (const auto& [key, literal] : run.overrides)
         literals[key] = literal;
       if (repeated)
         literals["seed"] = std::to_string(base_seed + run.repeat);
-      write_text(dir / "config.toml", config_text(literals));
+      if (!write_or_warn(dir / "config.toml", config_text(literals))) {
+        not_started(run);
+        continue;
+      }
       const auto pid = start_run(exe, dir);
-      if (pid < 0)
-        return report_error("cannot start a run: fork failed");
-      running[pid] = {next, std::chrono::steady_clock::now(), timestamp()};
-      ++next;
+      if (pid < 0) {
+        std::fprintf(stderr, "sweep: cannot start run %s: fork: %s; waiting for the %zu running\n", run.name.c_str(),
+                     std::strerror(errno), running.size());
+        not_started(run);
+        stopping = true;
+        break;
+      }
+      running[pid] = {next - 1, std::chrono::steady_clock::now(), timestamp()};
     }
     if (running.empty())
       break;
@@ -402,11 +462,20 @@ int run_sweep(const sweep_options& options) {
     const pid_t pid = ::waitpid(-1, &status, 0);
     if (pid > 0 && running.count(pid))
       finish(pid, status);
+    else if (pid < 0 && errno != EINTR) {  // no children left to wait for: none of ours is running
+      std::fprintf(stderr, "sweep: waitpid: %s\n", std::strerror(errno));
+      break;
+    }
   }
-  write_results(out, *plan);
-  std::fprintf(stderr, "sweep: %zu runs, %zu run now, %zu finished before, %zu failed; results in %s\n", total, done,
-               skipped, failed, (out / "results.jsonl").c_str());
-  return failed == 0 ? 0 : 1;
+  write_results_or_warn(out, *plan);
+  std::string not_run;
+  if (unstarted > 0)
+    not_run += ", " + std::to_string(unstarted) + " not started";
+  if (stopping)
+    not_run += ", " + std::to_string(total - next) + " left after a failed start";
+  std::fprintf(stderr, "sweep: %zu runs, %zu run now, %zu finished before, %zu failed%s; results in %s\n", total,
+               done, skipped, failed, not_run.c_str(), (out / "results.jsonl").c_str());
+  return failed == 0 && unstarted == 0 && !stopping ? 0 : 1;
 }
 
 int run_report(const report_options& options) {
@@ -428,56 +497,62 @@ int run_report(const report_options& options) {
       if (line.empty())
         continue;
       const auto row = json::parse(line, nullptr, false);
-      if (row.is_discarded() || !row.is_object() || !row.contains("run"))
-        return report_error(file.string() + ":" + std::to_string(number) + ": not a results row");
-      io::report_run run;
-      run.name = (files.size() > 1 ? file.parent_path().filename().string() + "/" : "") + row["run"].get<std::string>();
-      run.status = row.value("status", "unknown");
-      run.config = row.value("config", "");
-      for (const auto& [key, value] : row["params"].items())
-        run.columns.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
-      const auto& summary = row["summary"];
-      if (summary.is_object()) {
-        for (const char* key : {"mode", "objective", "train_accuracy", "test_accuracy", "iterations", "steps",
-                                "seconds", "examples_per_second", "stop_reason"})
-          if (summary.contains(key) && !summary[key].is_null())
-            run.columns.emplace_back(key, summary[key].is_string() ? summary[key].get<std::string>()
-                                                                   : summary[key].dump());
-        if (summary.contains("examples_per_second"))
-          run.throughput = summary["examples_per_second"].get<double>();
-        else if (summary.contains("evaluations") && summary.contains("examples") && summary.value("seconds", 0.0) > 0)
-          run.throughput = summary["evaluations"].get<double>() * summary["examples"].get<double>() /
-                           summary["seconds"].get<double>();
-      }
-      // The per-iteration (or per-log-step) metrics of the run.
-      std::istringstream metrics{slurp(file.parent_path() / row.value("dir", "") / "metrics.jsonl")};
-      std::string m;
-      while (std::getline(metrics, m)) {
-        const auto point = json::parse(m, nullptr, false);
-        if (point.is_discarded() || !point.is_object())
-          continue;
-        const double t = point.value("seconds", 0.0);
-        if (point.contains("objective")) {
-          run.steps.push_back(point.value("iteration", 0.0));
-          run.objective.push_back(point["objective"].get<double>());
-          run.seconds.push_back(t);
-        } else if (point.contains("loss")) {
-          run.steps.push_back(point.value("step", 0.0));
-          run.objective.push_back(point["loss"].get<double>());
-          run.seconds.push_back(t);
+      const auto where = file.string() + ":" + std::to_string(number);
+      if (row.is_discarded() || !row.is_object() || !row.contains("run") || !row["run"].is_string())
+        return report_error(where + ": not a results row");
+      // A row of the wrong shape (a number where text belongs) is a json::type_error.
+      try {
+        io::report_run run;
+        run.name = (files.size() > 1 ? file.parent_path().filename().string() + "/" : "") + row["run"].get<std::string>();
+        run.status = row.value("status", "unknown");
+        run.config = row.value("config", "");
+        const auto params = row.value("params", json::object());
+        for (const auto& [key, value] : params.items())
+          run.columns.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+        const auto summary = row.value("summary", json{});
+        if (summary.is_object()) {
+          for (const char* key : {"mode", "objective", "train_accuracy", "test_accuracy", "iterations", "steps",
+                                  "seconds", "examples_per_second", "stop_reason"})
+            if (summary.contains(key) && !summary[key].is_null())
+              run.columns.emplace_back(key, summary[key].is_string() ? summary[key].get<std::string>()
+                                                                     : summary[key].dump());
+          if (summary.contains("examples_per_second"))
+            run.throughput = summary["examples_per_second"].get<double>();
+          else if (summary.contains("evaluations") && summary.contains("examples") && summary.value("seconds", 0.0) > 0)
+            run.throughput = summary["evaluations"].get<double>() * summary["examples"].get<double>() /
+                             summary["seconds"].get<double>();
         }
-        if (point.contains("test_accuracy"))
-          run.accuracy.emplace_back(t, point["test_accuracy"].get<double>());
+        // The per-iteration (or per-log-step) metrics of the run.
+        std::istringstream metrics{slurp(file.parent_path() / row.value("dir", "") / "metrics.jsonl")};
+        std::string m;
+        while (std::getline(metrics, m)) {
+          const auto point = json::parse(m, nullptr, false);
+          if (point.is_discarded() || !point.is_object())
+            continue;
+          const double t = point.value("seconds", 0.0);
+          if (point.contains("objective")) {
+            run.steps.push_back(point.value("iteration", 0.0));
+            run.objective.push_back(point["objective"].get<double>());
+            run.seconds.push_back(t);
+          } else if (point.contains("loss")) {
+            run.steps.push_back(point.value("step", 0.0));
+            run.objective.push_back(point["loss"].get<double>());
+            run.seconds.push_back(t);
+          }
+          if (point.contains("test_accuracy"))
+            run.accuracy.emplace_back(t, point["test_accuracy"].get<double>());
+        }
+        if (summary.is_object() && summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
+          run.accuracy.emplace_back(summary.value("seconds", 0.0), summary["test_accuracy"].get<double>());
+        runs.push_back(std::move(run));
+      } catch (const json::exception& e) {
+        return report_error(where + ": not a results row (" + e.what() + ")");
       }
-      if (summary.is_object() && summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
-        run.accuracy.emplace_back(summary.value("seconds", 0.0), summary["test_accuracy"].get<double>());
-      runs.push_back(std::move(run));
     }
   }
   const auto html = io::render_report(runs, "shardopt report: " + options.results);
-  std::ofstream stream{options.output, std::ios::trunc};
-  if (!(stream << html))
-    return report_error(options.output + ": cannot write the report");
+  if (auto written = io::write_file_atomically(options.output, html); !written)
+    return report_error(written.error().message());
   std::fprintf(stderr, "report: %zu runs -> %s\n", runs.size(), options.output.c_str());
   return 0;
 }

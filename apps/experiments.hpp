@@ -25,8 +25,12 @@ result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_
 
 /// `shardopt sweep`: runs the planned runs one after another (or `parallel` at a time) as
 /// `shardopt run` child processes, each in its own folder (config.toml, metrics.jsonl,
-/// summary.json, stderr.log, status.json), skipping runs whose status.json exists, and rewrites
-/// results.jsonl and results.csv after every run. Exit code 0 when every run succeeded.
+/// summary.json, stderr.log, status.json), skipping runs whose status.json holds a status (a
+/// missing, unreadable or truncated one means "not finished": the run is done again), and rewrites
+/// results.jsonl and results.csv after every run. Every file is replaced atomically; a write or a
+/// folder that fails is one line on stderr naming it, and the sweep goes on (a run it could not
+/// prepare is not started and is done by the next sweep). When a run cannot be started (fork fails)
+/// the sweep starts no more and waits for the running ones. Exit code 0 when every run succeeded.
 int run_sweep(const sweep_options& options);
 
 /// `shardopt report`: one self-contained HTML file from the results.jsonl files under a folder.

@@ -1,10 +1,12 @@
 #include "io/checkpoint.hpp"
+#include "io/atomic_file.hpp"
 #include "io/model_archive.hpp"
 
 #include <boost/archive/archive_exception.hpp>
 #include <boost/serialization/string.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -26,28 +28,51 @@ constexpr std::size_t max_slots = 8;
 const std::string prefix = "ckpt-";
 const std::string suffix = ".txt";
 
-/// The step encoded in a checkpoint file name, or -1.
-std::int64_t step_of(const std::string& name) {
+/// What a directory entry's name says: not a checkpoint, a checkpoint at a step, or a checkpoint
+/// name whose step does not fit in 64 bits (a foreign or hostile file; never one of ours).
+struct parsed_name {
+  enum { other, checkpoint, out_of_range } kind = other;
+  std::int64_t step = -1;
+};
+
+parsed_name parse_name(const std::string& name) {
   if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0
       || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
-    return -1;
-  const auto digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return -1;
-  return std::stoll(digits);
+    return {};
+  const char* first = name.data() + prefix.size();
+  const char* last = name.data() + name.size() - suffix.size();
+  if (!std::all_of(first, last, [](char c) { return c >= '0' && c <= '9'; }))
+    return {};
+  parsed_name parsed;
+  const auto [end, ec] = std::from_chars(first, last, parsed.step);
+  parsed.kind = ec == std::errc{} && end == last ? parsed_name::checkpoint : parsed_name::out_of_range;
+  return parsed;
 }
 
-/// (step, path) of every checkpoint in `directory`, oldest first.
-std::vector<std::pair<std::int64_t, std::string>> list_checkpoints(const std::string& directory) {
-  std::vector<std::pair<std::int64_t, std::string>> found;
+/// The checkpoints in a directory, oldest first, and the checkpoint-like names that were ignored.
+struct listing {
+  std::vector<std::pair<std::int64_t, std::string>> found;  ///< (step, path)
+  std::vector<std::string> ignored;                         ///< "<path>: ignored: <why>"
+};
+
+/// Lists `directory`; a missing directory is an empty listing, one that cannot be read a failure.
+result<listing> list_checkpoints(const std::string& directory) {
+  listing out;
   std::error_code ec;
-  for (std::filesystem::directory_iterator it{directory, ec}, end; !ec && it != end; it.increment(ec)) {
-    const auto step = step_of(it->path().filename().string());
-    if (step >= 0)
-      found.emplace_back(step, it->path().string());
+  if (!std::filesystem::exists(directory, ec) && !ec)
+    return out;
+  std::filesystem::directory_iterator it{directory, ec};
+  for (std::filesystem::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    const auto parsed = parse_name(it->path().filename().string());
+    if (parsed.kind == parsed_name::checkpoint)
+      out.found.emplace_back(parsed.step, it->path().string());
+    else if (parsed.kind == parsed_name::out_of_range)
+      out.ignored.push_back(it->path().string() + ": ignored: the step in its name does not fit in 64 bits");
   }
-  std::sort(found.begin(), found.end());
-  return found;
+  if (ec)
+    return fail(directory + ": cannot list the checkpoint directory: " + ec.message());
+  std::sort(out.found.begin(), out.found.end());
+  return out;
 }
 
 } // namespace
@@ -69,7 +94,7 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
   std::filesystem::create_directories(directory, ec);
   if (ec)
     return fail(directory + ": cannot create the checkpoint directory: " + ec.message());
-  auto written = detail::write_atomically(path, "checkpoint", [&](std::ostream& stream) {
+  auto written = stream_file_atomically(path, [&](std::ostream& stream) {
     boost::archive::text_oarchive archive{stream};
     const auto slot_count = static_cast<std::int64_t>(state.slots.size());
     archive << magic << format_version << state.step << state.rule << state.updates << slot_count;
@@ -79,27 +104,30 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
   });
   if (!written)
     return written.error();
-  if (keep > 0) {
-    auto all = list_checkpoints(directory);
-    for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < all.size(); ++i)
-      std::filesystem::remove(all[i].second, ec);
+  if (auto all = list_checkpoints(directory); all && keep > 0) {
+    const auto& found = all->found;
+    for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < found.size(); ++i)
+      std::filesystem::remove(found[i].second, ec);
   }
   return path;
 }
 
 result<checkpoint> load_checkpoint(const std::string& path) {
   return detail::read_archive_file<checkpoint>(
-    path, magic, format_version, "checkpoint", [&](boost::archive::text_iarchive& archive) -> result<checkpoint> {
+    path, magic, format_version, "checkpoint", [&](detail::archive_reader& archive) -> result<checkpoint> {
       checkpoint state;
       std::int64_t slot_count = 0;
-      archive >> state.step >> state.rule >> state.updates >> slot_count;
+      archive >> state.step;
+      if (auto rule = archive.load_string(state.rule); !rule)
+        return rule.error().with_context(path + ": truncated or corrupt checkpoint: rule name");
+      archive >> state.updates >> slot_count;
       if (state.step < 0 || state.updates < 0 || slot_count < 0 ||
           slot_count > static_cast<std::int64_t>(max_slots))
         return fail(path + ": corrupt checkpoint: invalid step or optimizer state");
       state.slots.resize(static_cast<std::size_t>(slot_count));
       for (auto& slot : state.slots)
-        if (!detail::load_vector(archive, slot, std::int64_t{1} << 40))
-          return fail(path + ": corrupt checkpoint: invalid optimizer slot");
+        if (auto loaded = archive.load_vector(slot, std::int64_t{1} << 40); !loaded)
+          return loaded.error().with_context(path + ": truncated or corrupt checkpoint: optimizer slot");
       auto model = detail::read_model_fields(archive, path);
       if (!model)
         return model.error().with_context(path + ": corrupt checkpoint");
@@ -113,9 +141,28 @@ result<checkpoint> load_checkpoint(const std::string& path) {
 
 std::optional<std::string> latest_checkpoint(const std::string& directory) {
   auto all = list_checkpoints(directory);
-  if (all.empty())
+  if (!all || all->found.empty())
     return std::nullopt;
-  return all.back().second;
+  return all->found.back().second;
+}
+
+result<readable_checkpoint> newest_readable_checkpoint(const std::string& directory) {
+  auto all = list_checkpoints(directory);
+  if (!all)
+    return all.error();
+  readable_checkpoint out;
+  out.warnings = std::move(all->ignored);
+  for (auto it = all->found.rbegin(); it != all->found.rend(); ++it) {
+    auto loaded = load_checkpoint(it->second);
+    if (!loaded) {
+      out.warnings.push_back("skipped: " + loaded.error().message());
+      continue;
+    }
+    out.state = std::move(*loaded);
+    out.path = it->second;
+    break;
+  }
+  return out;
 }
 
 } // namespace shardopt::io

@@ -26,16 +26,34 @@ struct checkpoint {
 /// The file name of the checkpoint at `step` inside a directory: "ckpt-000000001234.txt".
 std::string checkpoint_name(std::int64_t step);
 
-/// Writes `state` into `directory` (created if missing) as `checkpoint_name(state.step)`: to a
-/// temporary file, flushed to disk, renamed. Then deletes all but the newest `keep` checkpoints
-/// (keep <= 0 keeps all). Returns the path written. Errors name the file.
+/// Writes `state` into `directory` (created if missing) as `checkpoint_name(state.step)` through
+/// `stream_file_atomically` (a crash or a full disk never leaves a partial checkpoint). Then deletes
+/// all but the newest `keep` checkpoints (keep <= 0 keeps all). Returns the path written. Errors
+/// name the file and the cause (errno text).
 result<std::string> save_checkpoint(const std::string& directory, const checkpoint& state, int keep);
 
 /// Reads a checkpoint; errors name the file (missing, not a checkpoint, truncated, inconsistent).
 result<checkpoint> load_checkpoint(const std::string& path);
 
-/// The newest checkpoint (highest step) in `directory`; nullopt when the directory is missing or has
-/// none. Temporary files of an interrupted write are ignored.
+/// The newest checkpoint file (highest step) in `directory`, readable or not; nullopt when the
+/// directory is missing, cannot be listed, or has none. Temporary files of an interrupted write and
+/// names whose step does not fit in 64 bits are ignored. See `newest_readable_checkpoint` for a
+/// restart that survives a corrupt newest file.
 std::optional<std::string> latest_checkpoint(const std::string& directory);
+
+/// What `newest_readable_checkpoint` found: the checkpoint to restart from, if any, and what was
+/// skipped on the way, for the caller to print (io prints nothing).
+struct readable_checkpoint {
+  std::optional<checkpoint> state;    ///< the newest checkpoint that loads; nullopt if none does
+  std::string path;                   ///< the file `state` was read from; empty without a state
+  std::vector<std::string> warnings;  ///< one line per file skipped or ignored, naming the file
+};
+
+/// Loads checkpoints in `directory` newest first and returns the first that reads back whole,
+/// with a warning for each newer file skipped ("skipped: <file>: truncated or corrupt checkpoint
+/// (...)") and for each checkpoint-like name ignored ("<file>: ignored: the step in its name does not
+/// fit in 64 bits"). A missing directory, or one with no readable checkpoint, gives no state (and
+/// no failure); the failure is a directory that exists but cannot be listed. Reads files; blocks.
+result<readable_checkpoint> newest_readable_checkpoint(const std::string& directory);
 
 } // namespace shardopt::io

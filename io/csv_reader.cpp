@@ -65,7 +65,7 @@ result<raw_dataset> detail::parse_csv(const std::string& path, std::string_view 
     }
 
     // The first data row fixes the number of fields, the label column and an upper bound on the
-    // number of rows (the lines left), so the feature matrix is allocated once.
+    // number of rows, so the feature matrix is allocated once.
     if (field_count == 0) {
       field_count = options.features > 0 ? options.features + 1
                                          : static_cast<std::int64_t>(fields.size());
@@ -76,8 +76,15 @@ result<raw_dataset> detail::parse_csv(const std::string& path, std::string_view 
       if (label_column < 0 || label_column >= field_count)
         return fail(at() + ": label column " + std::to_string(options.label_column) +
                     " is out of range for " + std::to_string(field_count) + " fields");
-      // This row, plus one per line left (the last line may lack its '\n').
-      std::int64_t capacity = 2 + std::count(rest.begin(), rest.end(), '\n');
+      if (static_cast<std::int64_t>(fields.size()) != field_count)
+        return fail(at() + ": expected " + std::to_string(field_count) + " fields, got " +
+                    std::to_string(fields.size()));
+      // This row, plus at most one per line left (the last may lack its '\n') and at most as many
+      // as the bytes left can hold: a row of f non-empty fields takes 2f - 1 bytes and a newline,
+      // so blank lines cannot make a wide first row cost more than the file's own size.
+      const auto lines_left = 1 + std::count(rest.begin(), rest.end(), '\n');
+      const auto rows_left = static_cast<std::int64_t>(rest.size() + 1) / (2 * field_count);
+      std::int64_t capacity = 1 + std::min<std::int64_t>(lines_left, rows_left);
       if (options.limit > 0)
         capacity = std::min(capacity, options.limit);
       x.resize(capacity, field_count - 1);
@@ -88,6 +95,8 @@ result<raw_dataset> detail::parse_csv(const std::string& path, std::string_view 
     if (static_cast<std::int64_t>(fields.size()) != field_count)
       return fail(at() + ": expected " + std::to_string(field_count) + " fields, got " +
                   std::to_string(fields.size()));
+    if (rows == x.rows())  // the bound above makes this impossible; it guards the unchecked writes
+      return fail(at() + ": more rows than the file can hold; the reader is wrong");
     std::int64_t feature = 0;
     for (std::int64_t i = 0; i < field_count; ++i) {
       const auto field = fields[static_cast<std::size_t>(i)];
@@ -123,7 +132,7 @@ result<raw_dataset> detail::parse_csv(const std::string& path, std::string_view 
 
 
 result<raw_dataset> read_csv(const std::string& path, const read_options& options) {
-  auto text = detail::read_whole_file(path);
+  auto text = detail::read_whole_file(path, options.max_decompressed);
   if (!text)
     return text.error();
   return detail::parse_csv(path, text.value(), options);

@@ -52,17 +52,40 @@ result<idx_header> read_header(detail::gz_input& input, std::uint32_t magic, std
   return header;
 }
 
-/// Reads exactly `size` payload bytes; `what` names the data in the truncation message.
+/// Reads exactly `size` payload bytes; `what` names the data in the truncation message. The buffer
+/// grows with the data actually read (doubling from 1 MiB), so a header claiming more than a
+/// compressed file holds costs what the file holds, not what the header claims.
 result<std::vector<unsigned char>> read_payload(detail::gz_input& input, std::uint64_t size,
                                                 const char* what) {
-  std::vector<unsigned char> bytes(static_cast<std::size_t>(size));
-  auto got = input.read(bytes.data(), size);
-  if (!got)
-    return got.error();
-  if (got.value() < size)
-    return fail(input.path() + ": truncated: expected " + std::to_string(size) + " bytes of " + what +
-                " data, got " + std::to_string(got.value()));
+  constexpr std::uint64_t first_chunk = std::uint64_t{1} << 20;
+  std::vector<unsigned char> bytes;
+  std::uint64_t used = 0;
+  while (used < size) {
+    const auto wanted = std::min(size, std::max(first_chunk, 2 * used));
+    bytes.resize(static_cast<std::size_t>(wanted));
+    auto got = input.read(bytes.data() + used, wanted - used);
+    if (!got)
+      return got.error();
+    used += got.value();
+    if (used < wanted)
+      return fail(input.path() + ": truncated: expected " + std::to_string(size) + " bytes of " + what +
+                  " data, got " + std::to_string(used));
+  }
   return bytes;
+}
+
+/// For plain (uncompressed) files, checks that the header's claim of `records` records of `record`
+/// bytes after a header of `header` bytes fits in the file, before anything is allocated for them.
+/// (records * record < 2^63: counts are below 2^32 and records below 2^31 bytes.)
+result<void> check_fits(const detail::gz_input& input, std::uint64_t header, std::uint64_t records,
+                        std::uint64_t record, const char* what) {
+  if (input.compressed())
+    return {};
+  const auto available = input.file_size() > header ? input.file_size() - header : 0;
+  if (records > available / record)
+    return fail(input.path() + ": truncated: expected " + std::to_string(records * record) + " bytes of " +
+                what + " data, got " + std::to_string(available));
+  return {};
 }
 
 } // namespace
@@ -77,10 +100,10 @@ result<raw_dataset> detail::read_idx_range(const std::string& images_path,
                                            const read_options& options, std::int64_t part,
                                            std::int64_t parts) {
   // Headers first, so that a count mismatch is reported before any payload is read.
-  auto images = detail::gz_input::open(images_path);
+  auto images = detail::gz_input::open(images_path, options.max_decompressed);
   if (!images)
     return images.error();
-  auto labels = detail::gz_input::open(labels_path);
+  auto labels = detail::gz_input::open(labels_path, options.max_decompressed);
   if (!labels)
     return labels.error();
   auto image_header = read_header(images.value(), images_magic, 3, "images");
@@ -113,6 +136,11 @@ result<raw_dataset> detail::read_idx_range(const std::string& images_path,
   const std::uint64_t rows = share(part + 1) - first;
   if (rows == 0)
     return fail(images_path + ": no images");
+  // Plain files must hold what their headers declare; compressed ones are read as far as they go.
+  if (auto fits = check_fits(images.value(), 16, first + rows, pixels, "image"); !fits)
+    return fits.error();
+  if (auto fits = check_fits(labels.value(), 8, first + rows, 1, "label"); !fits)
+    return fits.error();
   // Records before the range are read past, never kept.
   if (auto ok = images->skip(first * pixels); !ok)
     return ok.error();

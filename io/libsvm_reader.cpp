@@ -1,6 +1,7 @@
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
 
+#include <algorithm>
 #include <limits>
 #include <string_view>
 #include <vector>
@@ -99,9 +100,15 @@ result<raw_dataset> detail::parse_libsvm(const std::string& path, std::string_vi
   const auto rows = static_cast<std::int64_t>(labels.size());
   const auto cols = options.features > 0 ? options.features : widest;
   const auto nonzeros = static_cast<std::int64_t>(columns.size());
+  // The CSR arrays are copied into the matrix's own storage as they are. Assigning a Map instead
+  // makes Eigen reserve 2 x max(rows, cols) entries first: 16 GB for one index near 2^31.
+  model::sparse_features x(rows, cols);
+  x.resizeNonZeros(nonzeros);
+  std::copy(row_starts.begin(), row_starts.end(), x.outerIndexPtr());
+  std::copy(columns.begin(), columns.end(), x.innerIndexPtr());
+  std::copy(values.begin(), values.end(), x.valuePtr());
   raw_dataset out;
-  out.data.x = model::sparse_features{Eigen::Map<const model::sparse_features>(
-      rows, cols, nonzeros, row_starts.data(), columns.data(), values.data())};
+  out.data.x = std::move(x);
   out.data.y = Eigen::Map<const Eigen::VectorXd>(labels.data(), rows);
   out.source = path;
   out.lines = std::move(lines);
@@ -110,7 +117,7 @@ result<raw_dataset> detail::parse_libsvm(const std::string& path, std::string_vi
 
 
 result<raw_dataset> read_libsvm(const std::string& path, const read_options& options) {
-  auto text = detail::read_whole_file(path);
+  auto text = detail::read_whole_file(path, options.max_decompressed);
   if (!text)
     return text.error();
   return detail::parse_libsvm(path, text.value(), options);

@@ -2,6 +2,7 @@
 // Internal to io: the archive pieces model files and checkpoints share. Not part of the interface.
 
 #include "io/model_file.hpp"
+#include "model/result.hpp"
 
 #include <boost/archive/text_iarchive.hpp>
 #include <boost/archive/text_oarchive.hpp>
@@ -14,8 +15,11 @@
 #include <fstream>
 #include <locale>
 #include <functional>
+#include <istream>
+#include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 
 namespace shardopt::io::detail {
 
@@ -26,46 +30,118 @@ inline void save_vector(boost::archive::text_oarchive& archive, const double* da
     archive << boost::serialization::make_array(data, static_cast<std::size_t>(size));
 }
 
-/// Loads a vector whose size must lie in [0, max_size]; false (and `out` untouched) otherwise.
-template <class Vector>
-bool load_vector(boost::archive::text_iarchive& archive, Vector& out, std::int64_t max_size) {
-  std::int64_t size = 0;
-  archive >> size;
-  if (size < 0 || size > max_size)
-    return false;
-  out.resize(static_cast<std::size_t>(size));
-  if (size > 0)
-    archive >> boost::serialization::make_array(out.data(), static_cast<std::size_t>(size));
-  return true;
-}
+/// A Boost text archive reading a file of known size, which checks every declared length (of a
+/// string, of a vector) against the bytes left in the file before it allocates anything for it: in
+/// this format a string of n characters takes at least n bytes and a vector of n numbers at least
+/// 2n - 1, so a 15-byte file declaring a string of 3 GB is refused, not allocated. Boost's own
+/// `archive >> string` would resize the string first. Reads through `stream`, which must be seekable;
+/// Boost may throw archive_exception (the caller, read_archive_file, converts it).
+class archive_reader {
+public:
+  archive_reader(std::istream& stream, std::uint64_t size) : stream_(stream), size_(size), archive_(stream) {}
+
+  /// Reads a number (or another primitive); no allocation to check.
+  template <class T>
+  archive_reader& operator>>(T& value) {
+    archive_ >> value;
+    return *this;
+  }
+
+  /// Reads a string whose declared length fits in the bytes left. Errors: "a string of <n>
+  /// characters, more than the <b> bytes left in the file" (`out` untouched).
+  result<void> load_string(std::string& out) {
+    if (const auto declared = peek_count(); declared && declared->first > declared->second)
+      return fail("a string of " + std::to_string(declared->first) + " characters, more than the " +
+                  std::to_string(declared->second) + " bytes left in the file");
+    archive_ >> out;  // without a count Boost throws, as for any malformed number
+    return {};
+  }
+
+  /// Reads a vector whose size lies in [0, max_size] and fits in the bytes left. Errors: "a size of
+  /// <n>, more than the <max> allowed", "... more than the <b> bytes left in the file hold" (`out`
+  /// untouched).
+  template <class Vector>
+  result<void> load_vector(Vector& out, std::int64_t max_size) {
+    std::int64_t size = 0;
+    archive_ >> size;
+    if (size < 0 || size > max_size)
+      return fail("a size of " + std::to_string(size) + ", not in the allowed 0.." + std::to_string(max_size));
+    const auto left = remaining();
+    if (static_cast<std::uint64_t>(size) > (left + 1) / 2)
+      return fail("a size of " + std::to_string(size) + ", more than the " + std::to_string(left) +
+                  " bytes left in the file hold");
+    out.resize(static_cast<std::size_t>(size));
+    if (size > 0)
+      archive_ >> boost::serialization::make_array(out.data(), static_cast<std::size_t>(size));
+    return {};
+  }
+
+private:
+  /// The bytes after the read position (0 when it cannot be told).
+  std::uint64_t remaining() {
+    const auto at = stream_.tellg();
+    if (at < 0 || static_cast<std::uint64_t>(at) > size_)
+      return 0;
+    return size_ - static_cast<std::uint64_t>(at);
+  }
+
+  /// The count the archive reads next, and the bytes left after it; the read position is restored,
+  /// so the archive then reads the count itself. nullopt when no count follows.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> peek_count() {
+    const auto at = stream_.tellg();
+    std::uint64_t count = 0;
+    const bool read = static_cast<bool>(stream_ >> count);
+    const auto left = read ? remaining() : 0;
+    stream_.clear();
+    stream_.seekg(at);
+    if (!read)
+      return std::nullopt;
+    return std::pair{count, left};
+  }
+
+  std::istream& stream_;
+  std::uint64_t size_;
+  boost::archive::text_iarchive archive_;
+};
 
 /// The fields of a saved model, after the file's magic and version, through its end marker.
 void write_model_fields(boost::archive::text_oarchive& archive, const saved_model& model);
 
 /// Reads what `write_model_fields` wrote; errors name `path`. Boost may throw archive_exception.
-result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, const std::string& path);
+result<saved_model> read_model_fields(archive_reader& archive, const std::string& path);
 
 /// Opens `path`, checks the archive's magic and format version and hands the archive to
-/// `read_fields`. Missing files, foreign files (naming `what`, e.g. "model file"), other versions
-/// and Boost exceptions (truncated or corrupt files) become errors naming the path.
+/// `read_fields`. Missing files, foreign files (naming `what`, e.g. "model file"), other versions,
+/// declared lengths larger than the file, and Boost exceptions (truncated or corrupt files) become
+/// errors naming the path.
 template <class T, class ReadFields>
 result<T> read_archive_file(const std::string& path, const std::string& magic, int version,
                             const std::string& what, ReadFields read_fields) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return fail(path + ": no such file");
-  std::ifstream stream{path};
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec)
+    return fail(path + ": cannot open: " + ec.message());
+  std::ifstream stream{path, std::ios::binary};
   if (!stream)
     return fail(path + ": cannot open: " + std::strerror(errno));
   stream.imbue(std::locale::classic());
+  // Every Boost text archive starts with this signature; checking it first keeps Boost from reading
+  // a foreign file's first number as the signature's length.
+  const std::string signature = "22 serialization::archive ";
+  std::string start(signature.size(), '\0');
+  if (!stream.read(start.data(), static_cast<std::streamsize>(start.size())) || start != signature)
+    return fail(path + ": not a shardopt " + what);
+  stream.seekg(0);
   bool header_read = false;  // a failure before it means "not one of ours"
   try {
-    boost::archive::text_iarchive archive{stream};
+    archive_reader archive{stream, size};
     std::string file_magic;
     int file_version = 0;
-    archive >> file_magic >> file_version;
-    if (file_magic != magic)
+    if (!archive.load_string(file_magic).ok() || file_magic != magic)
       return fail(path + ": not a shardopt " + what);
+    archive >> file_version;
     if (file_version != version)
       return fail(path + ": " + what + " format version " + std::to_string(file_version) +
                   " is not supported (this build reads version " + std::to_string(version) + ")");
@@ -76,10 +152,5 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
                 e.what() + ")");
   }
 }
-
-/// Writes through `write` to `path`.tmp (C locale), flushes, closes and renames it over `path`, so a
-/// crash never leaves a half-written file; errors say which `what` could not be saved where.
-result<void> write_atomically(const std::string& path, const std::string& what,
-                              const std::function<void(std::ostream&)>& write);
 
 } // namespace shardopt::io::detail

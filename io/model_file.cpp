@@ -1,4 +1,5 @@
 #include "io/model_file.hpp"
+#include "io/atomic_file.hpp"
 #include "io/model_archive.hpp"
 
 #include <boost/archive/archive_exception.hpp>
@@ -6,9 +7,6 @@
 #include <boost/archive/text_oarchive.hpp>
 #include <boost/serialization/array_wrapper.hpp>
 #include <boost/serialization/string.hpp>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
@@ -34,8 +32,6 @@ constexpr int format_version = 1;
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
 constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
-
-
 
 } // namespace
 
@@ -91,7 +87,7 @@ result<void> check_consistent(const saved_model& model) {
 
 namespace detail {
 
-result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, const std::string& path) {
+result<saved_model> read_model_fields(archive_reader& archive, const std::string& path) {
   saved_model model;
   int kind = 0;
   archive >> kind >> model.shape.features >> model.shape.outputs;
@@ -99,59 +95,30 @@ result<saved_model> read_model_fields(boost::archive::text_iarchive& archive, co
       model.shape.outputs < 1 || model.shape.outputs > max_outputs)
     return fail(path + ": corrupt model file: invalid shape");
   model.shape.kind = static_cast<model::model_kind>(kind);
-  if (!load_vector(archive, model.theta, model.shape.dimension()))
-    return fail(path + ": corrupt model file: theta has more than the " +
-                std::to_string(model.shape.dimension()) + " entries the shape needs");
+  const auto corrupt = [&](const failure& why, const std::string& field) {
+    return why.with_context(path + ": truncated or corrupt model file: " + field);
+  };
+  if (auto loaded = archive.load_vector(model.theta, model.shape.dimension()); !loaded)
+    return corrupt(loaded.error(), "theta");
   int label_kind = 0;
   archive >> label_kind;
-  if (!valid_kind(label_kind) || !load_vector(archive, model.labels.classes, max_outputs))
+  if (!valid_kind(label_kind))
     return fail(path + ": corrupt model file: invalid label encoding");
+  if (auto loaded = archive.load_vector(model.labels.classes, max_outputs); !loaded)
+    return corrupt(loaded.error(), "label classes");
   model.labels.kind = static_cast<model::model_kind>(label_kind);
   archive >> model.scaling.factor;
-  if (!load_vector(archive, model.scaling.mean, model.shape.features) ||
-      !load_vector(archive, model.scaling.inv_std, model.shape.features))
-    return fail(path + ": corrupt model file: invalid feature scaling");
+  if (auto loaded = archive.load_vector(model.scaling.mean, model.shape.features); !loaded)
+    return corrupt(loaded.error(), "scaling means");
+  if (auto loaded = archive.load_vector(model.scaling.inv_std, model.shape.features); !loaded)
+    return corrupt(loaded.error(), "scaling inverse deviations");
   std::string file_end;
-  archive >> model.lambda >> file_end;
-  if (file_end != end_marker)
+  archive >> model.lambda;
+  if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
     return fail(path + ": truncated or corrupt model file: no end marker");
   if (auto consistent = check_consistent(model); !consistent)
     return consistent.error().with_context(path + ": corrupt model file");
   return model;
-}
-
-result<void> write_atomically(const std::string& path, const std::string& what,
-                              const std::function<void(std::ostream&)>& write) {
-  const std::string temporary = path + ".tmp";
-  const auto give_up = [&](const std::string& why) -> result<void> {
-    std::error_code ec;
-    std::filesystem::remove(temporary, ec);
-    return fail(path + ": cannot save the " + what + ": " + why);
-  };
-  try {
-    std::ofstream stream{temporary, std::ios::out | std::ios::trunc};
-    if (!stream)
-      return give_up("cannot create " + temporary + ": " + std::strerror(errno));
-    stream.imbue(std::locale::classic()); // numbers in the C format whatever the global locale
-    // The archive writes its last bytes when it goes out of scope, before the flush.
-    write(stream);
-    stream.flush();
-    stream.close();
-    if (!stream)
-      return give_up("write error on " + temporary);
-    // Flush to the disk too, so that after the rename a power cut leaves the old or the new file.
-    if (const int fd = ::open(temporary.c_str(), O_RDONLY); fd >= 0) {
-      ::fsync(fd);
-      ::close(fd);
-    }
-  } catch (const boost::archive::archive_exception& e) {
-    return give_up(e.what());
-  } catch (const std::exception& e) {
-    return give_up(e.what());
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    return give_up("cannot rename " + temporary + ": " + std::strerror(errno));
-  return {};
 }
 
 } // namespace detail
@@ -159,13 +126,12 @@ result<void> write_atomically(const std::string& path, const std::string& what,
 result<void> save_model(const std::string& path, const saved_model& model) {
   if (auto consistent = check_consistent(model); !consistent)
     return consistent.error().with_context(path + ": cannot save the model");
-  return detail::write_atomically(path, "model",
-                                  [&](std::ostream& stream) { write_archive(stream, model); });
+  return stream_file_atomically(path, [&](std::ostream& stream) { write_archive(stream, model); });
 }
 
 result<saved_model> load_model(const std::string& path) {
   return detail::read_archive_file<saved_model>(path, magic, format_version, "model file",
-                                                [&](boost::archive::text_iarchive& archive) {
+                                                [&](detail::archive_reader& archive) {
                                                   return detail::read_model_fields(archive, path);
                                                 });
 }

@@ -21,8 +21,9 @@ struct saved_model {
   double lambda = 0;
 };
 
-/// Writes the model with Boost.Serialization (portable text archive) to a temporary file next to
-/// `path`, flushes it and renames it over `path`, so a crash never leaves a half-written model.
+/// Writes the model with Boost.Serialization (portable text archive) through
+/// `stream_file_atomically`: `path` holds the old model or the whole new one, never part of one,
+/// even after a crash or a full disk. Errors name `path` and the cause (errno text).
 result<void> save_model(const std::string& path, const saved_model& model);
 
 /// Reads a model written by `save_model`. Errors name the file: missing, not a shardopt model,

@@ -20,12 +20,15 @@ constexpr std::uint64_t max_gzread = std::uint64_t{1} << 30;
 
 } // namespace
 
-result<gz_input> gz_input::open(const std::string& path) {
+result<gz_input> gz_input::open(const std::string& path, std::uint64_t max_decompressed) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return fail(path + ": no such file");
   if (std::filesystem::is_directory(path, ec))
     return fail(path + ": is a directory, not a file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec)
+    return fail(path + ": cannot open: " + ec.message());
   errno = 0;
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) {
@@ -34,7 +37,7 @@ result<gz_input> gz_input::open(const std::string& path) {
   }
   // A large buffer lets zlib read big payloads in few system calls.
   gzbuffer(file, 1U << 17);
-  return gz_input{path, file};
+  return gz_input{path, file, size, max_decompressed};
 }
 
 result<void> gz_input::skip(std::uint64_t size) {
@@ -65,20 +68,26 @@ result<std::uint64_t> gz_input::read(void* buffer, std::uint64_t size) {
     if (got == 0)
       break;
     done += static_cast<std::uint64_t>(got);
+    produced_ += static_cast<std::uint64_t>(got);
+    if (max_decompressed_ > 0 && produced_ > max_decompressed_ && compressed())
+      return fail(path_ + ": decompresses to more than " + std::to_string(max_decompressed_) +
+                  " bytes, the limit on decompressed input (read_options::max_decompressed); raise it "
+                  "if the file is genuine");
   }
   return done;
 }
 
-result<std::string> read_whole_file(const std::string& path) {
-  auto input = gz_input::open(path);
+bool gz_input::compressed() const { return gzdirect(file_.get()) == 0; }
+
+result<std::string> read_whole_file(const std::string& path, std::uint64_t max_decompressed) {
+  auto input = gz_input::open(path, max_decompressed);
   if (!input)
     return input.error();
   // Plain files are read in one call: the buffer holds the whole file plus one byte to see the end.
-  // Compressed data is larger than the file, so the buffer doubles until the data ends.
-  std::error_code ec;
-  const auto file_size = std::filesystem::file_size(path, ec);
+  // Compressed data is larger than the file, so the buffer doubles until the data ends, but never
+  // past one byte over the limit: reading that byte is the failure.
   std::string text;
-  text.resize(ec ? std::size_t{1} << 16 : static_cast<std::size_t>(file_size) + 1);
+  text.resize(static_cast<std::size_t>(input->file_size()) + 1);
   std::size_t used = 0;
   for (;;) {
     auto got = input->read(text.data() + used, text.size() - used);
@@ -87,7 +96,10 @@ result<std::string> read_whole_file(const std::string& path) {
     used += static_cast<std::size_t>(got.value());
     if (used < text.size())
       break;
-    text.resize(text.size() * 2);
+    auto grown = static_cast<std::uint64_t>(text.size()) * 2;
+    if (max_decompressed > 0 && input->compressed())
+      grown = std::min(grown, max_decompressed + 1);
+    text.resize(static_cast<std::size_t>(grown));
   }
   text.resize(used);
   return text;

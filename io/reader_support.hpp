@@ -20,12 +20,21 @@ namespace shardopt::io::detail {
 /// through unchanged. Move-only; closes the file on destruction.
 class gz_input {
 public:
-  /// Opens `path`. Errors: "<path>: no such file", "<path>: cannot open: <reason>".
-  static result<gz_input> open(const std::string& path);
+  /// Opens `path`; compressed data may decompress to at most `max_decompressed` bytes (0: no limit;
+  /// see read_options::max_decompressed). Errors: "<path>: no such file", "<path>: cannot open:
+  /// <reason>".
+  static result<gz_input> open(const std::string& path, std::uint64_t max_decompressed);
 
   /// Reads up to `size` bytes into `buffer`, stopping early only at the end of the data. Returns the
-  /// number of bytes read; errors ("<path>: read error: <zlib message>") on corrupt compressed data.
+  /// number of bytes read. Errors: "<path>: read error: <zlib message>" on corrupt compressed data,
+  /// "<path>: decompresses to more than <n> bytes, ..." past the limit.
   result<std::uint64_t> read(void* buffer, std::uint64_t size);
+
+  /// Whether the data is gzip-compressed (known once something has been read; false before).
+  bool compressed() const;
+
+  /// The size of the file on disk (for plain data, the size of the data).
+  std::uint64_t file_size() const { return file_size_; }
 
   /// Reads past `size` bytes without keeping them (for compressed data: decompresses and drops
   /// them through a small buffer). Errors: a read error, or "truncated" when the data ends first.
@@ -38,10 +47,14 @@ private:
     void operator()(gzFile file) const { gzclose(file); }
   };
 
-  gz_input(std::string path, gzFile file) : path_(std::move(path)), file_(file) {}
+  gz_input(std::string path, gzFile file, std::uint64_t file_size, std::uint64_t max_decompressed)
+      : path_(std::move(path)), file_(file), file_size_(file_size), max_decompressed_(max_decompressed) {}
 
   std::string path_;
   std::unique_ptr<gzFile_s, closer> file_;
+  std::uint64_t file_size_ = 0;
+  std::uint64_t max_decompressed_ = 0;
+  std::uint64_t produced_ = 0;  ///< bytes read so far (decompressed)
 };
 
 /// The format of a dataset file: `options.format` unless automatic, else by extension. Errors: a
@@ -66,8 +79,9 @@ result<raw_dataset> read_idx_range(const std::string& images_path, const std::st
                                    const read_options& options, std::int64_t part,
                                    std::int64_t parts);
 
-/// Reads a whole file, plain or gzip-compressed, into memory. Errors as for `gz_input`.
-result<std::string> read_whole_file(const std::string& path);
+/// Reads a whole file, plain or gzip-compressed, into memory; compressed data is held to
+/// `max_decompressed` bytes (0: no limit) and never allocated beyond it. Errors as for `gz_input`.
+result<std::string> read_whole_file(const std::string& path, std::uint64_t max_decompressed);
 
 /// Parses a decimal number that fills all of `text` (one leading '+' allowed). Returns nullopt for
 /// anything else: empty text, trailing junk, out-of-range values, inf and nan.

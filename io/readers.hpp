@@ -16,6 +16,9 @@ enum class data_format { automatic, csv, libsvm, idx };
 /// Parses "auto", "csv", "libsvm" (or "svmlight"), "idx"; nullopt otherwise.
 std::optional<data_format> parse_data_format(const std::string& name);
 
+/// The default of `read_options::max_decompressed`: 4 GiB.
+constexpr std::uint64_t default_max_decompressed = std::uint64_t{4} << 30;
+
 /// How to read a dataset.
 struct read_options {
   data_format format = data_format::automatic;
@@ -28,6 +31,12 @@ struct read_options {
   std::int64_t features = 0;
   /// Read at most this many examples (0 = all).
   std::int64_t limit = 0;
+  /// gzip-compressed input: the most bytes it may decompress to (0 = no limit). A file that
+  /// decompresses to more fails ("<file>: decompresses to more than <n> bytes, ...") after reading at
+  /// most this much, so a small hostile file (a "gzip bomb") cannot fill the memory. The default,
+  /// 4 GiB, is larger than any dataset this program is meant for held in memory at once; raise it
+  /// for a genuine larger file. Plain files are bounded by their size and not limited.
+  std::uint64_t max_decompressed = default_max_decompressed;
 };
 
 /// A dataset as read from disk: features (dense for CSV and IDX, CSR for LIBSVM) and raw label values

@@ -105,7 +105,7 @@ result<raw_dataset> read_part(const part_request& request) {
   std::string text;
   const bool compressed = spec.size() > 3 && spec.compare(spec.size() - 3, 3, ".gz") == 0;
   if (compressed) {
-    auto whole = detail::read_whole_file(spec);
+    auto whole = detail::read_whole_file(spec, request.options.max_decompressed);
     if (!whole)
       return whole.error();
     range = part_range(static_cast<std::int64_t>(whole->size()), part, parts);

@@ -240,3 +240,53 @@ TEST_CASE("a sweep makes one folder and row per run, records failures, and resum
     CHECK(std::regex_search(dom.out, std::regex{"<table id=\"runs\""}));
   }
 }
+
+TEST_CASE("a sweep names a failed write on one line and goes on; a truncated status.json means not finished") {
+  temp_dir dir;
+  const auto file = (dir.path() / "failing.toml").string();
+  // Three runs that fail at once (no such data file): no dataset needed.
+  write_file(file, "model = \"softmax\"\ndata = \"/nonexistent/train.csv\"\n"
+                   "[sweep]\ngrid = { lambda = [1e-3, 1e-2, 1e-1] }\n");
+  auto plan = apps::plan_sweep(file, 0);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->size() == 3);
+  const auto out = dir.path() / "results";
+  const auto& redone = (*plan)[0].name;
+  const auto& blocked = (*plan)[1].name;
+  const auto& plain = (*plan)[2].name;
+  // Run 0 was cut off while writing its status; run 1's folder cannot be made (a file is in the
+  // way); results.csv cannot be replaced (a non-empty directory is in the way).
+  fs::create_directories(out / redone);
+  write_file(out / redone / "status.json", "{\"status\": \"ok\", \"exit_co");
+  write_file(out / blocked, "not a folder");
+  fs::create_directories(out / "results.csv" / "in-the-way");
+
+  const auto swept = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 120s);
+  CHECK(swept.exit_code == 1);
+  INFO(swept.err);
+  // Every failed write is one line naming the file; the sweep went on to the end.
+  const auto results_csv = (out / "results.csv").string();
+  std::istringstream lines{swept.err};
+  std::string line;
+  std::size_t csv_failures = 0;
+  while (std::getline(lines, line))
+    if (line.find(results_csv) != std::string::npos) {
+      ++csv_failures;
+      CHECK(line.rfind("sweep: " + results_csv + ": cannot write: ", 0) == 0);
+    }
+  CHECK(csv_failures >= 2);  // after each finished run and at the end
+  CHECK(swept.err.find("sweep: " + (out / blocked).string() + ": cannot create the run folder: ") != std::string::npos);
+  CHECK(swept.err.find("1 not started") != std::string::npos);
+  // The truncated status was not taken for a finished run: the run was done again.
+  for (const auto& name : {redone, plain}) {
+    CAPTURE(name);
+    const auto status = json::parse(slurp(out / name / "status.json"), nullptr, false);
+    REQUIRE(status.is_object());
+    CHECK(status["status"] == "failed");
+  }
+  const auto rows = rows_of(out / "results.jsonl");
+  CHECK(rows.size() == 2);
+  // No temporary file is left behind.
+  for (const auto& entry : fs::recursive_directory_iterator{out})
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp-") == std::string::npos, entry.path());
+}

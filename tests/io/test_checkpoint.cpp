@@ -3,6 +3,7 @@
 
 #include "io/checkpoint.hpp"
 #include "support/files.hpp"
+#include "support/memory.hpp"
 
 #include <doctest/doctest.h>
 
@@ -105,4 +106,72 @@ TEST_CASE("corrupt, truncated and foreign files are refused with the file name")
   auto bad = adam_checkpoint(6);
   bad.slots[1].resize(2);
   CHECK(!io::save_checkpoint(dir.path().string(), bad, 0).ok());
+}
+
+TEST_CASE("the newest readable checkpoint is found past corrupt newer ones, each named in a warning") {
+  temp_dir dir;
+  const auto where = dir.path().string();
+  auto none = io::newest_readable_checkpoint(where + "/missing");
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->state);
+  CHECK(none->warnings.empty());
+
+  REQUIRE(io::save_checkpoint(where, adam_checkpoint(100), 0).ok());
+  auto newest = io::save_checkpoint(where, adam_checkpoint(200), 0);
+  REQUIRE(newest.ok());
+  // The newest is cut in half, a newer one is garbage, and a name's step overflows 64 bits.
+  const auto text = shardopt::test::slurp(*newest);
+  shardopt::test::write_file(*newest, text.substr(0, text.size() / 2));
+  const auto garbage = dir.path() / io::checkpoint_name(300);
+  shardopt::test::write_file(garbage, "22 serialization::archive 18 99999999999 x");
+  const auto overflow = dir.path() / "ckpt-123456789012345678901234.txt";
+  shardopt::test::write_file(overflow, "not read");
+
+  auto found = io::newest_readable_checkpoint(where);
+  REQUIRE_MESSAGE(found.ok(), found.error().message());
+  REQUIRE(found->state);
+  CHECK(found->state->step == 100);
+  CHECK(std::filesystem::path{found->path}.filename() == io::checkpoint_name(100));
+  REQUIRE(found->warnings.size() == 3);
+  CHECK(found->warnings[0] == overflow.string() + ": ignored: the step in its name does not fit in 64 bits");
+  CHECK(found->warnings[1].rfind("skipped: " + garbage.string() + ": ", 0) == 0);
+  CHECK(found->warnings[2].rfind("skipped: " + *newest + ": truncated or corrupt checkpoint", 0) == 0);
+
+  // The old interface ignores the overflowing name instead of aborting.
+  auto latest = io::latest_checkpoint(where);
+  REQUIRE(latest);
+  CHECK(*latest == garbage.string());
+
+  // Nothing readable: no state, every file named.
+  std::filesystem::remove(dir.path() / io::checkpoint_name(100));
+  auto unreadable = io::newest_readable_checkpoint(where);
+  REQUIRE(unreadable.ok());
+  CHECK_FALSE(unreadable->state);
+  CHECK(unreadable->path.empty());
+  CHECK(unreadable->warnings.size() == 3);
+}
+
+TEST_CASE("a checkpoint directory that cannot be listed is a failure naming it") {
+  temp_dir dir;
+  const auto file = dir.write("not-a-directory", "x");
+  auto found = io::newest_readable_checkpoint(file);
+  REQUIRE_FALSE(found.ok());
+  CHECK(found.error().message().rfind(file + ": cannot list the checkpoint directory: ", 0) == 0);
+}
+
+TEST_CASE("a hostile small checkpoint declaring a huge rule name or slot is refused without allocating it") {
+  temp_dir dir;
+  const auto before = test::peak_rss_bytes();
+  const auto rule = dir.write("rule.txt", "22 serialization::archive 18 19 shardopt-checkpoint 1 5 3000000000 adam");
+  auto r = io::load_checkpoint(rule);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message() == rule + ": truncated or corrupt checkpoint: rule name: a string of 3000000000 "
+                               "characters, more than the 5 bytes left in the file");
+  const auto slot = dir.write("slot.txt", "22 serialization::archive 18 19 shardopt-checkpoint 1 5 4 adam 1 1 500000000 1");
+  auto s = io::load_checkpoint(slot);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message().rfind(slot + ": truncated or corrupt checkpoint: optimizer slot: a size of 500000000", 0) == 0);
+  const auto growth = test::peak_rss_bytes() - before;
+  MESSAGE("peak RSS growth reading hostile checkpoints: " << growth / 1024 << " KiB");
+  CHECK(growth < test::hostile_file_memory_bound);
 }

@@ -1,5 +1,6 @@
 #include "io/model_file.hpp"
 #include "support/files.hpp"
+#include "support/memory.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,6 +10,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <vector>
 
 using namespace shardopt;
 using shardopt::test::temp_dir;
@@ -162,4 +164,37 @@ TEST_CASE("model_file: missing, garbage and truncated files fail with the file's
       CHECK(starts_with(r.error().message(), path + ": "));
     }
   }
+}
+
+TEST_CASE("model_file: hostile small files declaring huge lengths are refused without allocating them") {
+  temp_dir dir;
+  const auto before = test::peak_rss_bytes();
+  struct hostile {
+    const char* name;
+    std::string bytes;
+    std::string expected;  // the message after "<path>: "
+  };
+  const std::vector<hostile> files{
+      // Boost's own signature length: refused before Boost reads it.
+      {"signature.model", "3000000000 x", "not a shardopt model file"},
+      // The magic string, declared 3 GB long in a 40-byte file.
+      {"magic.model", "22 serialization::archive 18 3000000000 x", "not a shardopt model file"},
+      // A valid header, then theta declared with 2^40 entries (the shape allows them).
+      {"theta.model", "22 serialization::archive 18 14 shardopt-model 1 0 1099511627775 1 1099511627776 0",
+       "truncated or corrupt model file: theta: a size of 1099511627776, more than the 2 bytes left in the file hold"},
+      // Everything fine up to the end marker, declared 3 GB long.
+      {"marker.model",
+       "22 serialization::archive 18 14 shardopt-model 1 0 1 1 2 0 0 0 0 1 0 0 0 3000000000 end",
+       "truncated or corrupt model file: no end marker"},
+  };
+  for (const auto& file : files) {
+    CAPTURE(file.name);
+    const auto path = dir.write(file.name, file.bytes);
+    auto r = io::load_model(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": " + file.expected));
+  }
+  const auto growth = test::peak_rss_bytes() - before;
+  MESSAGE("peak RSS growth reading hostile model files: " << growth / 1024 << " KiB");
+  CHECK(growth < test::hostile_file_memory_bound);
 }
