@@ -20,25 +20,31 @@ result<std::int64_t> chief_session::initialise() {
   std::int64_t step = 0;
   std::int64_t restored = -1;
   if (!options_.checkpoint_dir.empty()) {
-    if (auto path = io::latest_checkpoint(options_.checkpoint_dir)) {
-      auto saved = io::load_checkpoint(*path);
-      if (!saved)
-        return saved.error().with_context("cannot restore");
-      if (!(saved->model.shape == job_.shape))
-        return fail(*path + ": the checkpoint is of a " + std::string{model::to_string(saved->model.shape.kind)} +
-                    " model with " + std::to_string(saved->model.shape.dimension()) +
+    // The newest checkpoint that reads back whole; a corrupt newer one is skipped with a warning.
+    auto found = io::newest_readable_checkpoint(options_.checkpoint_dir);
+    if (!found)
+      return found.error().with_context("cannot restore");
+    if (options_.note)
+      for (const auto& warning : found->warnings)
+        options_.note("warning: " + warning);
+    if (found->state) {
+      const auto& saved = *found->state;
+      const auto& path = found->path;
+      if (!(saved.model.shape == job_.shape))
+        return fail(path + ": the checkpoint is of a " + std::string{model::to_string(saved.model.shape.kind)} +
+                    " model with " + std::to_string(saved.model.shape.dimension()) +
                     " parameters; this job trains " + std::string{model::to_string(job_.shape.kind)} +
                     " with " + std::to_string(dimension));
-      if (saved->rule != optimizer::to_string(job_.rule.kind))
-        return fail(*path + ": the checkpoint holds " + saved->rule + " state; this job uses " +
+      if (saved.rule != optimizer::to_string(job_.rule.kind))
+        return fail(path + ": the checkpoint holds " + saved.rule + " state; this job uses " +
                     std::string{optimizer::to_string(job_.rule.kind)} + " (use another --checkpoint-dir)");
-      theta = saved->model.theta;
-      state.slots = saved->slots;
-      state.updates = saved->updates;
-      step = saved->step;
+      theta = saved.model.theta;
+      state.slots = saved.slots;
+      state.updates = saved.updates;
+      step = saved.step;
       restored = step;
       if (options_.note)
-        options_.note("restored step " + std::to_string(step) + " from " + *path);
+        options_.note("restored step " + std::to_string(step) + " from " + path);
     }
   }
   if (auto done = client_.initialise(theta, state.slots, step, state.updates); !done)

@@ -6,6 +6,9 @@
 #include <caf/openssl/all.hpp>
 
 #include <algorithm>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <thread>
 
 namespace shardopt::actors {
@@ -36,8 +39,15 @@ result<std::vector<endpoint>> parse_endpoints(const std::string& list, const std
 }
 
 bool is_loopback(const std::string& address) {
-  return address.rfind("127.", 0) == 0 || address == "localhost" || address == "::1"
-         || address == "[::1]";
+  if (address == "localhost")
+    return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, address.c_str(), &v4) == 1)
+    return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  const auto bare = address.size() > 2 && address.front() == '[' ? address.substr(1, address.size() - 2)
+                                                                 : address;
+  return ::inet_pton(AF_INET6, bare.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
 }
 
 namespace {

@@ -185,8 +185,7 @@ public:
 
   void on_exit() override {
     for (auto& [driver, share] : drivers_)
-      for (auto& shard : share.shards)
-        send_exit(shard, caf::exit_reason::user_shutdown);
+      end_shards(share.shards);
     drivers_.clear();
   }
 
@@ -229,12 +228,19 @@ private:
     return shard;
   }
 
+  /// Ends shards. The exits come from a scoped actor that no peer can name: a guarded shard
+  /// accepts no exit from the node itself, whose id peers know (guard.hpp).
+  void end_shards(const std::vector<shard_actor>& shards) {
+    caf::scoped_actor reaper{system()};
+    for (const auto& shard : shards)
+      reaper->send_exit(shard, caf::exit_reason::user_shutdown);
+  }
+
   void release(const caf::actor_addr& driver) {
     auto it = drivers_.find(driver);
     if (it == drivers_.end())
       return;
-    for (auto& shard : it->second.shards)
-      send_exit(shard, caf::exit_reason::user_shutdown);
+    end_shards(it->second.shards);
     shards_ -= static_cast<std::int64_t>(it->second.shards.size());
     bytes_ -= it->second.bytes;
     drivers_.erase(it);

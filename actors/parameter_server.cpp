@@ -10,8 +10,9 @@ namespace {
 
 using namespace detail;
 
-ps_actor::behavior_type parameter_server(ps_pointer self) {
+ps_actor::behavior_type parameter_server(ps_pointer self, access_token job_token) {
   guard_behavior(self);
+  self->state.token = job_token;
   self->set_down_handler([=](caf::down_msg& down) {
     auto& s = self->state;
     auto it = s.workers.find(down.source);
@@ -32,7 +33,7 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       if (auto ok = check_hello(hello.version, hello.probe, "worker " + std::to_string(hello.worker));
           !ok)
         return refused(ok.error().message());
-      if (s.status != ps_status::waiting && hello.token != s.token)
+      if (hello.token != s.token)
         return refused("worker " + std::to_string(hello.worker)
                        + " carries another job's token (is it left over from an earlier job?)");
       if (s.status != ps_status::waiting && hello.worker >= s.config.total_replicas)
@@ -47,11 +48,15 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       if (holder != s.holders.end() && holder->second != who)
         return refused("worker index " + std::to_string(hello.worker)
                        + " is already claimed by another connection");
-      if (s.workers.size() > 4 * 65536)
+      const auto known = s.workers.find(who);
+      if (known != s.workers.end() && known->second.worker != hello.worker)
+        return refused("this connection already is worker " + std::to_string(known->second.worker));
+      if (s.workers.size() > 65536)
         return refused("too many workers said hello");
+      if (known == s.workers.end())
+        self->monitor(who);
       s.workers[who] = {hello.worker, hello.token};
       s.holders[hello.worker] = who;
-      self->monitor(who);
       if (hello.worker < s.gone.size())
         s.gone[hello.worker] = false;
       return round;
@@ -76,7 +81,6 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
         return make_error(errc::dimension_mismatch,
                           "the initial state does not fit the slice of " + std::to_string(n)
                             + " or is not finite");
-      s.token = token;
       s.config = config;
       s.rule = rule;
       s.theta = start.theta.map();
@@ -92,9 +96,9 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
       s.losses.assign(workers, 0.0);
       s.examples.assign(workers, 0);
       s.clocks.assign(workers, 0);
-      // Claims made with another token, or of an index beyond the job, are not the job's workers.
+      // Claims of an index beyond the job are not the job's workers.
       for (auto it = s.workers.begin(); it != s.workers.end();) {
-        if (it->second.token == token && it->second.worker < workers) {
+        if (it->second.worker < workers) {
           ++it;
           continue;
         }
@@ -242,8 +246,6 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
                           && s.workers.count(caf::actor_cast<caf::actor_addr>(self->current_sender())) > 0;
       if (!member && !from_chief(self, token))
         return refused("a failure report from outside the job");
-      if (s.status == ps_status::waiting)
-        s.token = token;  // the chief failed before initialising: its workers may read why
       fail_training(self, reason.substr(0, 1000));
       return round;
     },
@@ -289,8 +291,8 @@ ps_actor::behavior_type parameter_server(ps_pointer self) {
 
 } // namespace
 
-ps_actor spawn_parameter_server(caf::actor_system& system) {
-  return system.spawn(parameter_server);
+ps_actor spawn_parameter_server(caf::actor_system& system, const access_token& token) {
+  return system.spawn(parameter_server, token);
 }
 
 } // namespace shardopt::actors

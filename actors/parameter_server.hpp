@@ -5,18 +5,19 @@
 // A parameter server (PS) owns one contiguous slice [begin, end) of theta, the update rule's state
 // for it, and a global step. Workers talk to every PS. Every request carries a `round` the reply
 // echoes, so a worker can tell a late reply from the one it waits for, and the job's token (a
-// capability, see messages.hpp): the chief sets it at initialisation, and from then on a request
-// with another token is refused. The PS is guarded (guard.hpp): a peer's exit or kill message
+// capability, see messages.hpp) that the PS was started with: a request with another token is
+// refused, from the first hello on. The PS is guarded (guard.hpp): a peer's exit or kill message
 // cannot end it.
 //
 //   (pshello_atom, round, ps_hello) -> (round)
 //       A worker announces itself: protocol version, floating-point probe, token, worker index.
 //       The index is bound to the actor that first claimed it (while that actor is up); a claim
-//       of a bound index by another actor is refused. The PS monitors its workers.
+//       of a bound index by another actor, or of a second index by the same actor, is refused.
+//       The PS monitors its workers.
 //   (psinit_atom, round, token, ps_config, ps_snapshot) -> (round)
-//       The chief (worker 0, who must have said hello) sets the token, the slice, the rule, the
-//       mode and the starting state (fresh or restored from a checkpoint). Accepted once; a PS is
-//       `waiting` until then. Claims made with another token are dropped.
+//       The chief (worker 0, who must have said hello) sets the slice, the rule, the mode and the
+//       starting state (fresh or restored from a checkpoint). Accepted once; a PS is `waiting`
+//       until then. Claims of indices beyond the job's workers are dropped.
 //   (pull_atom, round, token) -> (round, ps_view)
 //       The current step, status and theta slice (the slice only for the job's token).
 //   (push_atom, round, token, worker, stamp, loss, examples, grad_slice) -> (round, step, accepted)
@@ -183,8 +184,9 @@ using ps_actor = caf::typed_actor<
 /// positive rates. The failure says what is wrong.
 result<void> check_config(const ps_config& config);
 
-/// Spawns a parameter server in state `waiting`. It exits by itself at the end of training; its
-/// exit reason is normal after a finished run and carries the failure message otherwise.
-ps_actor spawn_parameter_server(caf::actor_system& system);
+/// Spawns a parameter server of the job whose capability is `token`, in state `waiting`. It exits
+/// by itself at the end of training; its exit reason is normal after a finished run and carries
+/// the failure message otherwise.
+ps_actor spawn_parameter_server(caf::actor_system& system, const access_token& token);
 
 } // namespace shardopt::actors

@@ -14,7 +14,7 @@ result<ps_outcome> run_local_job(runtime& rt, const ps_job& options, std::uint32
   job.token = access_token::random();  // this run's capability, shared by its own actors only
   ps_group group;
   for (std::uint32_t j = 0; j < ps_count; ++j) {
-    group.servers.push_back(spawn_parameter_server(system));
+    group.servers.push_back(spawn_parameter_server(system, job.token));
     group.names.push_back("ps " + std::to_string(j));
   }
   const auto blocks = io::partition_rows(train->rows(), job.workers);

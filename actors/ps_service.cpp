@@ -22,8 +22,9 @@ result<ps_group> connect_parameter_servers(runtime& rt, const std::vector<endpoi
 }
 
 result<std::pair<ps_actor, std::uint16_t>> publish_parameter_server(runtime& rt, const std::string& bind,
-                                                                    std::uint16_t port) {
-  auto server = spawn_parameter_server(rt.system());
+                                                                    std::uint16_t port,
+                                                                    const access_token& token) {
+  auto server = spawn_parameter_server(rt.system(), token);
   auto bound = publish(rt, server, bind, port);
   if (!bound) {
     caf::scoped_actor self{rt.system()};

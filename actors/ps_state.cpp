@@ -114,6 +114,8 @@ caf::error refused(const std::string& why) {
 /// the index.
 bool holds(ps_pointer self, std::uint32_t worker) {
   auto& s = self->state;
+  if (s.status != ps_status::waiting && worker >= s.config.total_replicas)
+    return false;
   const auto it = s.holders.find(worker);
   return it != s.holders.end()
          && it->second == caf::actor_cast<caf::actor_addr>(self->current_sender());
@@ -123,12 +125,7 @@ bool holds(ps_pointer self, std::uint32_t worker) {
 /// with the token it said hello with).
 bool from_chief(ps_pointer self, const access_token& token) {
   auto& s = self->state;
-  if (!holds(self, 0))
-    return false;
-  if (s.status != ps_status::waiting)
-    return token == s.token;
-  const auto it = s.workers.find(caf::actor_cast<caf::actor_addr>(self->current_sender()));
-  return it != s.workers.end() && it->second.token == token;
+  return token == s.token && holds(self, 0);
 }
 
 } // namespace shardopt::actors::detail

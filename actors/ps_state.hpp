@@ -33,7 +33,7 @@ struct parameter_server_state {
   ps_stats stats;
   std::string note;
 
-  access_token token;  ///< the job's capability, set by the chief's psinit
+  access_token token;  ///< the job's capability, given at spawn
 
   // Workers: who said hello (and is monitored), with the token they gave; who holds which index;
   // who is gone (said bye or went down).
@@ -91,8 +91,7 @@ void on_worker_down(ps_pointer self, std::uint32_t worker, const caf::error& rea
 caf::error refused(const std::string& why);
 /// Whether the current request comes from the actor that holds index `worker`.
 bool holds(ps_pointer self, std::uint32_t worker);
-/// Whether the current request comes from the chief with the job's token (before initialisation:
-/// with the token it said hello with).
+/// Whether the current request comes from the chief with the job's token.
 bool from_chief(ps_pointer self, const access_token& token);
 
 } // namespace shardopt::actors::detail

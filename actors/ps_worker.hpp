@@ -119,7 +119,8 @@ result<ps_group> connect_parameter_servers(runtime& rt, const std::vector<endpoi
 /// Spawns a parameter server and publishes it on bind:port (port 0: any free port). Returns the
 /// actor and the port it listens on. Only its typed protocol is exposed (guard.hpp).
 result<std::pair<ps_actor, std::uint16_t>> publish_parameter_server(runtime& rt, const std::string& bind,
-                                                                    std::uint16_t port);
+                                                                    std::uint16_t port,
+                                                                    const access_token& token);
 
 /// Waits until a published PS ends: Ok after a finished run; an error with the failure otherwise
 /// (the process then exits non-zero), or when no chief initialised it within `startup` (a PS never

@@ -24,6 +24,9 @@ void add_data_options(CLI::App& command, data_options& data, bool training) {
   command.add_option("--header", data.header, "CSV header row: auto, yes, no")->capture_default_str();
   command.add_option("--features", data.features, "LIBSVM: number of features (0 = largest index)");
   command.add_option("--limit", data.limit, "Use only the first N examples (0 = all)");
+  command.add_option("--max-decompressed-gib", data.max_decompressed_gib,
+                     "gzip input: refuse a file that decompresses to more than this many GiB (0: no limit)")
+    ->capture_default_str();
   if (training) {
     command.add_option("--test", data.test,
                        "Test set file (default: the dataset's own test split, if it has one)");

@@ -19,6 +19,10 @@ result<io::read_options> read_options_of(const data_options& options) {
     return fail("--header: expected auto, yes or no, got '" + options.header + "'");
   read.features = options.features;
   read.limit = options.limit;
+  if (!(options.max_decompressed_gib >= 0))
+    return fail("--max-decompressed-gib must be >= 0");
+  read.max_decompressed =
+    static_cast<std::uint64_t>(options.max_decompressed_gib * 1024.0 * 1024.0 * 1024.0);
   return read;
 }
 

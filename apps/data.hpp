@@ -25,6 +25,7 @@ struct data_options {
   std::int64_t test_limit = 0;
   std::string scale = "auto";
   bool standardize = false;
+  double max_decompressed_gib = 4;  ///< gzip input: the most it may decompress to (0: no limit)
 };
 
 /// Training (and optional test) data, read, label-encoded and scaled with training statistics.

@@ -202,6 +202,12 @@ result<prepared_data> read_data(const train_options& o) {
   return prepare_training_data(o.data, *kind, o.classes);
 }
 
+/// The job's capability: from --job-token, or derived from the host lists every task shares.
+actors::access_token job_token(const ps_task_options& o) {
+  return actors::access_token::from_text(o.job_token.empty() ? o.ps_hosts + " " + o.worker_hosts
+                                                             : o.job_token);
+}
+
 int run_ps_server(const ps_task_options& o, const actors::endpoint& self_endpoint) {
   const auto& t = o.train;
   const auto bind = o.bind.empty() ? self_endpoint.host : o.bind;
@@ -210,7 +216,7 @@ int run_ps_server(const ps_task_options& o, const actors::endpoint& self_endpoin
     return report_error(ok.error().message());
   // Left running at exit: the process ends right after (see runtime_options).
   actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
-  auto published = actors::publish_parameter_server(rt, bind, self_endpoint.port);
+  auto published = actors::publish_parameter_server(rt, bind, self_endpoint.port, job_token(o));
   if (!published)
     return report_error(published.error().message());
   auto [server, port] = *published;
@@ -246,8 +252,7 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   const auto index = static_cast<std::uint32_t>(o.task_index);
   const auto blocks = io::partition_rows(data->train->rows(), workers);
   actors::worker_task task{index, data->train, blocks[index], slow->first == o.task_index ? slow->second : 1.0};
-  job->token = actors::access_token::from_text(o.job_token.empty() ? o.ps_hosts + " " + o.worker_hosts
-                                                                    : o.job_token);
+  job->token = job_token(o);
   // Left running at exit: the process ends right after (see runtime_options).
   actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);

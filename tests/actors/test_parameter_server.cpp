@@ -234,12 +234,12 @@ TEST_CASE("an absurd learning rate stops training with the NaN message and a val
 
 TEST_CASE("a parameter server answers malformed requests with errors and keeps serving") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  auto server = actors::spawn_parameter_server(rt.system());
+  const auto token = actors::access_token::random();
+  auto server = actors::spawn_parameter_server(rt.system(), token);
   caf::scoped_actor self{rt.system()};
   auto on_error = [&](std::string& text) {
     return [&](caf::error& err) { text = actors::describe(err, rt.system()); };
   };
-  const auto token = actors::access_token::random();
   {
     // The chief says hello first: only worker 0 initialises.
     std::string text;
