@@ -15,6 +15,8 @@
 #include "support/node_process.hpp"
 #include "support/process.hpp"
 
+#include "support/problems.hpp"
+
 #include <doctest/doctest.h>
 
 #include <caf/all.hpp>
@@ -33,22 +35,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A random dense softmax problem.
+/// A random softmax problem (see support/problems.hpp).
 std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
                                                   std::int64_t classes) {
-  std::mt19937 rng{seed};
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int> label(0, static_cast<int>(classes) - 1);
-  model::dense_features x(n, d);
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < d; ++j)
-      x(i, j) = normal(rng);
-  auto data = std::make_shared<model::dataset>();
-  data->y.resize(n);
-  for (std::int64_t i = 0; i < n; ++i)
-    data->y[i] = label(rng);
-  data->x = std::move(x);
-  return data;
+  return shardopt::test::random_problem(seed, n, d, classes);
 }
 
 actors::runtime network_runtime() {

@@ -9,6 +9,8 @@
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
 
+#include "support/problems.hpp"
+
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,25 +24,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A random softmax problem; sparse when asked (about a third of the entries non-zero).
+/// A random softmax problem (see support/problems.hpp).
 std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
                                                   std::int64_t classes, bool sparse) {
-  std::mt19937 rng{seed};
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int> label(0, static_cast<int>(classes) - 1);
-  model::dense_features x(n, d);
-  for (std::int64_t i = 0; i < n; ++i)
-    for (std::int64_t j = 0; j < d; ++j)
-      x(i, j) = (!sparse || rng() % 3 == 0) ? normal(rng) : 0.0f;
-  auto data = std::make_shared<model::dataset>();
-  data->y.resize(n);
-  for (std::int64_t i = 0; i < n; ++i)
-    data->y[i] = label(rng);
-  if (sparse)
-    data->x = model::sparse_features(x.sparseView());
-  else
-    data->x = std::move(x);
-  return data;
+  return shardopt::test::random_problem(seed, n, d, classes, sparse);
 }
 
 /// K contiguous blocks with random cut points (at least one row each).
