@@ -53,25 +53,6 @@ bool have_fashion() {
   return std::filesystem::exists("/usr/share/datasets/fashion-mnist");
 }
 
-/// Lines in a file (0 if it does not exist yet).
-int count_lines(const std::filesystem::path& path) {
-  std::ifstream in{path};
-  int lines = 0;
-  for (std::string line; std::getline(in, line);)
-    ++lines;
-  return lines;
-}
-
-/// Waits (at most 2 minutes) until a training driver has logged `iterations` lines of metrics.
-bool wait_for_iterations(background_process& driver, const std::filesystem::path& metrics,
-                         int iterations) {
-  const auto until = std::chrono::steady_clock::now() + 120s;
-  while (count_lines(metrics) < iterations && std::chrono::steady_clock::now() < until
-         && driver.running())
-    std::this_thread::sleep_for(10ms);
-  return count_lines(metrics) >= iterations;
-}
-
 /// Runs a driver with `args` (plus a metrics file), kills `victim` with SIGKILL once 10 iterations
 /// are done, and returns how the driver ended.
 shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_process& victim) {
@@ -79,7 +60,7 @@ shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_
   const auto metrics = dir / "run.jsonl";
   args.insert(args.end(), {"--metrics", metrics.string(), "--progress-interval", "1000"});
   background_process driver{args};
-  REQUIRE(wait_for_iterations(driver, metrics, 10));
+  REQUIRE(shardopt::test::wait_for_lines(driver, metrics, 10));
   victim.process->signal(SIGKILL);
   return driver.wait(300s);
 }
@@ -153,7 +134,7 @@ TEST_CASE("when every node is gone the run stops with a clear error and saves th
   args.insert(args.end(), {"--max-iter", "100000", "--epsilon", "0", "--nodes", node.endpoint(),
                            "--metrics", metrics.string(), "--save", model.string()});
   background_process driver{args};
-  REQUIRE(wait_for_iterations(driver, metrics, 5));
+  REQUIRE(shardopt::test::wait_for_lines(driver, metrics, 5));
   node.process->signal(SIGKILL);
   const auto result = driver.wait(60s);
   INFO("stderr: " << result.err);
@@ -186,7 +167,15 @@ void send_raw(int port, const std::string& bytes) {
       break;  // the node may close the connection on the first bad byte: that is fine
     sent += static_cast<std::size_t>(n);
   }
-  std::this_thread::sleep_for(100ms);
+  // Wait until the node has read everything: it closes the connection, or says nothing more
+  // once we close our side (bounded by a receive timeout, so a node that hangs fails the test
+  // later, when a driver cannot use it).
+  ::shutdown(fd, SHUT_WR);
+  timeval limit{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  char sink[256];
+  while (::recv(fd, sink, sizeof sink, 0) > 0) {
+  }
   ::close(fd);
 }
 

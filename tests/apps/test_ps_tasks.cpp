@@ -131,10 +131,11 @@ TEST_CASE("ps-task: a worker killed mid-run with one backup worker present does 
   auto ps = job.start("ps", 0);
   auto w1 = job.start("worker", 1);
   auto w2 = job.start("worker", 2);
-  auto chief = job.start("worker", 0, {"--json", "--metrics", "/dev/null"});
-  // Let training run for a while, then kill worker 2.
-  std::this_thread::sleep_for(1500ms);
-  REQUIRE(chief->running());
+  temp_dir dir;
+  const auto metrics = dir.path() / "metrics.jsonl";
+  auto chief = job.start("worker", 0, {"--json", "--metrics", metrics.string()});
+  // Once training is under way (two log lines: steps 100 and 200), kill worker 2.
+  REQUIRE(shardopt::test::wait_for_lines(*chief, metrics, 2));
   w2->signal(SIGKILL);
   const auto result = chief->wait(120s);
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -189,12 +190,14 @@ TEST_CASE("ps-task: after killing every task, a restart resumes from the newest 
 }
 
 TEST_CASE("ps-task: a dead PS is reported by the workers, a dead chief by the PS, and all tasks exit") {
-  const ps_job job{1, 2, with(small_data, {"--last-step", "100000000"})};
+  const ps_job job{1, 2, with(small_data, {"--last-step", "100000000", "--log-steps", "50"})};
+  temp_dir dir;
+  const auto metrics = dir.path() / "metrics.jsonl";
   auto ps = job.start("ps", 0);
   auto w1 = job.start("worker", 1);
-  auto chief = job.start("worker", 0);
-  std::this_thread::sleep_for(1500ms);
-  REQUIRE(chief->running());
+  auto chief = job.start("worker", 0, {"--metrics", metrics.string()});
+  // Training is under way once the chief has logged a step.
+  REQUIRE(shardopt::test::wait_for_lines(*chief, metrics, 1));
   SUBCASE("the PS dies") {
     ps->signal(SIGKILL);
     const auto result = chief->wait(60s);

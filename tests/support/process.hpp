@@ -185,6 +185,25 @@ inline int free_port() {
   return ntohs(address.sin_port);
 }
 
+/// Lines in a file (0 if it does not exist yet).
+inline int count_lines(const std::filesystem::path& path) {
+  std::ifstream in{path};
+  int lines = 0;
+  for (std::string line; std::getline(in, line);)
+    ++lines;
+  return lines;
+}
+
+/// Waits until `process` has written `lines` lines to `path` (a metrics file: training has made
+/// that much progress); false if it ended first or `timeout` passed.
+inline bool wait_for_lines(background_process& process, const std::filesystem::path& path, int lines,
+                           std::chrono::milliseconds timeout = std::chrono::minutes{2}) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  while (count_lines(path) < lines && std::chrono::steady_clock::now() < until && process.running())
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  return count_lines(path) >= lines;
+}
+
 /// The path of the built `shardopt` executable.
 inline std::string shardopt_binary() {
   return std::string{SHARDOPT_BINARY_DIR} + "/apps/shardopt";
