@@ -5,10 +5,18 @@
 // More-Thuente search is known to fail on valid problems. So both solvers run with our own line
 // search policy (`wolfe_line_search`, Nocedal & Wright, "Numerical Optimization", 2nd ed., Alg. 3.5
 // and 3.6), which also reports each accepted step to the adapter: that is the iteration hook.
+//
+// LBFGS++'s solvers keep their memory private and always start empty, so a run could not be saved
+// and resumed. Unbounded runs therefore use LBFGS++'s BFGS matrix (`BFGSMat`, the two-loop
+// recursion) inside `run_unbounded`, the same loop as `LBFGSSolver::minimize` step for step, whose
+// state (iterate, gradient, correction pairs) we hold and can hand out. Replaying the saved pairs
+// into a fresh matrix gives bit for bit the directions of the original. L-BFGS-B keeps a factorised
+// matrix whose rounding depends on its whole history, so bounded runs use `LBFGSBSolver` and cannot
+// be resumed.
 
 #include "optimizer/lbfgs.hpp"
 
-#include <LBFGS.h>
+#include <LBFGSpp/BFGSMat.h>
 #include <LBFGSB.h>
 
 #include <algorithm>
@@ -36,6 +44,23 @@ class adapter {
 public:
   adapter(const evaluate_function& f, const lbfgs_options& options, const iteration_hook& hook)
     : f_(f), options_(options), hook_(hook), start_(clock_type::now()) {}
+
+  /// Continues the counts, the clock and the `past` ring of a saved run.
+  void resume(const lbfgs_state& state) {
+    evaluations_ = state.evaluations;
+    iterations_ = state.iterations;
+    history_ = state.f_history;
+    earlier_seconds_ = state.seconds;
+    record(state.f, state.theta, state.grad, 0);
+  }
+
+  /// Fills the counts, the clock and the `past` ring of a state to save.
+  void save(lbfgs_state& state) const {
+    state.evaluations = evaluations_;
+    state.iterations = iterations_;
+    state.f_history = history_;
+    state.seconds = seconds();
+  }
 
   double operator()(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     ++evaluations_;
@@ -73,7 +98,9 @@ public:
   const Eigen::VectorXd& best_theta() const { return best_theta_; }
   int iterations() const { return iterations_; }
   int evaluations() const { return evaluations_; }
-  double seconds() const { return std::chrono::duration<double>(clock_type::now() - start_).count(); }
+  double seconds() const {
+    return earlier_seconds_ + std::chrono::duration<double>(clock_type::now() - start_).count();
+  }
 
 private:
   void record(double fx, const Eigen::VectorXd& x, const Eigen::VectorXd& grad, double step) {
@@ -84,13 +111,14 @@ private:
     info_.grad_norm_inf = grad.size() > 0 ? grad.lpNorm<Eigen::Infinity>() : 0.0;
     info_.step = step;
     info_.evaluations = evaluations_;
-    info_.seconds = std::chrono::duration<double>(clock_type::now() - start_).count();
+    info_.seconds = seconds();
   }
 
   const evaluate_function& f_;
   const lbfgs_options& options_;
   const iteration_hook& hook_;
   clock_type::time_point start_;
+  double earlier_seconds_ = 0;  // of the run this one resumes
   int evaluations_ = 0;
   int iterations_ = 0;
   iteration_info info_;
@@ -108,14 +136,6 @@ class wolfe_line_search {
 public:
   using vector = Eigen::Matrix<Scalar, Eigen::Dynamic, 1>;
 
-  /// LBFGS++'s L-BFGS entry point.
-  template <class Foo>
-  static void LineSearch(Foo& f, Scalar& fx, vector& x, vector& grad, Scalar& step, const vector& drt,
-                         const vector& xp, const LBFGSpp::LBFGSParam<Scalar>& param) {
-    search(f, fx, x, grad, step, param.max_step, drt, xp, param.ftol, param.wolfe,
-           param.max_linesearch);
-  }
-
   /// LBFGS++'s L-BFGS-B entry point.
   template <class Foo>
   static void LineSearch(Foo& f, Scalar& fx, vector& x, vector& grad, Scalar& step, Scalar step_max,
@@ -131,6 +151,8 @@ private:
     bool finite = true;
   };
 
+public:
+  /// The search itself; also our own loop's entry point (see `run_unbounded`).
   template <class Foo>
   static void search(Foo& f, Scalar& fx, vector& x, vector& grad, Scalar& step, Scalar step_max,
                      const vector& drt, const vector& xp, Scalar ftol, Scalar wolfe, int budget) {
@@ -219,6 +241,7 @@ private:
     fall_back(f, fx, x, grad, step, best, best_x, best_grad, start);
   }
 
+private:
   /// Minimiser of the cubic through (lo, hi) with their slopes; bisection when that is not defined.
   static Scalar interpolate(const point& lo, const point& hi) {
     if (!hi.finite)
@@ -271,6 +294,83 @@ std::string check_options(const lbfgs_options& o, Eigen::Index n) {
   return {};
 }
 
+/// LBFGS++'s default bound on a step (LBFGSParam::max_step), kept so runs match its solver's.
+constexpr double max_step = 1e20;
+
+bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const lbfgs_options& o) {
+  const double norm = grad.norm();
+  return norm <= o.epsilon || norm <= o.epsilon_rel * x.norm();
+}
+
+/// Unbounded L-BFGS: `LBFGSSolver::minimize`'s loop over LBFGS++'s BFGS matrix, with the state kept
+/// for the session (saved after every iteration, or resumed from). Returns when the gradient test
+/// passes or the iteration limit is reached; other stops are thrown (`run_ended`) by the adapter and
+/// the line search.
+void run_unbounded(adapter& fn, Eigen::VectorXd& x, double& fx, const lbfgs_options& o,
+                   const lbfgs_session& session) {
+  const auto n = x.size();
+  LBFGSpp::BFGSMat<double> bfgs;
+  bfgs.reset(static_cast<int>(n), o.history);
+  Eigen::VectorXd grad(n);
+  Eigen::VectorXd drt(n);
+  Eigen::VectorXd xp(n);
+  Eigen::VectorXd gradp(n);
+  lbfgs_state state;  // what `on_state` sees; its pairs are kept only when someone looks
+  double step = 1;
+
+  // Start: a fresh run evaluates theta and steps along the steepest descent; a resumed one replays
+  // its corrections into the matrix and steps along the quasi-Newton direction, as the run it
+  // continues would have.
+  if (session.resume) {
+    const auto& saved = *session.resume;
+    x = saved.theta;
+    fx = saved.f;
+    grad = saved.grad;
+    for (std::size_t i = 0; i < saved.s.size(); ++i)
+      bfgs.add_correction(saved.s[i], saved.y[i]);
+    if (session.on_state) {
+      state.s = saved.s;
+      state.y = saved.y;
+    }
+    fn.resume(saved);
+  } else {
+    fx = fn(x, grad);
+  }
+  if (gradient_small(grad, x, o) || (o.max_iterations > 0 && fn.iterations() >= o.max_iterations))
+    return;
+  if (bfgs.num_corrections() == 0) {
+    drt.noalias() = -grad;
+    step = 1 / drt.norm();
+  } else {
+    bfgs.apply_Hv(grad, -1.0, drt);
+  }
+
+  for (;;) {
+    xp.noalias() = x;
+    gradp.noalias() = grad;
+    wolfe_line_search<double>::search(fn, fx, x, grad, step, max_step, drt, xp, o.ftol, o.wolfe,
+                                      o.max_linesearch);
+    if (gradient_small(grad, x, o) || (o.max_iterations > 0 && fn.iterations() >= o.max_iterations))
+      return;
+    bfgs.add_correction(x - xp, grad - gradp);
+    bfgs.apply_Hv(grad, -1.0, drt);
+    step = 1;
+    if (session.on_state) {
+      if (static_cast<int>(state.s.size()) == o.history) {
+        state.s.erase(state.s.begin());
+        state.y.erase(state.y.begin());
+      }
+      state.s.emplace_back(x - xp);
+      state.y.emplace_back(grad - gradp);
+      state.theta = x;
+      state.grad = grad;
+      state.f = fx;
+      fn.save(state);
+      session.on_state(state);
+    }
+  }
+}
+
 template <class Param>
 void fill_common(Param& p, const lbfgs_options& o) {
   p.m = o.history;
@@ -303,10 +403,40 @@ std::string_view to_string(stop_reason reason) {
   return "unknown";
 }
 
+std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options) {
+  const auto sized = [n](const Eigen::VectorXd& v) { return v.size() == n; };
+  if (state.iterations < 0 || state.evaluations < state.iterations || !(state.seconds >= 0))
+    return "its counts are inconsistent";
+  if (!sized(state.theta) || !sized(state.grad))
+    return "theta has " + std::to_string(state.theta.size()) + " entries, the problem " + std::to_string(n);
+  if (state.s.size() != state.y.size() || state.s.size() > static_cast<std::size_t>(options.history))
+    return "it holds " + std::to_string(state.s.size()) + " correction pairs for a history of " +
+           std::to_string(options.history);
+  if (!std::all_of(state.s.begin(), state.s.end(), sized) || !std::all_of(state.y.begin(), state.y.end(), sized))
+    return "a correction pair does not have the dimension of theta";
+  const std::size_t ring = options.past > 0 ? static_cast<std::size_t>(options.past) : 0;
+  if (!state.f_history.empty() && state.f_history.size() != ring)
+    return "its objective history has " + std::to_string(state.f_history.size()) +
+           " entries, --past is " + std::to_string(options.past);
+  const auto finite = [](const Eigen::VectorXd& v) { return v.allFinite(); };
+  if (!std::isfinite(state.f) || !finite(state.theta) || !finite(state.grad) ||
+      !std::all_of(state.s.begin(), state.s.end(), finite) || !std::all_of(state.y.begin(), state.y.end(), finite))
+    return "it holds values that are not finite";
+  return {};
+}
+
 lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
-                             const lbfgs_options& options, const iteration_hook& hook) {
+                             const lbfgs_options& options, const iteration_hook& hook,
+                             const lbfgs_session& session) {
   lbfgs_result out;
-  if (auto problem = check_options(options, theta.size()); !problem.empty()) {
+  auto problem = check_options(options, theta.size());
+  const bool bounded = options.lower || options.upper;
+  if (problem.empty() && bounded && (session.resume || session.on_state))
+    problem = "a run with bounds (L-BFGS-B) cannot be saved or resumed";
+  if (problem.empty() && session.resume)
+    if (auto misfit = check_state(*session.resume, theta.size(), options); !misfit.empty())
+      problem = "the state to resume does not fit: " + misfit;
+  if (!problem.empty()) {
     out.reason = stop_reason::evaluation_failed;
     out.message = "invalid L-BFGS options: " + problem;
     return out;
@@ -314,7 +444,6 @@ lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
   adapter fn{f, options, hook};
   Eigen::VectorXd x = theta;
   double fx = 0;
-  const bool bounded = options.lower || options.upper;
   try {
     if (bounded) {
       // The params object must outlive the solver, which keeps a reference to it.
@@ -330,13 +459,9 @@ lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
                       : Eigen::VectorXd::Constant(n, std::numeric_limits<double>::infinity());
       solver.minimize(fn, x, fx, lower, upper);
     } else {
-      LBFGSpp::LBFGSParam<double> param;
-      fill_common(param, options);
-      param.linesearch = LBFGSpp::LBFGS_LINESEARCH_BACKTRACKING_STRONG_WOLFE;
-      LBFGSpp::LBFGSSolver<double, wolfe_line_search> solver{param};
-      solver.minimize(fn, x, fx);
+      run_unbounded(fn, x, fx, options, session);
     }
-    // LBFGS++ returned: either the gradient test passed or the iteration limit was hit.
+    // The solver returned: either the gradient test passed or the iteration limit was hit.
     const auto& info = fn.info();
     const bool limit = options.max_iterations > 0 && fn.iterations() >= options.max_iterations;
     const bool small_grad = info.grad_norm <= options.epsilon

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shardopt::optimizer {
 
@@ -67,17 +68,49 @@ struct lbfgs_result {
   double seconds = 0;
 };
 
-/// Runs L-BFGS through LBFGS++ (L-BFGS-B when bounds are set) with a strong-Wolfe line search, starting
-/// from and updating `theta`. Blocks the calling thread until done. Options are checked first; bad
-/// ones give `evaluation_failed` with a message (never an exception).
+/// Everything unbounded L-BFGS needs to continue a run exactly where it was, after iteration
+/// `iterations`: the iterate with its objective and gradient, the correction pairs s = theta_k -
+/// theta_{k-1}, y = grad_k - grad_{k-1} (oldest first, at most `history`), the counts, and the
+/// objective values the `past` test compares against. A run resumed from a state ends bit for bit
+/// where the uninterrupted run ends, given the same objective and options.
+struct lbfgs_state {
+  int iterations = 0;
+  int evaluations = 0;
+  double seconds = 0;                  ///< wall time of the run so far
+  double f = 0;
+  Eigen::VectorXd theta;
+  Eigen::VectorXd grad;
+  std::vector<Eigen::VectorXd> s;      ///< corrections, oldest first; s.size() == y.size()
+  std::vector<Eigen::VectorXd> y;
+  std::vector<double> f_history;       ///< ring of the `past` test (empty when past = 0)
+};
+
+/// Checks that a state fits a problem of dimension `n` under `options` (vector sizes, pair count,
+/// `past` ring, finite values); the message names the first misfit, empty when it fits.
+std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
+
+/// Resuming and saving a run (unbounded L-BFGS only). `on_state` is called after every iteration
+/// with the state to continue from (it may save it; it must not keep the reference). With `resume`,
+/// the run continues from that state instead of starting at `theta`.
+struct lbfgs_session {
+  const lbfgs_state* resume = nullptr;
+  std::function<void(const lbfgs_state&)> on_state;
+};
+
+/// Runs L-BFGS with a strong-Wolfe line search, starting from and updating `theta`: unbounded runs
+/// use LBFGS++'s BFGS matrix in our own loop (so the state can be saved and resumed); with bounds,
+/// LBFGS++'s L-BFGS-B solver. Blocks the calling thread until done. Options (and a session's state)
+/// are checked first; bad ones give `evaluation_failed` with a message (never an exception); a
+/// session with bounds is refused the same way.
 lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
-                             const lbfgs_options& options, const iteration_hook& hook = {});
+                             const lbfgs_options& options, const iteration_hook& hook = {},
+                             const lbfgs_session& session = {});
 
 /// Minimises any objective (see objective.hpp) from `theta`.
 template <class F>
 lbfgs_result minimize(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
-                      const iteration_hook& hook = {}) {
-  return minimize_erased(erase_objective(objective), theta, options, hook);
+                      const iteration_hook& hook = {}, const lbfgs_session& session = {}) {
+  return minimize_erased(erase_objective(objective), theta, options, hook, session);
 }
 
 } // namespace shardopt::optimizer

@@ -200,6 +200,24 @@ TEST_CASE("every run ends with a stop reason") {
     CHECK(run.reason == opt::stop_reason::evaluation_failed);
     CHECK(run.message.find("invalid L-BFGS options") != std::string::npos);
   }
+  SUBCASE("line_search_failed: a gradient that points uphill leaves no acceptable step") {
+    // f = |x|^2 reported with the gradient's sign flipped: every trial along the "descent"
+    // direction raises f, so the search shrinks its interval to nothing and gives up.
+    struct uphill {
+      std::int64_t dimension() const { return 2; }
+      double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+        grad = -2 * x;
+        return x.squaredNorm();
+      }
+    } f;
+    x << 1.0, -2.0;
+    const Eigen::VectorXd start = x;
+    const auto run = opt::minimize(f, x, options);
+    CHECK(run.reason == opt::stop_reason::line_search_failed);
+    CHECK(run.message.find("strong Wolfe") != std::string::npos);
+    CHECK(run.iterations == 0);
+    CHECK(x == start);  // never a worse point than the start
+  }
   SUBCASE("already optimal: converged with zero iterations") {
     rosenbrock f;
     x << 1, 1;
@@ -243,4 +261,125 @@ TEST_CASE("least squares through L-BFGS reaches the closed-form solution of the 
   const auto run = opt::minimize(f, theta, options);
   INFO("stop: " << opt::to_string(run.reason) << " " << run.message);
   CHECK((theta - expected).lpNorm<Eigen::Infinity>() < 1e-8);
+}
+
+namespace {
+
+/// The 40-D extended Rosenbrock run that the resume tests interrupt.
+opt::lbfgs_options resume_options() {
+  opt::lbfgs_options options;
+  options.history = 5;  // fewer pairs than iterations, so the memory has wrapped when saved
+  options.past = 3;
+  options.delta = 1e-14;
+  return options;
+}
+
+Eigen::VectorXd resume_start() {
+  Eigen::VectorXd x(40);
+  for (Eigen::Index i = 0; i < x.size(); ++i)
+    x[i] = i % 2 == 0 ? -1.2 : 1.0;
+  return x;
+}
+
+} // namespace
+
+TEST_CASE("a run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
+  const auto options = resume_options();
+  rosenbrock f{40};
+
+  // The uninterrupted run, keeping every state it hands out.
+  std::vector<opt::lbfgs_state> states;
+  opt::lbfgs_session saving;
+  saving.on_state = [&](const opt::lbfgs_state& state) { states.push_back(state); };
+  Eigen::VectorXd whole = resume_start();
+  const auto full = opt::minimize(f, whole, options, {}, saving);
+  REQUIRE(full.reason == opt::stop_reason::converged);
+  REQUIRE(full.iterations > 20);
+  REQUIRE(states.size() >= 20);
+
+  // The session changes nothing: a run without one ends at the same bits.
+  Eigen::VectorXd plain = resume_start();
+  const auto unsaved = opt::minimize(f, plain, options);
+  CHECK(unsaved.iterations == full.iterations);
+  CHECK(plain == whole);
+
+  for (const std::size_t k : {std::size_t{0}, std::size_t{3}, states.size() / 2, states.size() - 1}) {
+    CAPTURE(k);
+    const auto& saved = states[k];
+    CHECK(saved.iterations == static_cast<int>(k) + 1);
+    CHECK(saved.s.size() == std::min<std::size_t>(k + 1, 5));
+    CHECK(saved.f_history.size() == 3);
+    opt::lbfgs_session resuming;
+    resuming.resume = &saved;
+    Eigen::VectorXd resumed = Eigen::VectorXd::Zero(40);  // ignored: the state's theta is used
+    const auto rest = opt::minimize(f, resumed, options, {}, resuming);
+    CHECK(rest.reason == full.reason);
+    CHECK(rest.iterations == full.iterations);
+    CHECK(rest.evaluations == full.evaluations);
+    CHECK(rest.f == full.f);  // exact: the same bits
+    CHECK(resumed == whole);
+  }
+}
+
+TEST_CASE("the objective-change test carries over a resume") {
+  auto options = resume_options();
+  options.epsilon = 0;
+  options.delta = 1e-6;
+  rosenbrock f{40};
+  std::vector<opt::lbfgs_state> states;
+  opt::lbfgs_session saving;
+  saving.on_state = [&](const opt::lbfgs_state& state) { states.push_back(state); };
+  Eigen::VectorXd whole = resume_start();
+  const auto full = opt::minimize(f, whole, options, {}, saving);
+  REQUIRE(full.reason == opt::stop_reason::objective_converged);
+  REQUIRE(states.size() > 2);
+  opt::lbfgs_session resuming;
+  resuming.resume = &states[states.size() - 2];
+  Eigen::VectorXd resumed = Eigen::VectorXd::Zero(40);
+  const auto rest = opt::minimize(f, resumed, options, {}, resuming);
+  CHECK(rest.reason == opt::stop_reason::objective_converged);
+  CHECK(rest.iterations == full.iterations);
+  CHECK(resumed == whole);
+}
+
+TEST_CASE("a state that does not fit the problem, or bounds with a session, are refused") {
+  const auto options = resume_options();
+  rosenbrock f{40};
+  std::vector<opt::lbfgs_state> states;
+  opt::lbfgs_session saving;
+  saving.on_state = [&](const opt::lbfgs_state& state) {
+    if (states.empty())
+      states.push_back(state);
+  };
+  Eigen::VectorXd x = resume_start();
+  opt::minimize(f, x, options, {}, saving);
+  REQUIRE(states.size() == 1);
+
+  auto refused = [&](opt::lbfgs_state state, const opt::lbfgs_options& with, const std::string& why) {
+    opt::lbfgs_session resuming;
+    resuming.resume = &state;
+    Eigen::VectorXd theta = Eigen::VectorXd::Zero(40);
+    const auto run = opt::minimize(f, theta, with, {}, resuming);
+    CHECK(run.reason == opt::stop_reason::evaluation_failed);
+    CHECK(run.evaluations == 0);
+    CHECK_MESSAGE(run.message.find(why) != std::string::npos, run.message);
+  };
+  auto wrong_size = states[0];
+  wrong_size.theta.resize(39);
+  refused(wrong_size, options, "theta has 39 entries, the problem 40");
+  auto too_many = states[0];
+  auto fewer = options;
+  fewer.history = 1;
+  too_many.s.push_back(too_many.s[0]);
+  too_many.y.push_back(too_many.y[0]);
+  refused(too_many, fewer, "2 correction pairs for a history of 1");
+  auto not_finite = states[0];
+  not_finite.y[0][3] = std::nan("");
+  refused(not_finite, options, "not finite");
+  auto other_past = options;
+  other_past.past = 4;
+  refused(states[0], other_past, "--past is 4");
+  auto bounded = options;
+  bounded.lower = Eigen::VectorXd::Constant(40, -5);
+  refused(states[0], bounded, "cannot be saved or resumed");
 }
