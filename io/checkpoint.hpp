@@ -1,5 +1,6 @@
 #pragma once
 
+#include "io/checkpoint_files.hpp"
 #include "io/model_file.hpp"
 #include "model/result.hpp"
 
@@ -41,13 +42,8 @@ result<checkpoint> load_checkpoint(const std::string& path);
 /// restart that survives a corrupt newest file.
 std::optional<std::string> latest_checkpoint(const std::string& directory);
 
-/// What `newest_readable_checkpoint` found: the checkpoint to restart from, if any, and what was
-/// skipped on the way, for the caller to print (io prints nothing).
-struct readable_checkpoint {
-  std::optional<checkpoint> state;    ///< the newest checkpoint that loads; nullopt if none does
-  std::string path;                   ///< the file `state` was read from; empty without a state
-  std::vector<std::string> warnings;  ///< one line per file skipped or ignored, naming the file
-};
+/// What `newest_readable_checkpoint` found.
+using readable_checkpoint = readable<checkpoint>;
 
 /// Loads checkpoints in `directory` newest first and returns the first that reads back whole,
 /// with a warning for each newer file skipped ("skipped: <file>: truncated or corrupt checkpoint
