@@ -85,6 +85,22 @@ void add_output_options(CLI::App& command, train_options& o) {
   command.add_flag("--quiet", o.quiet, "No progress lines on stderr");
 }
 
+/// Checkpoints, shared by both modes of `train` and by `ps-task`.
+void add_checkpoint_options(CLI::App& command, checkpoint_options& o) {
+  const char* group = "Checkpoints";
+  command.add_option("--checkpoint-dir", o.dir,
+                     "Checkpoint here, and resume from the newest readable checkpoint found here at "
+                     "start (L-BFGS: theta and its memory; PS: theta and the update rule's state)")
+    ->group(group);
+  command.add_option("--checkpoint-steps", o.steps,
+                     "Checkpoint every N steps (PS) or iterations (L-BFGS) (0 = off)")
+    ->capture_default_str()->group(group);
+  command.add_option("--checkpoint-secs", o.secs, "Checkpoint every S seconds (0 = off)")
+    ->capture_default_str()->group(group);
+  command.add_option("--keep-checkpoints", o.keep, "Keep the newest K checkpoints (0 = all)")
+    ->capture_default_str()->group(group);
+}
+
 /// The parameter-server options, shared by `train --mode ps` and `ps-task`.
 void add_ps_options(CLI::App& command, ps_options& o) {
   const char* group = "Parameter-server mode";
@@ -115,14 +131,6 @@ void add_ps_options(CLI::App& command, ps_options& o) {
                      "(-1 = unbounded, 0 = lockstep)")->capture_default_str()->group(group);
   command.add_option("--last-step", o.last_step, "Stop at this global step")->capture_default_str()->group(group);
   command.add_option("--seed", o.seed, "Seed of the minibatch order")->capture_default_str()->group(group);
-  command.add_option("--checkpoint-dir", o.checkpoint_dir,
-                     "Checkpoint here, and restore the newest checkpoint found here at start")->group(group);
-  command.add_option("--checkpoint-steps", o.checkpoint_steps, "Checkpoint every N steps (0 = off)")
-    ->capture_default_str()->group(group);
-  command.add_option("--checkpoint-secs", o.checkpoint_secs, "Checkpoint every S seconds (0 = off)")
-    ->capture_default_str()->group(group);
-  command.add_option("--keep-checkpoints", o.keep_checkpoints, "Keep the newest K checkpoints (0 = all)")
-    ->capture_default_str()->group(group);
   command.add_option("--log-steps", o.log_steps, "Log every N steps (0 = off)")->capture_default_str()->group(group);
   command.add_option("--eval-steps", o.eval_steps, "Evaluate on the test set every N steps (0 = at the end)")
     ->capture_default_str()->group(group);
@@ -151,6 +159,7 @@ void add_ps_task_command(CLI::App& app, ps_task_options& o) {
   add_data_options(*task, o.train.data, true);
   add_model_options(*task, o.train);
   add_ps_options(*task, o.train.ps);
+  add_checkpoint_options(*task, o.train.checkpoints);
   add_tls_options(*task, o.train.tls);
   task->add_option("--threads", o.train.threads, "Actor scheduler threads (default: hardware threads)");
   add_output_options(*task, o.train);
@@ -167,6 +176,7 @@ void add_train_command(CLI::App& app, train_options& o) {
   train->add_option("--ps", o.ps.servers, "--mode ps: parameter-server actors")->capture_default_str()
     ->group("Parameter-server mode");
   add_ps_options(*train, o.ps);
+  add_checkpoint_options(*train, o.checkpoints);
   train->add_option("--shards", o.shards,
                     "Shard actors (default: one per hardware thread, or the nodes' threads)");
   train->add_option("--nodes", o.nodes,

@@ -15,8 +15,13 @@ class progress_reporter {
 public:
   progress_reporter(bool quiet, double interval_seconds);
 
-  /// Opens the metrics file (truncating it). Errors name the path.
-  result<void> open_metrics(const std::string& path);
+  /// Opens the metrics file: truncated, or for a run resumed after iteration `resumed_at`, with the
+  /// rows of iterations up to `resumed_at` kept (rows a killed run wrote beyond its checkpoint
+  /// are dropped: the resumed run writes them again). Errors name the path.
+  result<void> open_metrics(const std::string& path, int resumed_at = 0);
+
+  /// Whether every metrics row was written; the first failure names the file and the cause.
+  result<void> metrics_written() const;
 
   /// The iteration hook: reports and returns true (never stops the run).
   bool operator()(const optimizer::iteration_info& info);
@@ -32,6 +37,8 @@ private:
   std::chrono::steady_clock::time_point last_print_{};
   std::optional<optimizer::iteration_info> pending_;
   std::ofstream metrics_;
+  std::string metrics_path_;
+  std::string metrics_error_;
 };
 
 } // namespace shardopt::apps

@@ -95,10 +95,10 @@ struct chief_reporting {
 
   actors::chief_options options(const train_options& o, const prepared_data& data) {
     actors::chief_options chief;
-    chief.checkpoint_dir = o.ps.checkpoint_dir;
-    chief.keep_checkpoints = o.ps.keep_checkpoints;
-    chief.checkpoint_steps = o.ps.checkpoint_steps;
-    chief.checkpoint_seconds = o.ps.checkpoint_secs;
+    chief.checkpoint_dir = o.checkpoints.dir;
+    chief.keep_checkpoints = o.checkpoints.keep;
+    chief.checkpoint_steps = o.checkpoints.steps;
+    chief.checkpoint_seconds = o.checkpoints.secs;
     chief.log_steps = o.ps.log_steps;
     chief.eval_steps = o.ps.eval_steps;
     chief.test = data.test;

@@ -1,5 +1,6 @@
 #include "apps/train.hpp"
 
+#include "apps/lbfgs_checkpoints.hpp"
 #include "apps/progress.hpp"
 #include "apps/shards.hpp"
 #include "apps/summary.hpp"
@@ -11,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 namespace shardopt::apps {
@@ -61,13 +63,28 @@ int run_train(const train_options& options) {
     lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
   if (options.upper)
     lbfgs.upper = Eigen::VectorXd::Constant(dimension, *options.upper);
+  std::optional<lbfgs_checkpointer> checkpoints;
+  if (!options.checkpoints.dir.empty()) {
+    if (lbfgs.lower || lbfgs.upper)
+      return report_error("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed "
+                          "(LBFGS++ keeps its bounded solver's state private)");
+    auto opened = lbfgs_checkpointer::open(options.checkpoints, lbfgs_run_settings(options, data), options.quiet);
+    if (!opened)
+      return report_error(opened.error().message());
+    checkpoints.emplace(std::move(*opened));
+    if (checkpoints->resume() && !options.quiet)
+      std::fprintf(stderr, "resuming from %s (iteration %d)\n", checkpoints->resumed_from().c_str(),
+                   checkpoints->resume()->iterations);
+  }
+  const int resumed_at = checkpoints && checkpoints->resume() ? checkpoints->resume()->iterations : 0;
   progress_reporter progress{options.quiet, options.progress_interval};
   if (!options.metrics.empty())
-    if (auto ok = progress.open_metrics(options.metrics); !ok)
+    if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return report_error(ok.error().message());
 
   Eigen::VectorXd theta = Eigen::VectorXd::Zero(dimension);
-  const auto run = optimizer::minimize(objective, theta, lbfgs, std::ref(progress));
+  const auto session = checkpoints ? checkpoints->session() : optimizer::lbfgs_session{};
+  const auto run = optimizer::minimize(objective, theta, lbfgs, std::ref(progress), session);
   progress.flush();
   if (!options.quiet)
     std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations, %.2fs%s%s\n",
@@ -100,6 +117,10 @@ int run_train(const train_options& options) {
                          {"dimension", dimension}};
   if (!run.message.empty())
     summary["stop_message"] = run.message;
+  if (checkpoints) {
+    summary["resumed_from"] = checkpoints->resumed_from().empty() ? nlohmann::json() : nlohmann::json(checkpoints->resumed_from());
+    summary["checkpoint"] = checkpoints->last_written().empty() ? nlohmann::json() : nlohmann::json(checkpoints->last_written());
+  }
   auto train_quality = objective.quality(theta);
   if (!train_quality)
     return report_error("computing training accuracy: " + train_quality.error().message());
@@ -125,6 +146,8 @@ int run_train(const train_options& options) {
   }
   if (options.json)
     std::cout << summary.dump() << std::endl;
+  if (auto written = progress.metrics_written(); !written)
+    return report_error(written.error().message());
   return 0;
 }
 

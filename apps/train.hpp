@@ -9,6 +9,16 @@
 
 namespace shardopt::apps {
 
+/// Checkpoints, in both modes: a PS job saves theta and the update rule's state every `steps` global
+/// steps; an L-BFGS run saves theta and its memory every `steps` iterations; both also every `secs`
+/// seconds, whichever comes first. A run restarts from the newest readable checkpoint in `dir`.
+struct checkpoint_options {
+  std::string dir;          ///< empty: no checkpoints
+  std::int64_t steps = 0;   ///< 0 = off
+  double secs = 600;        ///< 0 = off
+  int keep = 5;             ///< newest checkpoints kept; 0 = all
+};
+
 /// The parameter-server mode's options (`train --mode ps` and `ps-task`).
 struct ps_options {
   int workers = 0;                   ///< 0 = one per hardware thread (train --mode ps)
@@ -30,10 +40,6 @@ struct ps_options {
   int staleness = -1;                ///< asynchronous SSP bound; -1 = unbounded
   std::int64_t last_step = 1000;
   std::uint64_t seed = 0;
-  std::string checkpoint_dir;
-  std::int64_t checkpoint_steps = 0;
-  double checkpoint_secs = 600;
-  int keep_checkpoints = 5;
   std::int64_t log_steps = 100;
   std::int64_t eval_steps = 0;
   double step_timeout = 300;
@@ -45,6 +51,7 @@ struct ps_options {
 struct train_options {
   std::string mode = "lbfgs";      ///< "lbfgs" or "ps"
   ps_options ps;
+  checkpoint_options checkpoints;
   data_options data;
   std::string model = "softmax";
   double lambda = 1e-4;

@@ -1,10 +1,14 @@
 #include "io/checkpoint_files.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
+
+#include <signal.h>
+#include <unistd.h>
 
 namespace shardopt::io::detail {
 
@@ -60,11 +64,35 @@ result<checkpoint_listing> list_checkpoint_files(const std::string& directory, c
   return out;
 }
 
+/// Whether a temporary file ".<prefix>...tmp-<pid>-<random>" was left by a writer that is gone (a
+/// killed run): its process no longer exists.
+bool abandoned_temporary(const std::string& name, const std::string& prefix) {
+  if (name.rfind("." + prefix, 0) != 0)
+    return false;
+  const auto at = name.find(".tmp-");
+  if (at == std::string::npos)
+    return false;
+  long pid = 0;
+  const char* first = name.data() + at + 5;
+  const char* last = name.data() + name.size();
+  const auto [end, ec] = std::from_chars(first, last, pid);
+  if (ec != std::errc{} || end == last || *end != '-' || pid <= 0)
+    return false;
+  return pid != static_cast<long>(::getpid()) && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
 void prune_checkpoint_files(const std::string& directory, const std::string& prefix, int keep) {
+  std::error_code ec;
+  // Temporary files of writes a kill interrupted.
+  std::filesystem::directory_iterator it{directory, ec};
+  for (std::filesystem::directory_iterator end; !ec && it != end; it.increment(ec))
+    if (abandoned_temporary(it->path().filename().string(), prefix)) {
+      std::error_code ignored;
+      std::filesystem::remove(it->path(), ignored);
+    }
   auto all = list_checkpoint_files(directory, prefix);
   if (!all || keep <= 0)
     return;
-  std::error_code ec;
   const auto& found = all->found;
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < found.size(); ++i)
     std::filesystem::remove(found[i].second, ec);

@@ -39,7 +39,8 @@ struct checkpoint_listing {
 /// directory is an empty listing; one that cannot be read a failure naming it.
 result<checkpoint_listing> list_checkpoint_files(const std::string& directory, const std::string& prefix);
 
-/// Deletes all but the newest `keep` checkpoints with `prefix` (keep <= 0: none). Best effort.
+/// Deletes all but the newest `keep` checkpoints with `prefix` (keep <= 0: none), and the temporary
+/// files of checkpoint writes whose process is gone (a run killed while writing). Best effort.
 void prune_checkpoint_files(const std::string& directory, const std::string& prefix, int keep);
 
 /// Loads the checkpoints with `prefix` newest first and returns the first that reads back whole,

@@ -136,9 +136,9 @@ result<void> check_same_run(const lbfgs_checkpoint& saved,
     const auto recorded = std::find_if(saved.settings.begin(), saved.settings.end(),
                                        [&key = key](const auto& entry) { return entry.first == key; });
     if (recorded == saved.settings.end())
-      return fail(path + ": saved by another run: it does not record --" + key);
+      return fail(path + ": saved by another run: it does not record " + key);
     if (recorded->second != value)
-      return fail(path + ": saved by another run: --" + key + " was " + recorded->second + " there, is " +
+      return fail(path + ": saved by another run: " + key + " was " + recorded->second + " there, is " +
                   value + " here");
   }
   return {};

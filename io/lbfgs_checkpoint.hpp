@@ -13,8 +13,8 @@ namespace shardopt::io {
 /// A sharded L-BFGS run saved after an iteration: what the run is (its settings, compared before a
 /// resume) and the optimizer's state (theta, gradient, correction pairs, counts).
 struct lbfgs_checkpoint {
-  /// ("model", "softmax"), ("lambda", "0.0001"), ...: the options and data shape that define the
-  /// run, as text, in the order the run gave them.
+  /// ("--model", "softmax"), ("--lambda", "0.0001"), ("examples", "60000"), ...: the options and
+  /// data facts that define the run, as text, in the order the run gave them.
   std::vector<std::pair<std::string, std::string>> settings;
   optimizer::lbfgs_state state;
 };
@@ -38,7 +38,7 @@ result<readable<lbfgs_checkpoint>> newest_readable_lbfgs_checkpoint(const std::s
 
 /// Checks that `saved` was written by a run with these `settings`: every key must be recorded with
 /// the same text. Errors read "<path>: saved by another run: --lambda was 0.001 there, is 0.0001
-/// here" (or "... does not record --key").
+/// here" (or "... it does not record <key>").
 result<void> check_same_run(const lbfgs_checkpoint& saved,
                             const std::vector<std::pair<std::string, std::string>>& settings,
                             const std::string& path);

@@ -366,7 +366,8 @@ void run_unbounded(adapter& fn, Eigen::VectorXd& x, double& fx, const lbfgs_opti
       state.grad = grad;
       state.f = fx;
       fn.save(state);
-      session.on_state(state);
+      if (auto saved = session.on_state(state); !saved)
+        throw run_ended{stop_reason::evaluation_failed, saved.error().message()};
     }
   }
 }

@@ -34,7 +34,8 @@ enum class stop_reason {
   objective_converged,  ///< objective change below delta over `past` iterations
   max_iterations,       ///< iteration limit reached
   line_search_failed,   ///< no acceptable step (often: converged to machine precision)
-  evaluation_failed,    ///< the objective returned an error (a shard died, a timeout) or NaN at start
+  evaluation_failed,    ///< the objective returned an error (a shard died, a timeout) or NaN at
+                        ///< start, or the session could not save the state (a full disk)
   stopped_by_hook,      ///< the iteration hook asked to stop
 };
 
@@ -90,11 +91,12 @@ struct lbfgs_state {
 std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
 
 /// Resuming and saving a run (unbounded L-BFGS only). `on_state` is called after every iteration
-/// with the state to continue from (it may save it; it must not keep the reference). With `resume`,
-/// the run continues from that state instead of starting at `theta`.
+/// with the state to continue from (it may save it; it must not keep the reference); a failure it
+/// returns ends the run (`evaluation_failed`, with its message). With `resume`, the run continues
+/// from that state instead of starting at `theta`.
 struct lbfgs_session {
   const lbfgs_state* resume = nullptr;
-  std::function<void(const lbfgs_state&)> on_state;
+  std::function<result<void>(const lbfgs_state&)> on_state;
 };
 
 /// Runs L-BFGS with a strong-Wolfe line search, starting from and updating `theta`: unbounded runs

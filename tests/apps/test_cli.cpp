@@ -1,6 +1,7 @@
 // End-to-end tests of the `shardopt` executable: real data, references computed here independently,
 // and every malformed input ending in a clear error and exit code 1 — never a crash.
 
+#include "support/datasets.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -21,12 +22,8 @@ using json = nlohmann::json;
 
 namespace {
 
-const std::string fashion_dir = "/usr/share/datasets/fashion-mnist";
-const std::string sklearn_data = "/usr/lib/python3/dist-packages/sklearn/datasets/data";
-
-bool have(const std::string& path) {
-  return std::filesystem::exists(path);
-}
+using shardopt::test::require_fashion_mnist;
+using shardopt::test::require_sklearn_csv;
 
 json run_json(std::vector<std::string> args) {
   args.insert(args.begin(), shardopt_binary());
@@ -72,10 +69,7 @@ void read_sklearn_csv(const std::string& path, Eigen::MatrixXd& x, Eigen::Vector
 } // namespace
 
 TEST_CASE("train on a 2,000-image subset of Fashion-MNIST reaches 75% test accuracy and eval agrees") {
-  if (!have(fashion_dir)) {
-    MESSAGE("skipped: " << fashion_dir << " is missing (apt-get install dataset-fashion-mnist)");
-    return;
-  }
+  require_fashion_mnist();
   temp_dir dir;
   const auto model_path = (dir / "model.bin").string();
   const auto metrics_path = (dir / "run.jsonl").string();
@@ -115,8 +109,7 @@ TEST_CASE("train on a 2,000-image subset of Fashion-MNIST reaches 75% test accur
 }
 
 TEST_CASE("the optimum does not depend on the number of shards") {
-  if (!have(fashion_dir))
-    return;
+  require_fashion_mnist();
   auto objective = [](const std::string& shards) {
     return run_json({"train", "--data", "fashion-mnist", "--limit", "1000", "--test-limit", "10",
                      "--lambda", "1e-2", "--shards", shards, "--epsilon", "1e-8", "--json",
@@ -129,11 +122,7 @@ TEST_CASE("the optimum does not depend on the number of shards") {
 }
 
 TEST_CASE("logistic regression on breast_cancer.csv matches an independent Newton solution") {
-  const auto path = sklearn_data + "/breast_cancer.csv";
-  if (!have(path)) {
-    MESSAGE("skipped: " << path << " is missing (apt-get install python3-sklearn)");
-    return;
-  }
+  const auto path = require_sklearn_csv("breast_cancer.csv");
   const double lambda = 1e-2;
   const auto summary = run_json({"train", "--model", "logistic", "--data", path, "--label-column",
                                  "-1", "--standardize", "--lambda", "1e-2", "--shards", "4",
@@ -175,11 +164,7 @@ TEST_CASE("logistic regression on breast_cancer.csv matches an independent Newto
 }
 
 TEST_CASE("least squares on wine_data.csv (alcohol from the rest) matches the normal equations") {
-  const auto path = sklearn_data + "/wine_data.csv";
-  if (!have(path)) {
-    MESSAGE("skipped: " << path << " is missing (apt-get install python3-sklearn)");
-    return;
-  }
+  const auto path = require_sklearn_csv("wine_data.csv");
   const double lambda = 0.1;
   const auto summary =
     run_json({"train", "--model", "linear", "--data", path, "--label-column", "0", "--lambda",
@@ -204,9 +189,7 @@ TEST_CASE("least squares on wine_data.csv (alcohol from the rest) matches the no
 }
 
 TEST_CASE("bounds: L-BFGS-B keeps every weight inside [--lower, --upper]") {
-  const auto path = sklearn_data + "/iris.csv";
-  if (!have(path))
-    return;
+  const auto path = require_sklearn_csv("iris.csv");
   temp_dir dir;
   const auto bounded = run_json({"train", "--model", "softmax", "--data", path, "--label-column",
                                  "-1", "--lambda", "1e-4", "--lower", "-0.5", "--upper", "0.5",

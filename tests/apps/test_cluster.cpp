@@ -2,6 +2,7 @@
 // node killed mid-run, a clear error when every node is gone, and nodes that shrug off garbage.
 // Every process a test starts is stopped by it (background_process kills on destruction).
 
+#include "support/datasets.hpp"
 #include "support/node_process.hpp"
 #include "support/process.hpp"
 
@@ -49,10 +50,6 @@ json local_summary(int iterations) {
   return json::parse(result.out);
 }
 
-bool have_fashion() {
-  return std::filesystem::exists("/usr/share/datasets/fashion-mnist");
-}
-
 /// Runs a driver with `args` (plus a metrics file), kills `victim` with SIGKILL once 10 iterations
 /// are done, and returns how the driver ended.
 shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_process& victim) {
@@ -68,8 +65,7 @@ shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_
 } // namespace
 
 TEST_CASE("a driver with 3 node processes on loopback gets the local objective bit for bit") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   std::vector<std::unique_ptr<node_process>> nodes;
   nodes.push_back(std::make_unique<node_process>());
   nodes.push_back(std::make_unique<node_process>(std::vector<std::string>{"--threads", "1"}));
@@ -101,8 +97,7 @@ TEST_CASE("a driver with 3 node processes on loopback gets the local objective b
 }
 
 TEST_CASE("a node killed with SIGKILL mid-run: its shards are recreated and the objective is unchanged") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
     nodes.push_back(std::make_unique<node_process>());
@@ -123,8 +118,7 @@ TEST_CASE("a node killed with SIGKILL mid-run: its shards are recreated and the 
 }
 
 TEST_CASE("when every node is gone the run stops with a clear error and saves the last theta") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   node_process node;
   temp_dir dir;
   const auto metrics = dir / "run.jsonl";
@@ -182,8 +176,7 @@ void send_raw(int port, const std::string& bytes) {
 } // namespace
 
 TEST_CASE("garbage bytes and a truncated header on a node's port neither crash nor hang it") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   node_process node;
   const std::uint32_t seed = 4242;
   INFO("seed " << seed);
@@ -236,8 +229,7 @@ std::vector<std::string> tls_args(const std::filesystem::path& dir, const std::s
 } // namespace
 
 TEST_CASE("mutual TLS: the right role certificate connects; another CA's, the wrong role's and plain TCP are refused") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   temp_dir dir;
   make_certs(dir / "good");
   make_certs(dir / "rogue");
@@ -307,8 +299,7 @@ TEST_CASE("bad TLS files are refused at startup, naming the file") {
 }
 
 TEST_CASE("node-local data: nodes read their own parts and agree with shipped data and local runs") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   // A CSV every node can see under its data root (here: the same file system), with a header and
   // uneven lines.
   temp_dir dir;
@@ -354,8 +345,7 @@ TEST_CASE("node-local data: nodes read their own parts and agree with shipped da
 }
 
 TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a survivor") {
-  if (!have_fashion())
-    return;
+  shardopt::test::require_fashion_mnist();
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
     nodes.push_back(std::make_unique<node_process>(

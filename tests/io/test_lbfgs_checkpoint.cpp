@@ -12,6 +12,9 @@
 #include <random>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 namespace io = shardopt::io;
 namespace opt = shardopt::optimizer;
 namespace test = shardopt::test;
@@ -34,7 +37,7 @@ io::lbfgs_checkpoint sample(int iteration) {
     return v;
   };
   io::lbfgs_checkpoint saved;
-  saved.settings = {{"model", "softmax"}, {"lambda", "0.0001"}, {"features", "784"}};
+  saved.settings = {{"--model", "softmax"}, {"--lambda", "0.0001"}, {"features", "784"}};
   auto& state = saved.state;
   state.iterations = iteration;
   state.evaluations = iteration + 3;
@@ -117,7 +120,7 @@ TEST_CASE("a checkpoint of another run is refused naming the option that differs
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message() == "c.txt: saved by another run: --lambda was 0.0001 there, is 0.001 here");
   other = saved.settings;
-  other.emplace_back("history", "10");
+  other.emplace_back("--history", "10");
   refused = io::check_same_run(saved, other, "c.txt");
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message() == "c.txt: saved by another run: it does not record --history");
@@ -146,4 +149,23 @@ TEST_CASE("hostile small L-BFGS checkpoints are refused without allocating what 
   const auto growth = test::peak_rss_bytes() - before;
   MESSAGE("peak RSS growth reading hostile L-BFGS checkpoints: " << growth / 1024 << " KiB");
   CHECK(growth < test::hostile_file_memory_bound);
+}
+
+TEST_CASE("a save removes temporary files that killed writers left, and no live writer's") {
+  temp_dir dir;
+  // A process that has ended: its pid names no process now (a reused pid would keep the file, the
+  // safe side).
+  const pid_t gone = ::fork();
+  if (gone == 0)
+    ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const auto abandoned = ".lbfgs-000000000003.txt.tmp-" + std::to_string(gone) + "-00000000deadbeef";
+  const auto live = ".lbfgs-000000000004.txt.tmp-" + std::to_string(::getppid()) + "-00000000cafef00d";
+  const auto other = ".ckpt-000000000003.txt.tmp-" + std::to_string(gone) + "-00000000deadbeef";
+  for (const auto& name : {abandoned, live, other})
+    dir.write(name, "partial");
+  REQUIRE(io::save_lbfgs_checkpoint(dir.path().string(), sample(5), 0).ok());
+  CHECK_FALSE(std::filesystem::exists(dir / abandoned));
+  CHECK(std::filesystem::exists(dir / live));
+  CHECK(std::filesystem::exists(dir / other));  // another kind of checkpoint: not ours to clean
 }

@@ -1,4 +1,5 @@
 #include "io/readers.hpp"
+#include "support/datasets.hpp"
 #include "support/files.hpp"
 #include "support/memory.hpp"
 
@@ -415,10 +416,7 @@ TEST_CASE("check_same_features: dense mismatch fails, narrower sparse test data 
 }
 
 TEST_CASE("real data: Fashion-MNIST from the Debian package") {
-  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
-    MESSAGE("skipped: /usr/share/datasets/fashion-mnist is not installed");
-    return;
-  }
+  shardopt::test::require_fashion_mnist();
   auto train = io::read_dataset("fashion-mnist", io::split::train, {});
   REQUIRE_MESSAGE(train.ok(), train.error().message());
   CHECK(train->data.rows() == 60000);
@@ -439,11 +437,8 @@ TEST_CASE("real data: Fashion-MNIST from the Debian package") {
 }
 
 TEST_CASE("real data: scikit-learn's bundled CSV files") {
-  const std::string dir = "/usr/lib/python3/dist-packages/sklearn/datasets/data/";
-  if (!std::filesystem::exists(dir + "iris.csv")) {
-    MESSAGE("skipped: scikit-learn's data files are not installed");
-    return;
-  }
+  const std::string dir = shardopt::test::sklearn_data + "/";
+  shardopt::test::require_sklearn_csv("iris.csv");
   io::read_options last;
   last.label_column = -1;
   // iris.csv opens with "150,4,setosa,versicolor,virginica": a header, because of the names.

@@ -2,6 +2,7 @@
 // in order (Hadoop's split rule), and fitting from part summaries equals fitting on the whole.
 
 #include "io/splits.hpp"
+#include "support/datasets.hpp"
 #include "support/files.hpp"
 
 #include <doctest/doctest.h>
@@ -95,8 +96,7 @@ TEST_CASE("read_part: gzip text is split the same way after decompression") {
 }
 
 TEST_CASE("read_part: Fashion-MNIST parts are record ranges") {
-  if (!io::has_builtin_test_split("fashion-mnist"))
-    return;
+  shardopt::test::require_fashion_mnist();
   auto part = io::read_part(io::part_request{"fashion-mnist", {}, 2, 3});
   REQUIRE(part.ok());
   CHECK(part->data.rows() == 20000);

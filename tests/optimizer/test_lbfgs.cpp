@@ -290,7 +290,10 @@ TEST_CASE("a run resumed from any saved state ends bit for bit where the uninter
   // The uninterrupted run, keeping every state it hands out.
   std::vector<opt::lbfgs_state> states;
   opt::lbfgs_session saving;
-  saving.on_state = [&](const opt::lbfgs_state& state) { states.push_back(state); };
+  saving.on_state = [&](const opt::lbfgs_state& state) -> shardopt::result<void> {
+    states.push_back(state);
+    return {};
+  };
   Eigen::VectorXd whole = resume_start();
   const auto full = opt::minimize(f, whole, options, {}, saving);
   REQUIRE(full.reason == opt::stop_reason::converged);
@@ -328,7 +331,10 @@ TEST_CASE("the objective-change test carries over a resume") {
   rosenbrock f{40};
   std::vector<opt::lbfgs_state> states;
   opt::lbfgs_session saving;
-  saving.on_state = [&](const opt::lbfgs_state& state) { states.push_back(state); };
+  saving.on_state = [&](const opt::lbfgs_state& state) -> shardopt::result<void> {
+    states.push_back(state);
+    return {};
+  };
   Eigen::VectorXd whole = resume_start();
   const auto full = opt::minimize(f, whole, options, {}, saving);
   REQUIRE(full.reason == opt::stop_reason::objective_converged);
@@ -347,9 +353,10 @@ TEST_CASE("a state that does not fit the problem, or bounds with a session, are 
   rosenbrock f{40};
   std::vector<opt::lbfgs_state> states;
   opt::lbfgs_session saving;
-  saving.on_state = [&](const opt::lbfgs_state& state) {
+  saving.on_state = [&](const opt::lbfgs_state& state) -> shardopt::result<void> {
     if (states.empty())
       states.push_back(state);
+    return {};
   };
   Eigen::VectorXd x = resume_start();
   opt::minimize(f, x, options, {}, saving);
@@ -382,4 +389,22 @@ TEST_CASE("a state that does not fit the problem, or bounds with a session, are 
   auto bounded = options;
   bounded.lower = Eigen::VectorXd::Constant(40, -5);
   refused(states[0], bounded, "cannot be saved or resumed");
+}
+
+TEST_CASE("a state that cannot be saved ends the run with the sink's message and the last iterate") {
+  rosenbrock f{40};
+  opt::lbfgs_session saving;
+  int calls = 0;
+  saving.on_state = [&](const opt::lbfgs_state&) -> shardopt::result<void> {
+    if (++calls == 3)
+      return shardopt::fail("ckpt/lbfgs-000000000003.txt: cannot write: No space left on device");
+    return {};
+  };
+  Eigen::VectorXd x = resume_start();
+  const auto run = opt::minimize(f, x, resume_options(), {}, saving);
+  CHECK(run.reason == opt::stop_reason::evaluation_failed);
+  CHECK(run.message == "ckpt/lbfgs-000000000003.txt: cannot write: No space left on device");
+  CHECK(run.iterations == 3);
+  Eigen::VectorXd g;
+  CHECK(f.evaluate(x, g) == run.f);
 }

@@ -1,0 +1,59 @@
+#pragma once
+
+#include "apps/data.hpp"
+#include "apps/train.hpp"
+#include "io/lbfgs_checkpoint.hpp"
+#include "optimizer/lbfgs.hpp"
+#include "optimizer/sgd.hpp"
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shardopt::apps {
+
+/// What identifies an L-BFGS run of `train` for its checkpoints: the model, data shape and source,
+/// and every option that changes the path of the run (not --max-iter, which may be raised to
+/// continue a finished run). Doubles are written exactly (%.17g).
+std::vector<std::pair<std::string, std::string>> lbfgs_run_settings(const train_options& options,
+                                                                   const prepared_data& data);
+
+/// The checkpoints of one L-BFGS run of `train --checkpoint-dir`: the state found at start, and the
+/// session that saves the state every --checkpoint-steps iterations or --checkpoint-secs seconds.
+class lbfgs_checkpointer {
+public:
+  /// Finds the newest readable checkpoint in `options.dir` (printing a warning for each one
+  /// skipped, unless quiet) and checks it was saved by a run with `settings`. Errors: the directory
+  /// cannot be listed; the checkpoint belongs to another run (naming the option that differs).
+  static result<lbfgs_checkpointer> open(const checkpoint_options& options,
+                                         std::vector<std::pair<std::string, std::string>> settings,
+                                         bool quiet);
+
+  /// The state to resume from, or null when the run starts afresh.
+  const optimizer::lbfgs_state* resume() const { return found_ ? &found_->state : nullptr; }
+
+  /// The file `resume()` was read from (empty without one).
+  const std::string& resumed_from() const { return resumed_from_; }
+
+  /// The session for `optimizer::minimize`: resumes, and saves when due. A failed save ends the run
+  /// with the file's error. Keep this object alive while the run uses the session.
+  optimizer::lbfgs_session session();
+
+  /// The last checkpoint written by this process (empty when none).
+  const std::string& last_written() const { return last_written_; }
+
+private:
+  lbfgs_checkpointer(const checkpoint_options& options, std::vector<std::pair<std::string, std::string>> settings,
+                     bool quiet);
+
+  checkpoint_options options_;
+  std::vector<std::pair<std::string, std::string>> settings_;
+  bool quiet_;
+  std::optional<io::lbfgs_checkpoint> found_;
+  std::string resumed_from_;
+  std::string last_written_;
+  optimizer::periodic_trigger due_;
+};
+
+} // namespace shardopt::apps

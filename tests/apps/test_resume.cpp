@@ -1,0 +1,147 @@
+// `train --checkpoint-dir`: an L-BFGS driver killed with SIGKILL mid-run and started again with the
+// same command resumes from its newest checkpoint and ends bit for bit where a run that was never
+// stopped ends (objective, counts, saved model), locally and with its shards on node processes.
+
+#include "support/datasets.hpp"
+#include "support/node_process.hpp"
+#include "support/process.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using shardopt::test::background_process;
+using shardopt::test::node_process;
+using shardopt::test::run;
+using shardopt::test::shardopt_binary;
+using shardopt::test::temp_dir;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// Long enough (epsilon 0: every iteration runs) that the kill lands mid-run.
+std::vector<std::string> training(const std::filesystem::path& save) {
+  return {shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "4000", "--test-limit", "200",
+          "--lambda", "1e-3", "--shards", "3", "--max-iter", "150", "--epsilon", "0", "--json",
+          "--save", save.string(), "--progress-interval", "1000"};
+}
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in{path, std::ios::binary};
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<int> metric_iterations(const std::filesystem::path& path) {
+  std::vector<int> out;
+  std::ifstream in{path};
+  for (std::string line; std::getline(in, line);)
+    out.push_back(json::parse(line)["iteration"].get<int>());
+  return out;
+}
+
+/// Runs `extra` training uninterrupted, then killed with SIGKILL after 40 iterations and started
+/// again, and checks the second ends exactly as the first.
+void check_kill_and_resume(const std::vector<std::string>& extra) {
+  shardopt::test::require_fashion_mnist();
+  temp_dir dir;
+
+  auto reference_args = training(dir / "reference.model");
+  reference_args.insert(reference_args.end(), extra.begin(), extra.end());
+  const auto reference_run = run(reference_args);
+  INFO("reference stderr: " << reference_run.err);
+  REQUIRE(reference_run.exit_code == 0);
+  const auto reference = json::parse(reference_run.out);
+  REQUIRE(reference["iterations"] == 150);
+
+  auto args = training(dir / "resumed.model");
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto metrics = dir / "metrics.jsonl";
+  args.insert(args.end(), {"--checkpoint-dir", (dir / "ckpt").string(), "--checkpoint-steps", "7",
+                           "--keep-checkpoints", "2", "--metrics", metrics.string()});
+  {
+    background_process first{args};
+    REQUIRE(shardopt::test::wait_for_lines(first, metrics, 40));
+    first.signal(SIGKILL);
+    const auto killed = first.wait(60s);
+    REQUIRE(killed.signaled);  // the kill landed mid-run
+  }
+  REQUIRE(std::filesystem::exists(dir / "ckpt"));
+
+  const auto second = run(args);
+  INFO("resumed stderr: " << second.err);
+  REQUIRE(second.exit_code == 0);
+  const auto resumed = json::parse(second.out);
+  REQUIRE(resumed["resumed_from"].is_string());
+  const auto from = resumed["resumed_from"].get<std::string>();
+  CHECK(second.err.find("resuming from " + from) != std::string::npos);
+  // The same bits as the run that was never stopped: objective, gradient, counts, the saved theta.
+  CHECK(resumed["objective"].get<double>() == reference["objective"].get<double>());
+  CHECK(resumed["grad_norm"].get<double>() == reference["grad_norm"].get<double>());
+  CHECK(resumed["iterations"] == reference["iterations"]);
+  CHECK(resumed["evaluations"] == reference["evaluations"]);
+  CHECK(resumed["test_accuracy"] == reference["test_accuracy"]);
+  CHECK(slurp(dir / "resumed.model") == slurp(dir / "reference.model"));
+  // The metrics file holds each iteration once, in order: the rows the killed run wrote past its
+  // checkpoint were dropped and written again.
+  std::vector<int> expected(150);
+  for (int i = 0; i < 150; ++i)
+    expected[i] = i + 1;
+  CHECK(metric_iterations(metrics) == expected);
+  // --keep-checkpoints 2, and no temporary file left by the write the kill interrupted.
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator{dir / "ckpt"})
+    files.push_back(entry.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"lbfgs-000000000140.txt", "lbfgs-000000000147.txt"});
+}
+
+} // namespace
+
+TEST_CASE("L-BFGS killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local)") {
+  check_kill_and_resume({});
+}
+
+TEST_CASE("L-BFGS killed with SIGKILL and started again ends bit for bit as an uninterrupted run (2 nodes)") {
+  shardopt::test::require_fashion_mnist();
+  std::vector<std::unique_ptr<node_process>> nodes;
+  nodes.push_back(std::make_unique<node_process>());
+  nodes.push_back(std::make_unique<node_process>());
+  check_kill_and_resume({"--nodes", nodes[0]->endpoint() + "," + nodes[1]->endpoint()});
+}
+
+TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name and nothing is trained") {
+  shardopt::test::require_fashion_mnist();
+  temp_dir dir;
+  auto args = training(dir / "m.model");
+  args.insert(args.end(), {"--checkpoint-dir", (dir / "ckpt").string(), "--checkpoint-steps", "1",
+                           "--max-iter", "3", "--quiet"});
+  REQUIRE(run(args).exit_code == 0);
+
+  auto other = args;
+  other.insert(other.end(), {"--lambda", "1e-2"});
+  const auto refused = run(other);
+  CHECK(refused.exit_code == 1);
+  CHECK(refused.err.find("lbfgs-000000000002.txt: saved by another run: --lambda was 0.001 there, is "
+                         "0.01 here; delete it or give another --checkpoint-dir") != std::string::npos);
+  auto shape = args;
+  shape.insert(shape.end(), {"--limit", "3000"});
+  const auto other_data = run(shape);
+  CHECK(other_data.exit_code == 1);
+  CHECK(other_data.err.find("the number of examples was 4000 there, is 3000 here") != std::string::npos);
+  auto bounded = args;
+  bounded.insert(bounded.end(), {"--lower", "-1"});
+  const auto with_bounds = run(bounded);
+  CHECK(with_bounds.exit_code == 1);
+  CHECK(with_bounds.err.find("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed")
+        != std::string::npos);
+}
