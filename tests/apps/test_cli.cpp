@@ -1,6 +1,7 @@
 // End-to-end tests of the `shardopt` executable: real data, references computed here independently,
 // and every malformed input ending in a clear error and exit code 1 — never a crash.
 
+#include "io/model_file.hpp"
 #include "support/datasets.hpp"
 #include "support/process.hpp"
 
@@ -188,17 +189,28 @@ TEST_CASE("least squares on wine_data.csv (alcohol from the rest) matches the no
   CHECK(summary.contains("train_rmse"));
 }
 
-TEST_CASE("bounds: L-BFGS-B keeps every weight inside [--lower, --upper]") {
+TEST_CASE("bounds: L-BFGS-B keeps every saved weight inside [--lower, --upper], and the box binds") {
   const auto path = require_sklearn_csv("iris.csv");
   temp_dir dir;
   const auto bounded = run_json({"train", "--model", "softmax", "--data", path, "--label-column",
                                  "-1", "--lambda", "1e-4", "--lower", "-0.5", "--upper", "0.5",
                                  "--json", "--quiet", "--save", (dir / "m.bin").string()});
   const auto free = run_json({"train", "--model", "softmax", "--data", path, "--label-column", "-1",
-                              "--lambda", "1e-4", "--json", "--quiet"});
-  // The bounded optimum is worse than the free one (the free optimum has |weights| > 0.5).
-  CHECK(bounded["objective"].get<double>() > free["objective"].get<double>());
+                              "--lambda", "1e-4", "--json", "--quiet", "--save", (dir / "free.bin").string()});
   CHECK(bounded["stop_reason"] != "evaluation_failed");
+  // The saved weights lie inside the box, and the box binds: some weight sits on a bound, while the
+  // free optimum leaves it (so the bounds changed the answer, and for the worse).
+  auto saved = shardopt::io::load_model((dir / "m.bin").string());
+  REQUIRE_MESSAGE(saved.ok(), saved.error().message());
+  const auto& theta = saved->theta;
+  REQUIRE(theta.size() == 3 * (4 + 1));
+  CHECK(theta.minCoeff() >= -0.5);
+  CHECK(theta.maxCoeff() <= 0.5);
+  CHECK(theta.cwiseAbs().maxCoeff() == 0.5);
+  auto unbounded = shardopt::io::load_model((dir / "free.bin").string());
+  REQUIRE(unbounded.ok());
+  CHECK(unbounded->theta.cwiseAbs().maxCoeff() > 0.5);
+  CHECK(bounded["objective"].get<double>() > free["objective"].get<double>());
 }
 
 namespace {

@@ -146,13 +146,15 @@ TEST_CASE("the batch sampler visits every row once per epoch and is reproducible
   CHECK(first != other.next());
 }
 
-TEST_CASE("worker seeds differ between workers and restarts") {
+TEST_CASE("worker seeds differ between workers, restarts, and in the high bits of seed and step") {
   std::set<std::uint64_t> seeds;
   for (std::uint32_t w = 0; w < 8; ++w)
     for (std::int64_t step : {0, 1, 1000})
       seeds.insert(opt::worker_seed(42, w, step));
   CHECK(seeds.size() == 24);
-  CHECK(opt::worker_seed(42, 3, 1000) == opt::worker_seed(42, 3, 1000));
+  // Every bit of the inputs counts: seeds and steps that differ only above 32 bits differ too.
+  CHECK(opt::worker_seed(42, 3, 1000) != opt::worker_seed(42 + (std::uint64_t{1} << 32), 3, 1000));
+  CHECK(opt::worker_seed(42, 3, 1000) != opt::worker_seed(42, 3, 1000 + (std::int64_t{1} << 32)));
 }
 
 TEST_CASE("the periodic trigger fires on steps or seconds, whichever comes first") {
