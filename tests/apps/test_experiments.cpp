@@ -6,11 +6,15 @@
 #include "apps/cli.hpp"
 #include "apps/experiments.hpp"
 #include "support/process.hpp"
+#include "support/small_disk.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 
@@ -289,4 +293,58 @@ TEST_CASE("a sweep names a failed write on one line and goes on; a truncated sta
   // No temporary file is left behind.
   for (const auto& entry : fs::recursive_directory_iterator{out})
     CHECK_MESSAGE(entry.path().filename().string().find(".tmp-") == std::string::npos, entry.path());
+}
+
+TEST_CASE("a sweep on a full disk keeps its previous results whole, names each file, and finishes later") {
+  temp_dir dir;
+  const auto disk = dir.path() / "disk";
+  fs::create_directories(disk);
+  if (const auto why_not = shardopt::test::mount_small_tmpfs(disk, "256k")) {
+    MESSAGE("skipped: cannot mount a tmpfs to fill (" << *why_not << ")");
+    WARN_MESSAGE(false, "full-disk sweep test skipped");
+    return;
+  }
+  const auto file = (dir.path() / "sweep.toml").string();
+  const auto out = disk / "results";
+  // Runs that fail at once (no such data file): no dataset needed, and a failed run is a result.
+  write_file(file, "model = \"softmax\"\ndata = \"/nonexistent/train.csv\"\n"
+                   "[sweep]\ngrid = { lambda = [1e-3, 1e-2] }\n");
+  const auto first = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 120s);
+  REQUIRE(first.exit_code == 1);  // its runs failed, as planned
+  REQUIRE(rows_of(out / "results.jsonl").size() == 2);
+  const auto jsonl_before = slurp(out / "results.jsonl");
+  const auto csv_before = slurp(out / "results.csv");
+
+  // Fill the disk to the last byte, then ask for a third run.
+  {
+    std::ofstream filler{disk / "filler", std::ios::binary};
+    const std::string block(4096, 'f');
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())))
+      filler.flush();
+  }
+  std::ofstream{disk / "last-bytes"} << std::string(200, 'b');  // the partial block, if any
+  write_file(file, "model = \"softmax\"\ndata = \"/nonexistent/train.csv\"\n"
+                   "[sweep]\ngrid = { lambda = [1e-3, 1e-2, 1e-1] }\n");
+  const auto full = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 120s);
+  INFO("stderr on a full disk: " << full.err);
+  CHECK_FALSE(full.signaled);
+  CHECK(full.exit_code == 1);
+  CHECK(full.err.find("sweep: " + (out / "results.jsonl").string() + ": cannot write: ") != std::string::npos);
+  CHECK(full.err.find(std::strerror(ENOSPC)) != std::string::npos);
+  CHECK(full.err.find("2 finished before") != std::string::npos);
+  // What was finished before is whole, and no temporary file is left.
+  CHECK(slurp(out / "results.jsonl") == jsonl_before);
+  CHECK(slurp(out / "results.csv") == csv_before);
+  for (const auto& entry : fs::recursive_directory_iterator{out})
+    CHECK_MESSAGE(entry.path().filename().string().find(".tmp-") == std::string::npos, entry.path());
+
+  // With room again, the same command does the third run and writes every row.
+  fs::remove(disk / "filler");
+  fs::remove(disk / "last-bytes");
+  const auto later = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 120s);
+  INFO("stderr with room: " << later.err);
+  CHECK(later.exit_code == 1);  // the runs fail, as planned
+  CHECK(later.err.find("cannot write") == std::string::npos);
+  CHECK(rows_of(out / "results.jsonl").size() == 3);
+  CHECK(::umount2(disk.c_str(), MNT_DETACH) == 0);
 }

@@ -4,7 +4,11 @@
 // writers never share a temporary file.
 
 #include "io/atomic_file.hpp"
+#include "io/checkpoint.hpp"
+#include "io/lbfgs_checkpoint.hpp"
+#include "io/model_file.hpp"
 #include "support/files.hpp"
+#include "support/small_disk.hpp"
 
 #include <doctest/doctest.h>
 
@@ -26,6 +30,7 @@
 
 using namespace shardopt;
 using shardopt::test::slurp;
+using shardopt::test::mount_small_tmpfs;
 using shardopt::test::temp_dir;
 namespace fs = std::filesystem;
 
@@ -63,18 +68,6 @@ private:
   rlimit saved_{};
   void (*previous_handler_)(int) = nullptr;
 };
-
-/// Mounts a 64 KiB tmpfs on `dir`, in a mount namespace of this process's own so that nothing outside
-/// the test sees it (needs CAP_SYS_ADMIN). Returns why not when that is not allowed.
-std::optional<std::string> mount_small_tmpfs(const fs::path& dir) {
-  if (::unshare(CLONE_NEWNS) != 0)
-    return std::string{"unshare(CLONE_NEWNS): "} + std::strerror(errno);
-  if (::mount("none", "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
-    return std::string{"making / private: "} + std::strerror(errno);
-  if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=64k") != 0)
-    return std::string{"mount -t tmpfs -o size=64k: "} + std::strerror(errno);
-  return std::nullopt;
-}
 
 } // namespace
 
@@ -168,6 +161,76 @@ TEST_CASE("a full disk keeps the old file intact and names the file (64 KiB tmpf
   // Once there is room again, the same write succeeds.
   REQUIRE(io::write_file_atomically(target, "small").ok());
   CHECK(slurp(target) == "small");
+  CHECK(::umount2(mount_point.c_str(), MNT_DETACH) == 0);
+}
+
+TEST_CASE("a full disk keeps the previous model file and checkpoints intact and names the file") {
+  temp_dir dir;
+  const auto mount_point = dir / "small";
+  fs::create_directory(mount_point);
+  if (const auto why_not = mount_small_tmpfs(mount_point)) {
+    MESSAGE("skipped: cannot mount a tmpfs to fill (" << *why_not << ")");
+    WARN_MESSAGE(false, "full-disk test skipped");
+    return;
+  }
+  // Small versions fit in the 64 KiB; versions with 20,000 parameters (~500 KiB as text) do not.
+  const auto model_of = [](Eigen::Index n) {
+    io::saved_model saved;
+    saved.shape = model::model_shape{model::model_kind::linear, n - 1, 1};
+    saved.theta = Eigen::VectorXd::LinSpaced(n, -1, 1);
+    saved.lambda = 0.5;
+    return saved;
+  };
+  const auto model_path = (mount_point / "model.bin").string();
+  REQUIRE(io::save_model(model_path, model_of(10)).ok());
+  const auto model_before = slurp(model_path);
+
+  io::checkpoint ps;
+  ps.step = 7;
+  ps.rule = "sgd";
+  ps.model = model_of(10);
+  const auto ps_dir = (mount_point / "ps").string();
+  auto ps_path = io::save_checkpoint(ps_dir, ps, 0);
+  REQUIRE(ps_path.ok());
+  const auto ps_before = slurp(*ps_path);
+
+  io::lbfgs_checkpoint lbfgs;
+  lbfgs.settings = {{"--model", "linear"}};
+  lbfgs.state.iterations = 3;
+  lbfgs.state.evaluations = 4;
+  lbfgs.state.theta = Eigen::VectorXd::LinSpaced(10, -1, 1);
+  lbfgs.state.grad = lbfgs.state.theta;
+  const auto lbfgs_dir = (mount_point / "lbfgs").string();
+  auto lbfgs_path = io::save_lbfgs_checkpoint(lbfgs_dir, lbfgs, 0);
+  REQUIRE(lbfgs_path.ok());
+  const auto lbfgs_before = slurp(*lbfgs_path);
+
+  // The big versions: each write fails naming its file and the cause; the old files are whole.
+  auto model_write = io::save_model(model_path, model_of(20000));
+  REQUIRE_FALSE(model_write.ok());
+  CHECK(model_write.error().message().rfind(model_path + ": cannot write: ", 0) == 0);
+  CHECK(contains(model_write.error().message(), std::strerror(ENOSPC)));
+  CHECK(slurp(model_path) == model_before);
+
+  ps.model = model_of(20000);
+  auto ps_write = io::save_checkpoint(ps_dir, ps, 0);  // the same step: it would replace the file
+  REQUIRE_FALSE(ps_write.ok());
+  CHECK(ps_write.error().message().rfind(*ps_path + ": cannot write: ", 0) == 0);
+  CHECK(slurp(*ps_path) == ps_before);
+
+  lbfgs.state.theta = Eigen::VectorXd::LinSpaced(20000, -1, 1);
+  lbfgs.state.grad = lbfgs.state.theta;
+  auto lbfgs_write = io::save_lbfgs_checkpoint(lbfgs_dir, lbfgs, 0);
+  REQUIRE_FALSE(lbfgs_write.ok());
+  CHECK(lbfgs_write.error().message().rfind(*lbfgs_path + ": cannot write: ", 0) == 0);
+  CHECK(slurp(*lbfgs_path) == lbfgs_before);
+  // Nothing half-written is left to be mistaken for a checkpoint.
+  CHECK(names_in(ps_dir) == std::vector<std::string>{"ckpt-000000000007.txt"});
+  CHECK(names_in(lbfgs_dir) == std::vector<std::string>{"lbfgs-000000000003.txt"});
+  auto newest = io::newest_readable_lbfgs_checkpoint(lbfgs_dir);
+  REQUIRE(newest.ok());
+  REQUIRE(newest->state);
+  CHECK(newest->state->state.theta.size() == 10);
   CHECK(::umount2(mount_point.c_str(), MNT_DETACH) == 0);
 }
 
