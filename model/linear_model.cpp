@@ -1,108 +1,20 @@
 #include "model/linear_model.hpp"
+#include "model/kernels.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <random>
 
 namespace shardopt::model {
 
 namespace {
 
+using detail::chunk;
+using detail::for_each_chunk;
+using detail::gather_labels;
+
 using row_major_matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
-/// Rows per chunk: a chunk of dense features converted to double (256 x 784 x 8 bytes = 1.6 MB)
-/// stays in cache for both matrix products.
-constexpr std::int64_t chunk_rows = 256;
-
-/// log(1 + exp(a)) without overflow.
-double softplus(double a) {
-  return a > 0 ? a + std::log1p(std::exp(-a)) : std::log1p(std::exp(a));
-}
-
-/// 1 / (1 + exp(-a)) without overflow.
-double sigmoid(double a) {
-  if (a >= 0)
-    return 1.0 / (1.0 + std::exp(-a));
-  const double e = std::exp(a);
-  return e / (1.0 + e);
-}
-
-/// Loss sum of one chunk and its residuals dloss/dz. `zt` and `rt` are outputs x examples (one column
-/// per example, so that an example's scores are contiguous); `y` holds the chunk's encoded labels.
-double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::VectorXd& y,
-                  Eigen::MatrixXd& rt) {
-  const Eigen::Index m = zt.cols();
-  const Eigen::Index k = zt.rows();
-  double loss = 0;
-  switch (kind) {
-    case model_kind::linear:
-      for (Eigen::Index i = 0; i < m; ++i) {
-        const double d = zt(0, i) - y(i);
-        loss += 0.5 * d * d;
-        rt(0, i) = d;
-      }
-      break;
-    case model_kind::logistic:
-      for (Eigen::Index i = 0; i < m; ++i) {
-        const double t = y(i);
-        const double margin = t * zt(0, i);
-        loss += softplus(-margin);
-        rt(0, i) = -t * sigmoid(-margin);
-      }
-      break;
-    case model_kind::softmax:
-      // Stable cross-entropy: log-sum-exp(z) - z_y with the maximum z_top factored out, as
-      // (z_top - z_y) + log1p(sum over k != top of exp(z_k - z_top)), exact for tiny losses too.
-      for (Eigen::Index i = 0; i < m; ++i) {
-        const auto z = zt.col(i);
-        const auto label = static_cast<Eigen::Index>(y(i));
-        Eigen::Index top_index = 0;
-        const double top = z.maxCoeff(&top_index);
-        auto r = rt.col(i);
-        r = (z.array() - top).exp().matrix();
-        r(top_index) = 0.0;  // sum the others alone: 1 + tiny would round the tiny part away
-        const double rest = r.sum();
-        r(top_index) = 1.0;
-        loss += (top - z(label)) + std::log1p(rest);
-        r /= 1.0 + rest;
-        r(label) -= 1.0;
-      }
-      break;
-    case model_kind::svm:
-      for (Eigen::Index i = 0; i < m; ++i) {
-        for (Eigen::Index c = 0; c < k; ++c) {
-          const double t = k == 1 ? y(i) : (static_cast<Eigen::Index>(y(i)) == c ? 1.0 : -1.0);
-          const double slack = 1.0 - t * zt(c, i);
-          if (slack > 0) {
-            loss += slack * slack;
-            rt(c, i) = -2.0 * t * slack;
-          } else {
-            rt(c, i) = 0.0;
-          }
-        }
-      }
-      break;
-  }
-  return loss;
-}
-
-/// The rows of one chunk: either a contiguous range or a slice of an index list.
-struct chunk {
-  const row_selection* rows;
-  std::int64_t first;  // position within the selection
-  std::int64_t count;
-
-  std::int64_t row(std::int64_t j) const {
-    if (const auto* range = std::get_if<row_range>(rows))
-      return range->begin + first + j;
-    return std::get<1>(*rows)[static_cast<std::size_t>(first + j)];
-  }
-};
-
-std::int64_t selection_size(const row_selection& rows) {
-  if (const auto* range = std::get_if<row_range>(&rows))
-    return range->size();
-  return static_cast<std::int64_t>(std::get<1>(rows).size());
-}
 
 /// Forward and backward products for one chunk, dense or sparse. Holds the chunk's double copy of
 /// the dense features so both products reuse it while it is in cache.
@@ -172,24 +84,6 @@ private:
   row_major_matrix x_chunk_;
 };
 
-/// Calls f(chunk) for consecutive chunks of the selection.
-template <class F>
-void for_each_chunk(const row_selection& rows, F&& f) {
-  const std::int64_t n = selection_size(rows);
-  for (std::int64_t first = 0; first < n; first += chunk_rows)
-    f(chunk{&rows, first, std::min(chunk_rows, n - first)});
-}
-
-void gather_labels(const dataset& data, const chunk& c, Eigen::VectorXd& y) {
-  y.resize(c.count);
-  if (std::holds_alternative<row_range>(*c.rows)) {
-    y = data.y.segment(c.row(0), c.count);
-  } else {
-    for (std::int64_t j = 0; j < c.count; ++j)
-      y(j) = data.y(c.row(j));
-  }
-}
-
 } // namespace
 
 std::string_view to_string(model_kind kind) {
@@ -217,8 +111,93 @@ bool is_classifier(model_kind kind) {
   return kind != model_kind::linear;
 }
 
+std::string_view to_string(activation act) {
+  return act == activation::relu ? "relu" : "tanh";
+}
+
+std::optional<activation> parse_activation(std::string_view name) {
+  for (auto act : {activation::relu, activation::tanh})
+    if (to_string(act) == name)
+      return act;
+  return std::nullopt;
+}
+
+std::vector<layer_span> model_shape::layers() const {
+  std::vector<layer_span> out;
+  std::int64_t in = features;
+  std::int64_t at = 0;
+  for (std::size_t l = 0; l <= hidden.size(); ++l) {
+    const std::int64_t width = l < hidden.size() ? hidden[l] : outputs;
+    out.push_back({in, width, at, at + in * width});
+    at += in * width + width;
+    in = width;
+  }
+  return out;
+}
+
+std::int64_t model_shape::weight_count() const {
+  std::int64_t count = 0;
+  for (const auto& layer : layers())
+    count += layer.in * layer.out;
+  return count;
+}
+
+std::int64_t model_shape::dimension() const {
+  const auto all = layers();
+  return all.back().biases + all.back().out;
+}
+
+std::string describe(const model_shape& shape) {
+  if (!shape.is_network())
+    return std::string{to_string(shape.kind)} + ", " + std::to_string(shape.features) + " features x " +
+           std::to_string(shape.outputs) + " outputs";
+  std::string widths = std::to_string(shape.features);
+  for (const auto width : shape.hidden)
+    widths += "-" + std::to_string(width);
+  widths += "-" + std::to_string(shape.outputs);
+  return "mlp " + widths + " (" + std::string{to_string(shape.act)} + ", " +
+         std::string{to_string(shape.kind)} + " output)";
+}
+
+std::optional<std::int64_t> checked_dimension(const model_shape& shape, std::int64_t limit) {
+  if (shape.features <= 0 || shape.outputs <= 0 || limit <= 0)
+    return std::nullopt;
+  std::int64_t total = 0;
+  std::int64_t in = shape.features;
+  for (std::size_t l = 0; l <= shape.hidden.size(); ++l) {
+    const std::int64_t width = l < shape.hidden.size() ? shape.hidden[l] : shape.outputs;
+    // in * width + width <= limit - total, without overflow.
+    if (width <= 0 || in > limit || width > limit || in + 1 > (limit - total) / width)
+      return std::nullopt;
+    total += (in + 1) * width;
+    in = width;
+  }
+  return total;
+}
+
+Eigen::VectorXd initial_theta(const model_shape& shape, std::uint64_t seed) {
+  Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+  if (!shape.is_network())
+    return theta;
+  // mt19937_64's output is fixed by the standard; 53 of its bits make a uniform double exactly,
+  // without the library's distributions (whose algorithms vary between implementations).
+  std::mt19937_64 bits{seed};
+  for (const auto& layer : shape.layers()) {
+    const double fan = shape.act == activation::relu ? static_cast<double>(layer.in)
+                                                      : static_cast<double>(layer.in + layer.out);
+    const double bound = std::sqrt(6.0 / fan);
+    for (std::int64_t i = 0; i < layer.in * layer.out; ++i) {
+      const double u = static_cast<double>(bits() >> 11) * 0x1.0p-53;  // [0, 1)
+      theta[layer.weights + i] = (2 * u - 1) * bound;
+    }
+  }
+  return theta;
+}
+
 double loss_grad_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
                      Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad_sum) {
+  if (shape.is_network())
+    return detail::network_loss_grad_sum(shape, data, rows, theta, grad_sum);
   grad_sum.setZero();
   Eigen::Map<Eigen::MatrixXd> grad_w(grad_sum.data(), shape.features, shape.outputs);
   Eigen::Map<Eigen::VectorXd> grad_b(grad_sum.data() + shape.weight_count(), shape.outputs);
@@ -231,7 +210,7 @@ double loss_grad_sum(const model_shape& shape, const dataset& data, const row_se
     products.forward(c, zt);
     gather_labels(data, c, y);
     rt.resize(zt.rows(), zt.cols());
-    loss += chunk_loss(shape.kind, zt, y, rt);
+    loss += detail::chunk_loss(shape.kind, zt, y, rt);
     products.backward(c, rt, grad_w, grad_b);
   });
   products.finish(grad_w);
@@ -241,15 +220,23 @@ double loss_grad_sum(const model_shape& shape, const dataset& data, const row_se
 double finish_objective(const model_shape& shape, double lambda, std::int64_t count, double loss_sum,
                         Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad) {
   const double inv_n = 1.0 / static_cast<double>(count);
-  const auto weights = theta.head(shape.weight_count());
   grad *= inv_n;
-  grad.head(shape.weight_count()) += lambda * weights;
-  return loss_sum * inv_n + 0.5 * lambda * weights.squaredNorm();
+  double squared_weights = 0;
+  for (const auto& layer : shape.layers()) {
+    const auto weights = theta.segment(layer.weights, layer.in * layer.out);
+    grad.segment(layer.weights, layer.in * layer.out) += lambda * weights;
+    squared_weights += weights.squaredNorm();
+  }
+  return loss_sum * inv_n + 0.5 * lambda * squared_weights;
 }
 
 Eigen::MatrixXd scores(const model_shape& shape, const dataset& data, row_range rows,
                        Eigen::Ref<const Eigen::VectorXd> theta) {
   Eigen::MatrixXd z(rows.size(), shape.outputs);
+  if (shape.is_network()) {
+    detail::network_scores(shape, data, rows, theta, z);
+    return z;
+  }
   chunk_products products{shape, data, theta};
   Eigen::MatrixXd zt;
   const row_selection selection = rows;

@@ -6,7 +6,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace shardopt::model {
 
@@ -28,22 +31,71 @@ std::optional<model_kind> parse_model_kind(std::string_view name);
 /// True for the kinds that predict a class (all but `linear`).
 bool is_classifier(model_kind kind);
 
+/// The activation of a network's hidden layers.
+enum class activation : std::uint8_t { relu, tanh };
+
+/// "relu" or "tanh".
+std::string_view to_string(activation act);
+
+/// Parses an activation's name; nullopt for anything else.
+std::optional<activation> parse_activation(std::string_view name);
+
+/// Where one dense layer lives in theta: its weight matrix (in x out, column-major) starts at
+/// `weights`, its `out` biases at `biases` = weights + in*out.
+struct layer_span {
+  std::int64_t in = 0;
+  std::int64_t out = 0;
+  std::int64_t weights = 0;
+  std::int64_t biases = 0;
+};
+
 /// The shape of a model, which fixes the layout of theta.
 ///
-/// theta is one flat vector of `dimension()` doubles: first the weight matrix W (features x outputs)
-/// in column-major order, so the weights of output k are the contiguous slice
-/// theta[k*features, (k+1)*features), then the `outputs` biases. Biases are not regularised.
+/// A model is a stack of dense layers: features -> hidden[0] -> ... -> hidden[L-1] -> outputs, with
+/// `act` after every hidden layer and the output layer's scores z fed to the loss of `kind`. The
+/// linear models have no hidden layer; a multilayer perceptron (`--model mlp`) has at least one.
+///
+/// theta is one flat vector of `dimension()` doubles, layer by layer, each layer's weights then its
+/// biases: W1 (features x hidden[0], column-major), b1, W2, b2, ..., W_out (last width x outputs),
+/// b_out. For a linear model that is W (features x outputs, column-major, so output k's weights are
+/// theta[k*features, (k+1)*features)) then the `outputs` biases. Biases are not regularised.
 struct model_shape {
-  model_kind kind = model_kind::linear;
+  model_kind kind = model_kind::linear;  ///< the loss on the output layer's scores
   std::int64_t features = 0;
   std::int64_t outputs = 1;
+  std::vector<std::int64_t> hidden;      ///< hidden layer widths; empty for the linear models
+  activation act = activation::relu;     ///< of every hidden layer
 
-  std::int64_t weight_count() const { return features * outputs; }
-  std::int64_t dimension() const { return features * outputs + outputs; }
+  model_shape() = default;
+  model_shape(model_kind kind_, std::int64_t features_, std::int64_t outputs_,
+              std::vector<std::int64_t> hidden_ = {}, activation act_ = activation::relu)
+    : kind(kind_), features(features_), outputs(outputs_), hidden(std::move(hidden_)), act(act_) {}
+
+  bool is_network() const { return !hidden.empty(); }
+  /// The layers in order, with their place in theta.
+  std::vector<layer_span> layers() const;
+  /// Entries of theta that are weights (regularised), over all layers.
+  std::int64_t weight_count() const;
+  std::int64_t dimension() const;
   friend bool operator==(const model_shape& a, const model_shape& b) {
-    return a.kind == b.kind && a.features == b.features && a.outputs == b.outputs;
+    return a.kind == b.kind && a.features == b.features && a.outputs == b.outputs &&
+           a.hidden == b.hidden && (a.hidden.empty() || a.act == b.act);
   }
+  friend bool operator!=(const model_shape& a, const model_shape& b) { return !(a == b); }
 };
+
+/// A shape for messages: "softmax, 784 features x 10 outputs" or "mlp 784-100-10 (relu, softmax
+/// output)".
+std::string describe(const model_shape& shape);
+
+/// The dimension of `shape` when every size is positive and the dimension is at most `limit`,
+/// computed without overflow; nullopt otherwise.
+std::optional<std::int64_t> checked_dimension(const model_shape& shape, std::int64_t limit);
+
+/// A network's initial theta from `seed`, identical in every process and on every platform: each
+/// weight matrix uniform in +-sqrt(6 / fan_in) for ReLU (He) or +-sqrt(6 / (fan_in + fan_out)) for
+/// tanh (Glorot), biases zero. A linear model starts at zero (its objective is convex).
+Eigen::VectorXd initial_theta(const model_shape& shape, std::uint64_t seed);
 
 /// Sum over the selected rows of the per-example loss, and its gradient with respect to theta.
 ///
@@ -57,12 +109,12 @@ double loss_grad_sum(const model_shape& shape, const dataset& data, const row_se
                      Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad_sum);
 
 /// Turns sums over `count` examples into the full objective, in place:
-/// f = loss_sum / count + (lambda / 2) ||W||^2 and grad = grad_sum / count + lambda W (biases are not
-/// regularised). Returns f. `count` must be positive.
+/// f = loss_sum / count + (lambda / 2) ||W||^2 and grad = grad_sum / count + lambda W, with W every
+/// layer's weights (biases are not regularised). Returns f. `count` must be positive.
 double finish_objective(const model_shape& shape, double lambda, std::int64_t count, double loss_sum,
                         Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad);
 
-/// Scores z (rows x outputs) of the selected rows, in double.
+/// Scores z (rows x outputs) of the selected rows, in double (a network's output layer's).
 Eigen::MatrixXd scores(const model_shape& shape, const dataset& data, row_range rows,
                        Eigen::Ref<const Eigen::VectorXd> theta);
 
