@@ -15,7 +15,8 @@ double chief_session::elapsed() const {
 
 result<std::int64_t> chief_session::initialise() {
   const auto dimension = job_.shape.dimension();
-  Eigen::VectorXd theta = Eigen::VectorXd::Zero(dimension);
+  // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
+  Eigen::VectorXd theta = model::initial_theta(job_.shape, job_.seed);
   auto state = optimizer::initial_state(job_.rule, dimension);
   std::int64_t step = 0;
   std::int64_t restored = -1;
@@ -30,11 +31,9 @@ result<std::int64_t> chief_session::initialise() {
     if (found->state) {
       const auto& saved = *found->state;
       const auto& path = found->path;
-      if (!(saved.model.shape == job_.shape))
-        return fail(path + ": the checkpoint is of a " + std::string{model::to_string(saved.model.shape.kind)} +
-                    " model with " + std::to_string(saved.model.shape.dimension()) +
-                    " parameters; this job trains " + std::string{model::to_string(job_.shape.kind)} +
-                    " with " + std::to_string(dimension));
+      if (saved.model.shape != job_.shape)
+        return fail(path + ": the checkpoint is of a model of shape " + model::describe(saved.model.shape) +
+                    "; this job trains " + model::describe(job_.shape) + " (use another --checkpoint-dir)");
       if (saved.rule != optimizer::to_string(job_.rule.kind))
         return fail(path + ": the checkpoint holds " + saved.rule + " state; this job uses " +
                     std::string{optimizer::to_string(job_.rule.kind)} + " (use another --checkpoint-dir)");

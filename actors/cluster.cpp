@@ -136,7 +136,7 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
 } // namespace
 
 result<cluster::node_local_run>
-cluster::read_on_nodes(model::model_kind kind, std::int64_t classes, double lambda,
+cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t classes, double lambda,
                        const io::part_request& data, io::scale_mode mode, bool standardize,
                        const std::vector<std::size_t>& plan, std::chrono::milliseconds timeout,
                        std::function<void(const std::string&)> log) {
@@ -166,10 +166,11 @@ cluster::read_on_nodes(model::model_kind kind, std::int64_t classes, double lamb
       dense_features = summary->summary.cols;
     summaries.push_back(std::move(summary->summary));
   }
-  auto fitted = io::fit_parts(kind, classes, summaries, mode, standardize, data.spec);
+  auto fitted = io::fit_parts(architecture.kind, classes, summaries, mode, standardize, data.spec);
   if (!fitted)
     return fitted.error();
-  const model::model_shape shape{kind, fitted->features, fitted->labels.outputs()};
+  const model::model_shape shape{architecture.kind, fitted->features, fitted->labels.outputs(),
+                                 architecture.hidden, architecture.act};
   auto spec_of = [=](std::size_t i) {
     return part_shard_spec{part(i), shape, fitted->labels, fitted->scaling};
   };

@@ -72,7 +72,8 @@ public:
   /// encoding and scaling are fitted from the summaries (io::fit_parts) and sent with the shard
   /// requests, so every part is encoded and scaled alike. Lost shards are recreated as in `ship`,
   /// by a surviving node reading the same part.
-  result<node_local_run> read_on_nodes(model::model_kind kind, std::int64_t classes, double lambda,
+  result<node_local_run> read_on_nodes(const model::model_shape& architecture, std::int64_t classes,
+                                       double lambda,
                                        const io::part_request& data, io::scale_mode mode,
                                        bool standardize, const std::vector<std::size_t>& plan,
                                        std::chrono::milliseconds timeout,

@@ -145,7 +145,7 @@ struct shard_spec {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_spec& x) {
   return f(caf::meta::type_name("shard_spec"), x.shape.kind, x.shape.features, x.shape.outputs,
-           x.block);
+           x.shape.hidden, x.shape.act, x.block);
 }
 
 /// The typed interface of a node actor (see the protocol above).

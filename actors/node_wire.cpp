@@ -77,7 +77,8 @@ template <class Processor>
 caf::error apply_part_spec(Processor& f, part_shard_spec& x) {
   return caf::error::eval(
     [&] { return apply_request(f, x.request); },
-    [&] { return f(x.shape.kind, x.shape.features, x.shape.outputs, x.labels.kind, x.labels.classes); },
+    [&] { return f(x.shape.kind, x.shape.features, x.shape.outputs, x.shape.hidden, x.shape.act); },
+    [&] { return f(x.labels.kind, x.labels.classes); },
     [&] { return f(x.scaling.factor); },
     [&] { return apply_vector(f, x.scaling.mean); },
     [&] { return apply_vector(f, x.scaling.inv_std); });

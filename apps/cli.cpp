@@ -73,7 +73,17 @@ void add_node_command(CLI::App& app, node_options& o) {
 }
 
 void add_model_options(CLI::App& command, train_options& o) {
-  command.add_option("--model", o.model, "linear, logistic, softmax or svm")->capture_default_str();
+  command.add_option("--model", o.model, "linear, logistic, softmax, svm, or mlp (a multilayer perceptron)")
+    ->capture_default_str();
+  command.add_option("--hidden", o.hidden, "mlp: hidden layer widths, e.g. 100 or 256,128 (default 100)");
+  command.add_option("--activation", o.activation, "mlp: activation of the hidden layers, relu or tanh")
+    ->capture_default_str();
+  command.add_option("--loss", o.loss,
+                     "mlp: cross-entropy (softmax output, class labels) or squared (one linear output, "
+                     "real targets); default cross-entropy")->capture_default_str();
+  command.add_option("--seed", o.ps.seed,
+                     "Seed of a network's initial weights and of the PS mode's minibatch order")
+    ->capture_default_str();
   command.add_option("--lambda", o.lambda, "L2 regularisation of the weights")->capture_default_str();
   command.add_option("--classes", o.classes, "Number of classes (default: from the labels)");
 }
@@ -130,7 +140,6 @@ void add_ps_options(CLI::App& command, ps_options& o) {
                      "Asynchronous: how many steps the fastest worker may run ahead of the slowest "
                      "(-1 = unbounded, 0 = lockstep)")->capture_default_str()->group(group);
   command.add_option("--last-step", o.last_step, "Stop at this global step")->capture_default_str()->group(group);
-  command.add_option("--seed", o.seed, "Seed of the minibatch order")->capture_default_str()->group(group);
   command.add_option("--log-steps", o.log_steps, "Log every N steps (0 = off)")->capture_default_str()->group(group);
   command.add_option("--eval-steps", o.eval_steps, "Evaluate on the test set every N steps (0 = at the end)")
     ->capture_default_str()->group(group);

@@ -82,7 +82,8 @@ result<std::shared_ptr<const model::dataset>> prepare_test_data(const data_optio
   return finish(std::move(**test), labels, scaling);
 }
 
-result<prepared_data> prepare_training_data(const data_options& options, model::model_kind kind,
+result<prepared_data> prepare_training_data(const data_options& options,
+                                            const model::model_shape& architecture,
                                             std::int64_t classes) {
   auto read = read_options_of(options);
   if (!read)
@@ -103,13 +104,14 @@ result<prepared_data> prepare_training_data(const data_options& options, model::
       return ok.error();
 
   prepared_data out;
-  auto labels = io::fit_labels(kind, *train, classes);
+  auto labels = io::fit_labels(architecture.kind, *train, classes);
   if (!labels)
     return labels.error();
   out.labels = std::move(*labels);
   out.scaling = io::fit_scaling(*train, *mode, options.standardize);
   out.train_source = train->source;
-  out.shape = model::model_shape{kind, train->data.cols(), out.labels.outputs()};
+  out.shape = model::model_shape{architecture.kind, train->data.cols(), out.labels.outputs(),
+                                 architecture.hidden, architecture.act};
   auto train_data = finish(std::move(*train), out.labels, out.scaling);
   if (!train_data)
     return train_data.error();

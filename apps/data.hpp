@@ -43,9 +43,10 @@ struct prepared_data {
 };
 
 /// Reads, encodes and scales the training data and its test set (`--test`, or the dataset's own
-/// test split). `classes` > 0 fixes the class count.
-result<prepared_data> prepare_training_data(const data_options& options, model::model_kind kind,
-                                            std::int64_t classes);
+/// test split) for a model of `architecture` (its loss, hidden layers and activation; features and
+/// outputs come from the data). `classes` > 0 fixes the class count.
+result<prepared_data> prepare_training_data(const data_options& options,
+                                            const model::model_shape& architecture, std::int64_t classes);
 
 /// How `options` asks for files to be read, and for features to be scaled. Errors name the option.
 result<io::read_options> read_options_of(const data_options& options);

@@ -18,6 +18,8 @@ std::vector<std::pair<std::string, std::string>> lbfgs_run_settings(const train_
                                                                    const prepared_data& data) {
   const auto& l = o.lbfgs;
   return {{"--model", o.model},
+          {"the model", model::describe(data.shape)},
+          {"--seed", std::to_string(o.ps.seed)},
           {"--lambda", exact(o.lambda)},
           {"the training data", data.train_source},
           {"the number of examples", std::to_string(data.train_rows)},

@@ -1,4 +1,5 @@
 #include "apps/ps_train.hpp"
+#include "apps/architecture.hpp"
 
 #include "actors/ps_worker.hpp"
 #include "apps/summary.hpp"
@@ -196,10 +197,10 @@ int finish(const train_options& o, const actors::ps_job& job, const prepared_dat
 }
 
 result<prepared_data> read_data(const train_options& o) {
-  const auto kind = model::parse_model_kind(o.model);
-  if (!kind)
-    return fail("--model: unknown model '" + o.model + "' (expected linear, logistic, softmax or svm)");
-  return prepare_training_data(o.data, *kind, o.classes);
+  auto architecture = model_architecture(o);
+  if (!architecture)
+    return architecture.error();
+  return prepare_training_data(o.data, *architecture, o.classes);
 }
 
 /// The job's capability: from --job-token, or derived from the host lists every task shares.

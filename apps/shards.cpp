@@ -28,7 +28,8 @@ std::string shard_list(const std::vector<std::size_t>& plan, std::size_t node) {
 
 result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
                                  prepared_data& data, const data_options& source,
-                                 model::model_kind kind, std::int64_t classes, double lambda) {
+                                 const model::model_shape& architecture, std::int64_t classes,
+                                 double lambda) {
   shard_setup setup;
   const bool node_local = options.placement == "node-local";
   if (options.placement != "shipped" && !node_local)
@@ -82,7 +83,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     auto mode = scale_mode_of(source);
     if (!mode)
       return mode.error();
-    auto run = cluster->read_on_nodes(kind, classes, lambda, io::part_request{source.data, *read, 0, 1},
+    auto run = cluster->read_on_nodes(architecture, classes, lambda, io::part_request{source.data, *read, 0, 1},
                                       *mode, source.standardize, plan, options.timeout, log);
     if (!run)
       return run.error();

@@ -33,6 +33,7 @@ struct shard_setup {
 /// from the nodes' summaries. Errors name the node or the problem.
 result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
                                  prepared_data& data, const data_options& source,
-                                 model::model_kind kind, std::int64_t classes, double lambda);
+                                 const model::model_shape& architecture, std::int64_t classes,
+                                 double lambda);
 
 } // namespace shardopt::apps

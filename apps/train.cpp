@@ -1,5 +1,6 @@
 #include "apps/train.hpp"
 
+#include "apps/architecture.hpp"
 #include "apps/lbfgs_checkpoints.hpp"
 #include "apps/progress.hpp"
 #include "apps/shards.hpp"
@@ -18,16 +19,16 @@
 namespace shardopt::apps {
 
 int run_train(const train_options& options) {
-  const auto kind = model::parse_model_kind(options.model);
-  if (!kind)
-    return report_error("--model: unknown model '" + options.model
-                        + "' (expected linear, logistic, softmax or svm)");
+  const auto architecture = model_architecture(options);
+  if (!architecture)
+    return report_error(architecture.error().message());
+  const auto kind = architecture->kind;
   const auto started = std::chrono::steady_clock::now();
   // Node-local training data is read by the nodes; otherwise the driver reads and prepares it.
   const bool node_local = options.data_placement == "node-local";
   prepared_data data;
   if (!node_local) {
-    auto prepared = prepare_training_data(options.data, *kind, options.classes);
+    auto prepared = prepare_training_data(options.data, *architecture, options.classes);
     if (!prepared)
       return report_error(prepared.error().message());
     data = std::move(*prepared);
@@ -38,7 +39,7 @@ int run_train(const train_options& options) {
   const shard_options placement{
     options.shards, options.nodes, options.data_placement,
     std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet};
-  auto setup = setup_shards(rt, placement, data, options.data, *kind, options.classes, options.lambda);
+  auto setup = setup_shards(rt, placement, data, options.data, *architecture, options.classes, options.lambda);
   if (!setup)
     return report_error(setup.error().message());
   if (node_local) {
@@ -52,10 +53,10 @@ int run_train(const train_options& options) {
   const auto shards = setup->shards;
   const auto n = data.train_rows;
   if (!options.quiet)
-    std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld outputs\n",
+    std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld parameters\n",
                  static_cast<long long>(n), static_cast<long long>(data.shape.features),
                  data.train_source.c_str(), data.test ? ", with a test set" : "",
-                 options.model.c_str(), static_cast<long long>(data.shape.outputs));
+                 model::describe(data.shape).c_str(), static_cast<long long>(data.shape.dimension()));
 
   auto lbfgs = options.lbfgs;
   const auto dimension = data.shape.dimension();
@@ -82,7 +83,8 @@ int run_train(const train_options& options) {
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return report_error(ok.error().message());
 
-  Eigen::VectorXd theta = Eigen::VectorXd::Zero(dimension);
+  // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
+  Eigen::VectorXd theta = model::initial_theta(data.shape, options.ps.seed);
   const auto session = checkpoints ? checkpoints->session() : optimizer::lbfgs_session{};
   const auto run = optimizer::minimize(objective, theta, lbfgs, std::ref(progress), session);
   progress.flush();
@@ -114,7 +116,8 @@ int run_train(const train_options& options) {
                          {"examples", n},
                          {"features", data.shape.features},
                          {"outputs", data.shape.outputs},
-                         {"dimension", dimension}};
+                         {"dimension", dimension},
+                         {"architecture", model::describe(data.shape)}};
   if (!run.message.empty())
     summary["stop_message"] = run.message;
   if (checkpoints) {
@@ -124,13 +127,13 @@ int run_train(const train_options& options) {
   auto train_quality = objective.quality(theta);
   if (!train_quality)
     return report_error("computing training accuracy: " + train_quality.error().message());
-  add_quality(summary, "train", *kind, *train_quality);
+  add_quality(summary, "train", kind, *train_quality);
   if (data.test) {
-    add_quality(summary, "test", *kind,
+    add_quality(summary, "test", kind,
                 model::quality(data.shape, *data.test, {0, data.test->rows()}, theta));
     summary["test_examples"] = data.test->rows();
   } else {
-    summary[model::is_classifier(*kind) ? "test_accuracy" : "test_rmse"] = nullptr;
+    summary[model::is_classifier(kind) ? "test_accuracy" : "test_rmse"] = nullptr;
   }
   summary["total_seconds"] =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -53,7 +53,10 @@ struct train_options {
   ps_options ps;
   checkpoint_options checkpoints;
   data_options data;
-  std::string model = "softmax";
+  std::string model = "softmax";   ///< linear, logistic, softmax, svm or mlp
+  std::string hidden;              ///< mlp: layer widths "100" or "256,128" (empty: 100)
+  std::string activation = "relu"; ///< mlp: relu or tanh
+  std::string loss = "auto";       ///< mlp: cross-entropy (softmax output) or squared (regression)
   double lambda = 1e-4;
   std::int64_t classes = 0;        ///< 0 = from the training labels
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)

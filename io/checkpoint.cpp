@@ -24,7 +24,8 @@ namespace {
 // rule name, updates, slot count and slots, then the model fields exactly as in a model file
 // (ending with its end marker).
 const std::string magic = "shardopt-checkpoint";
-constexpr int format_version = 1;
+constexpr int format_version = 2;  // 2: the model fields carry the network architecture
+constexpr int oldest_version = 1;
 constexpr std::size_t max_slots = 8;
 const std::string prefix = "ckpt-";
 
@@ -83,7 +84,8 @@ result<checkpoint> load_checkpoint(const std::string& path) {
         if (slot.size() != state.model.theta.size())
           return fail(path + ": corrupt checkpoint: an optimizer slot does not match theta");
       return state;
-    });
+    },
+    oldest_version);
 }
 
 std::optional<std::string> latest_checkpoint(const std::string& directory) {

@@ -40,6 +40,10 @@ class archive_reader {
 public:
   archive_reader(std::istream& stream, std::uint64_t size) : stream_(stream), size_(size), archive_(stream) {}
 
+  /// The file's format version (set once the header is read).
+  int version() const { return version_; }
+  void set_version(int version) { version_ = version; }
+
   /// Reads a number (or another primitive); no allocation to check.
   template <class T>
   archive_reader& operator>>(T& value) {
@@ -101,22 +105,24 @@ private:
 
   std::istream& stream_;
   std::uint64_t size_;
+  int version_ = 0;
   boost::archive::text_iarchive archive_;
 };
 
 /// The fields of a saved model, after the file's magic and version, through its end marker.
 void write_model_fields(boost::archive::text_oarchive& archive, const saved_model& model);
 
-/// Reads what `write_model_fields` wrote; errors name `path`. Boost may throw archive_exception.
+/// Reads what `write_model_fields` wrote (format version 2 and later: with the network
+/// architecture; version 1: a linear model); errors name `path`. Boost may throw archive_exception.
 result<saved_model> read_model_fields(archive_reader& archive, const std::string& path);
 
-/// Opens `path`, checks the archive's magic and format version and hands the archive to
-/// `read_fields`. Missing files, foreign files (naming `what`, e.g. "model file"), other versions,
+/// Opens `path`, checks the archive's magic and that its format version lies in [oldest, version]
+/// (oldest < 0: exactly `version`) and hands the archive to `read_fields`. Missing files, foreign files (naming `what`, e.g. "model file"), other versions,
 /// declared lengths larger than the file, and Boost exceptions (truncated or corrupt files) become
 /// errors naming the path.
 template <class T, class ReadFields>
 result<T> read_archive_file(const std::string& path, const std::string& magic, int version,
-                            const std::string& what, ReadFields read_fields) {
+                            const std::string& what, ReadFields read_fields, int oldest = -1) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
     return fail(path + ": no such file");
@@ -142,9 +148,13 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
     if (!archive.load_string(file_magic).ok() || file_magic != magic)
       return fail(path + ": not a shardopt " + what);
     archive >> file_version;
-    if (file_version != version)
+    if (file_version > version || file_version < (oldest < 0 ? version : oldest))
       return fail(path + ": " + what + " format version " + std::to_string(file_version) +
-                  " is not supported (this build reads version " + std::to_string(version) + ")");
+                  " is not supported (this build reads " +
+                  (oldest < 0 || oldest == version ? "version " + std::to_string(version)
+                                                   : "versions " + std::to_string(oldest) + " to " + std::to_string(version)) +
+                  ")");
+    archive.set_version(file_version);
     header_read = true;
     return read_fields(archive);
   } catch (const std::exception& e) {

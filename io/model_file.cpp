@@ -27,11 +27,13 @@ namespace {
 // to load instead of yielding a shorter last number.
 const std::string magic = "shardopt-model";
 const std::string end_marker = "end-of-model";
-constexpr int format_version = 1;
+constexpr int format_version = 2;  // 2: with the network architecture
+constexpr int oldest_version = 1;
 
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
 constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
+constexpr std::int64_t max_layers = 1024;
 
 } // namespace
 
@@ -40,7 +42,10 @@ namespace detail {
 void write_model_fields(boost::archive::text_oarchive& archive, const saved_model& model) {
   const int kind = static_cast<int>(model.shape.kind);
   const int label_kind = static_cast<int>(model.labels.kind);
-  archive << kind << model.shape.features << model.shape.outputs;
+  archive << kind << model.shape.features << model.shape.outputs << static_cast<int>(model.shape.act)
+          << static_cast<std::int64_t>(model.shape.hidden.size());
+  for (const auto width : model.shape.hidden)
+    archive << width;
   save_vector(archive, model.theta.data(), model.theta.size());
   archive << label_kind;
   save_vector(archive, model.labels.classes.data(),
@@ -95,10 +100,24 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
       model.shape.outputs < 1 || model.shape.outputs > max_outputs)
     return fail(path + ": corrupt model file: invalid shape");
   model.shape.kind = static_cast<model::model_kind>(kind);
+  if (archive.version() >= 2) {
+    int act = 0;
+    std::int64_t layers = 0;
+    archive >> act >> layers;
+    if (act < 0 || act > static_cast<int>(model::activation::tanh) || layers < 0 || layers > max_layers)
+      return fail(path + ": corrupt model file: invalid network architecture");
+    model.shape.act = static_cast<model::activation>(act);
+    model.shape.hidden.resize(static_cast<std::size_t>(layers));
+    for (auto& width : model.shape.hidden)
+      archive >> width;
+  }
+  const auto dimension = model::checked_dimension(model.shape, max_features);
+  if (!dimension)
+    return fail(path + ": corrupt model file: invalid shape");
   const auto corrupt = [&](const failure& why, const std::string& field) {
     return why.with_context(path + ": truncated or corrupt model file: " + field);
   };
-  if (auto loaded = archive.load_vector(model.theta, model.shape.dimension()); !loaded)
+  if (auto loaded = archive.load_vector(model.theta, *dimension); !loaded)
     return corrupt(loaded.error(), "theta");
   int label_kind = 0;
   archive >> label_kind;
@@ -133,7 +152,8 @@ result<saved_model> load_model(const std::string& path) {
   return detail::read_archive_file<saved_model>(path, magic, format_version, "model file",
                                                 [&](detail::archive_reader& archive) {
                                                   return detail::read_model_fields(archive, path);
-                                                });
+                                                },
+                                                oldest_version);
 }
 
 } // namespace shardopt::io

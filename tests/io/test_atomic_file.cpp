@@ -218,8 +218,8 @@ TEST_CASE("a full disk keeps the previous model file and checkpoints intact and 
   CHECK(ps_write.error().message().rfind(*ps_path + ": cannot write: ", 0) == 0);
   CHECK(slurp(*ps_path) == ps_before);
 
-  lbfgs.state.theta = Eigen::VectorXd::LinSpaced(20000, -1, 1);
-  lbfgs.state.grad = lbfgs.state.theta;
+  lbfgs.state.theta.setConstant(20000, 0.125);
+  lbfgs.state.grad.setConstant(20000, -0.25);
   auto lbfgs_write = io::save_lbfgs_checkpoint(lbfgs_dir, lbfgs, 0);
   REQUIRE_FALSE(lbfgs_write.ok());
   CHECK(lbfgs_write.error().message().rfind(*lbfgs_path + ": cannot write: ", 0) == 0);

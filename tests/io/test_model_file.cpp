@@ -198,3 +198,54 @@ TEST_CASE("model_file: hostile small files declaring huge lengths are refused wi
   MESSAGE("peak RSS growth reading hostile model files: " << growth / 1024 << " KiB");
   CHECK(growth < test::hostile_file_memory_bound);
 }
+
+TEST_CASE("model_file: a network's architecture round-trips, and version-1 files still load") {
+  temp_dir dir;
+  io::saved_model net;
+  net.shape = model::model_shape{model::model_kind::softmax, 4, 3, {5, 2}, model::activation::tanh};
+  net.theta = Eigen::VectorXd::LinSpaced(net.shape.dimension(), -2, 3);
+  net.labels.kind = model::model_kind::softmax;
+  net.labels.classes = {0, 1, 2};
+  net.lambda = 1e-3;
+  const auto path = dir.file("net.model");
+  REQUIRE(io::save_model(path, net).ok());
+  auto loaded = io::load_model(path);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  CHECK(loaded->shape == net.shape);
+  CHECK(loaded->shape.hidden == std::vector<std::int64_t>{5, 2});
+  CHECK(loaded->shape.act == model::activation::tanh);
+  CHECK(same_bits(loaded->theta, net.theta));
+  // A file written by the previous format (no architecture): a linear model.
+  const auto old = dir.write("v1.model", "22 serialization::archive 18 14 shardopt-model 1 0 2 1 3 1 2 3 0 0 1 0 0 0.5 12 end-of-model");
+  auto v1 = io::load_model(old);
+  REQUIRE_MESSAGE(v1.ok(), v1.error().message());
+  CHECK(v1->shape == model::model_shape{model::model_kind::linear, 2, 1});
+  CHECK(v1->lambda == 0.5);
+}
+
+TEST_CASE("model_file: hostile architectures are refused without allocating what they declare") {
+  temp_dir dir;
+  const auto before = test::peak_rss_bytes();
+  const std::string head = "22 serialization::archive 18 14 shardopt-model 2 2 784 10 ";
+  const std::vector<std::pair<std::string, std::string>> files{
+    {"layers.model", head + "0 4000000000000 100"},        // 4e12 hidden layers declared
+    {"act.model", head + "9 1 100"},                        // no such activation
+    {"overflow.model", head + "0 2 4294967296 4294967296"},  // 2^64 weights between two layers
+    {"zero.model", head + "0 1 0"},                         // a layer of no units
+    {"future.model", "22 serialization::archive 18 14 shardopt-model 3 2 784 10 0 0"},
+  };
+  for (const auto& [name, bytes] : files) {
+    CAPTURE(name);
+    const auto path = dir.write(name, bytes);
+    auto r = io::load_model(path);
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": "));
+    if (name == "future.model")
+      CHECK(r.error().message() == path + ": model file format version 3 is not supported (this build reads "
+                                          "versions 1 to 2)");
+    else
+      CHECK(r.error().message().find("corrupt model file: invalid") != std::string::npos);
+  }
+  const auto growth = test::peak_rss_bytes() - before;
+  CHECK(growth < test::hostile_file_memory_bound);
+}

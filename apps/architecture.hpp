@@ -1,0 +1,16 @@
+#pragma once
+
+#include "apps/train.hpp"
+#include "model/linear_model.hpp"
+#include "model/result.hpp"
+
+namespace shardopt::apps {
+
+/// The model `--model`, `--hidden`, `--activation` and `--loss` ask for, as a shape whose features and
+/// outputs are still unknown (the data fixes them): the loss on the output layer's scores, the hidden
+/// layer widths and their activation. `--model mlp` is a network with a softmax output
+/// (`--loss cross-entropy`, the default) or one linear output with squared error (`--loss squared`),
+/// hidden layers `--hidden` (default 100). Errors name the option and what it accepts.
+result<model::model_shape> model_architecture(const train_options& options);
+
+} // namespace shardopt::apps
