@@ -23,7 +23,8 @@ int run_eval(const eval_options& options) {
   Eigen::VectorXd grad;
   const double f = rows > 0 ? objective.evaluate(saved->theta, grad) : 0.0;
 
-  nlohmann::json out{{"model", model::to_string(shape.kind)},
+  nlohmann::json out{{"model", shape.is_network() ? std::string{"mlp"} : std::string{model::to_string(shape.kind)}},
+                     {"architecture", model::describe(shape)},
                      {"examples", rows},
                      {"objective", f}};
   add_quality(out, "", shape.kind, sums);

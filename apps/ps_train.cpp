@@ -171,7 +171,8 @@ int finish(const train_options& o, const actors::ps_job& job, const prepared_dat
                          {"examples", data.train->rows()},
                          {"features", data.shape.features},
                          {"outputs", data.shape.outputs},
-                         {"dimension", data.shape.dimension()}};
+                         {"dimension", data.shape.dimension()},
+                         {"architecture", model::describe(data.shape)}};
   if (!outcome.last_checkpoint.empty())
     summary["checkpoint"] = outcome.last_checkpoint;
   const auto kind = data.shape.kind;

@@ -292,3 +292,109 @@ TEST_CASE("a parameter server answers malformed requests with errors and keeps s
              [&](caf::error& err) { FAIL(actors::describe(err, rt.system())); });
   self->send_exit(server, caf::exit_reason::user_shutdown);
 }
+
+namespace {
+
+/// small_job with a network of `hidden` relu layers and a softmax output.
+actors::ps_job network_job(std::int64_t d, std::int64_t classes, opt::update_kind kind, std::uint32_t workers,
+                           std::vector<std::int64_t> hidden) {
+  auto job = small_job(d, classes, kind, workers);
+  job.shape = model::model_shape{model::model_kind::softmax, d, classes, std::move(hidden), model::activation::relu};
+  return job;
+}
+
+} // namespace
+
+TEST_CASE("an MLP: one worker and one PS, synchronous, equal a plain SGD loop from the seeded start, bit for bit") {
+  const auto data = make_problem(7, 300, 6, 3);
+  actors::runtime rt{actors::runtime_options::local(2)};
+  for (auto kind : {opt::update_kind::sgd, opt::update_kind::adam}) {
+    CAPTURE(opt::to_string(kind));
+    auto job = network_job(6, 3, kind, 1, {8, 5});
+    auto outcome = actors::run_local_job(rt, job, 1, data, actors::chief_options{});
+    REQUIRE_MESSAGE(outcome.ok(), outcome.error().message());
+    CHECK(outcome->step == 40);
+
+    model::local_objective objective{job.shape, data, job.lambda};
+    opt::batch_sampler sampler{data->rows(), job.batch_size, opt::worker_seed(job.seed, 0, 0)};
+    Eigen::VectorXd theta = model::initial_theta(job.shape, job.seed);
+    REQUIRE(theta.norm() > 0);  // a network does not start at the zero saddle
+    Eigen::VectorXd grad;
+    auto state = opt::initial_state(job.rule, theta.size());
+    for (std::int64_t t = 0; t < job.last_step; ++t) {
+      objective.evaluate(theta, model::row_selection{sampler.next()}, grad);
+      opt::apply_update(job.rule, t, theta, grad, state);
+    }
+    CHECK(same_bits(outcome->theta, theta));
+    CHECK((theta - model::initial_theta(job.shape, job.seed)).norm() > 0.01);  // it did move
+  }
+}
+
+TEST_CASE("an MLP over 2 PSs: 3 synchronous workers equal large-batch SGD over the union of their batches") {
+  const std::uint32_t workers = 3;
+  const auto data = make_problem(8, 600, 5, 4);
+  actors::runtime rt{actors::runtime_options::local(2)};
+  auto job = network_job(5, 4, opt::update_kind::momentum, workers, {7});
+  job.last_step = 25;
+  auto outcome = actors::run_local_job(rt, job, 2, data, actors::chief_options{});
+  REQUIRE_MESSAGE(outcome.ok(), outcome.error().message());
+  CHECK(outcome->stats.applied == 25 * workers);
+
+  model::local_objective objective{job.shape, data, job.lambda};
+  const auto blocks = io::partition_rows(data->rows(), workers);
+  std::vector<opt::batch_sampler> samplers;
+  for (std::uint32_t w = 0; w < workers; ++w)
+    samplers.emplace_back(blocks[w].size(), job.batch_size, opt::worker_seed(job.seed, w, 0));
+  Eigen::VectorXd theta = model::initial_theta(job.shape, job.seed);
+  Eigen::VectorXd grad;
+  auto state = opt::initial_state(job.rule, theta.size());
+  for (std::int64_t t = 0; t < job.last_step; ++t) {
+    std::vector<std::int64_t> union_rows;
+    for (std::uint32_t w = 0; w < workers; ++w)
+      for (auto i : samplers[w].next())
+        union_rows.push_back(blocks[w].begin + i);
+    objective.evaluate(theta, model::row_selection{union_rows}, grad);
+    opt::apply_update(job.rule, t, theta, grad, state);
+  }
+  CHECK((outcome->theta - theta).norm() <= 1e-12 * (1 + theta.norm()));
+}
+
+TEST_CASE("an MLP's checkpoint restores the network, and a checkpoint of another architecture is refused by name") {
+  shardopt::test::temp_dir dir;
+  const auto data = make_problem(9, 400, 4, 3);
+  actors::runtime rt{actors::runtime_options::local(2)};
+  auto job = network_job(4, 3, opt::update_kind::adam, 2, {6});
+  auto chief = checkpointing_chief(dir.path().string(), 10);
+  auto first = actors::run_local_job(rt, job, 2, data, chief);
+  REQUIRE_MESSAGE(first.ok(), first.error().message());
+  auto newest = io::latest_checkpoint(chief.checkpoint_dir);
+  REQUIRE(newest);
+  auto saved = io::load_checkpoint(*newest);
+  REQUIRE_MESSAGE(saved.ok(), saved.error().message());
+  CHECK(saved->model.shape == job.shape);
+  CHECK(same_bits(saved->model.theta, first->theta));
+
+  job.last_step = 60;
+  auto second = actors::run_local_job(rt, job, 1, data, chief);
+  REQUIRE_MESSAGE(second.ok(), second.error().message());
+  CHECK(second->restored_step == 40);
+
+  auto wider = network_job(4, 3, opt::update_kind::adam, 2, {9});
+  wider.last_step = 80;
+  auto refused = actors::run_local_job(rt, wider, 1, data, chief);
+  REQUIRE(!refused.ok());
+  CHECK(refused.error().message().find("ckpt-000000000060.txt: the checkpoint is of a model of shape mlp 4-6-3 "
+                                       "(relu, softmax output); this job trains mlp 4-9-3 (relu, softmax output)")
+        != std::string::npos);
+}
+
+TEST_CASE("an MLP whose learning rate explodes stops with the NaN message") {
+  const auto data = make_problem(10, 400, 4, 3);
+  actors::runtime rt{actors::runtime_options::local(2)};
+  auto job = network_job(4, 3, opt::update_kind::sgd, 2, {6});
+  job.rule.rate.initial = 1e12;
+  job.last_step = 10000;
+  auto outcome = actors::run_local_job(rt, job, 2, data, actors::chief_options{});
+  REQUIRE(!outcome.ok());
+  CHECK(outcome.error().message().find("learning rate") != std::string::npos);
+}

@@ -54,14 +54,15 @@ double relative_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
 
 } // namespace
 
-TEST_CASE("K shard actors give the single-block objective for random partitions, K = 1..7") {
+TEST_CASE("K shard actors give the single-block objective for random partitions, K = 1..7 (softmax and an MLP)") {
   actors::runtime rt{actors::runtime_options::local(2)};
+  for (const auto& shape : {model::model_shape{model::model_kind::softmax, 13, 4},
+                            model::model_shape{model::model_kind::softmax, 13, 4, {9, 6}, model::activation::tanh}})
   for (bool sparse : {false, true}) {
     const std::uint32_t seed = 20261122;
-    INFO("seed " << seed << (sparse ? " sparse" : " dense"));
+    INFO("seed " << seed << (sparse ? " sparse " : " dense ") << model::describe(shape));
     std::mt19937 rng{seed};
     const auto data = make_problem(seed, 701, 13, 4, sparse);
-    const model::model_shape shape{model::model_kind::softmax, 13, 4};
     const double lambda = 0.01;
     model::local_objective whole{shape, data, lambda};
     std::normal_distribution<double> normal;
