@@ -220,7 +220,23 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         actors::shard_spec overflow{{model::model_kind::softmax, std::int64_t{1} << 62, 4},
                                     actors::data_block{data, {0, 10}}};
         refusals.push_back(error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, overflow));
+        CHECK(contains(refusals.back(), "exceeds this node's limit"));
+        // Networks: too many layers, a layer of no units, layers whose product overflows, no such
+        // activation.
+        auto network = [&](std::vector<std::int64_t> hidden, int act) {
+          actors::shard_spec spec{{model::model_kind::softmax, 4, 3, std::move(hidden), model::activation::relu},
+                                  actors::data_block{data, {0, 10}}};
+          spec.shape.act = static_cast<model::activation>(act);
+          return error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, spec);
+        };
+        refusals.push_back(network(std::vector<std::int64_t>(10000, 5), 0));
+        CHECK(contains(refusals.back(), "10000 hidden layers, more than the 64 a node accepts"));
+        refusals.push_back(network({5, 0}, 0));
         CHECK(contains(refusals.back(), "bad model shape"));
+        refusals.push_back(network({std::int64_t{1} << 40, std::int64_t{1} << 40}, 0));
+        CHECK(contains(refusals.back(), "exceeds this node's limit"));
+        refusals.push_back(network({5}, 7));
+        CHECK(contains(refusals.back(), "unknown activation"));
         break;
       }
       case 6: {  // A spawn flood: per-driver, total and byte limits.
@@ -262,7 +278,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
   const auto attacked = honest_run(rt, endpoint_of(node), data, attack);
   REQUIRE(attacked.size() == undisturbed.size());
   CHECK(std::memcmp(attacked.data(), undisturbed.data(), sizeof(double) * attacked.size()) == 0);
-  CHECK(refusals.size() == 24);
+  CHECK(refusals.size() == 28);
   CHECK(node.process->running());
   CHECK(rootless.process->running());
   node.process->signal(SIGTERM);
