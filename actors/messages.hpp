@@ -51,7 +51,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 2;
+constexpr std::uint32_t protocol_version = 3;  // 3: model shapes carry hidden layers; PS hellos the model
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.

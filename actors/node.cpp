@@ -23,10 +23,6 @@ std::string redact(const std::string& message) {
 
 namespace {
 
-/// Hidden layers a driver may ask for: far more than any network trained here, few enough that a
-/// hostile shape cannot make the checks themselves costly.
-constexpr std::size_t max_hidden_layers = 64;
-
 caf::error refuse(const std::string& why) {
   return make_error(errc::refused, why);
 }
@@ -53,14 +49,9 @@ std::int64_t half_of_memory() {
 result<void> check_shape(const model::model_shape& shape, const node_limits& limits) {
   if (static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
     return fail("unknown model kind");
-  if (static_cast<std::uint8_t>(shape.act) > static_cast<std::uint8_t>(model::activation::tanh))
-    return fail("unknown activation");
-  if (shape.hidden.size() > max_hidden_layers)
-    return fail(std::to_string(shape.hidden.size()) + " hidden layers, more than the " +
-                std::to_string(max_hidden_layers) + " a node accepts");
-  const auto sizes = {shape.features, shape.outputs};
-  if (std::any_of(sizes.begin(), sizes.end(), [](std::int64_t n) { return n <= 0; }) ||
-      std::any_of(shape.hidden.begin(), shape.hidden.end(), [](std::int64_t n) { return n <= 0; }))
+  if (auto why = model::check_architecture(shape); !why.empty())
+    return fail("bad network: " + why);
+  if (shape.features <= 0 || shape.outputs <= 0)
     return fail("bad model shape");
   if (!model::checked_dimension(shape, limits.dimension))
     return fail("a model of shape " + model::describe(shape) + " exceeds this node's limit of " +

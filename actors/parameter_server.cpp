@@ -41,6 +41,11 @@ ps_actor::behavior_type parameter_server(ps_pointer self, access_token job_token
                        + std::to_string(s.config.total_replicas) + " workers");
       if (hello.worker > 65535)
         return refused("worker index " + std::to_string(hello.worker) + " is out of range");
+      if (hello.model.empty() || hello.model.size() > 4096)
+        return refused("worker " + std::to_string(hello.worker) + " names no model, or one too long");
+      if (!s.model.empty() && hello.model != s.model)
+        return refused("worker " + std::to_string(hello.worker) + " trains " + hello.model +
+                       "; this job trains " + s.model + " (do all tasks use the same model options?)");
       const auto who = caf::actor_cast<caf::actor_addr>(self->current_sender());
       if (!who)
         return refused("anonymous hello");
@@ -56,6 +61,8 @@ ps_actor::behavior_type parameter_server(ps_pointer self, access_token job_token
       if (known == s.workers.end())
         self->monitor(who);
       s.workers[who] = {hello.worker, hello.token};
+      if (s.model.empty())
+        s.model = hello.model;
       s.holders[hello.worker] = who;
       if (hello.worker < s.gone.size())
         s.gone[hello.worker] = false;

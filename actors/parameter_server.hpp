@@ -10,7 +10,9 @@
 // cannot end it.
 //
 //   (pshello_atom, round, ps_hello) -> (round)
-//       A worker announces itself: protocol version, floating-point probe, token, worker index.
+//       A worker announces itself: protocol version, floating-point probe, token, worker index,
+//       and the model it trains. The first hello fixes the job's model; a worker that trains
+//       another (another architecture, activation or lambda) is refused, naming both.
 //       The index is bound to the actor that first claimed it (while that actor is up); a claim
 //       of a bound index by another actor, or of a second index by the same actor, is refused.
 //       The PS monitors its workers.
@@ -108,11 +110,12 @@ struct ps_hello {
   std::vector<char> probe;    ///< wire_probe()
   access_token token;         ///< the job's token
   std::uint32_t worker = 0;   ///< the worker index it claims
+  std::string model;          ///< what it trains: model::describe(shape) and lambda (at most 4 KiB)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, ps_hello& x) {
-  return f(caf::meta::type_name("ps_hello"), x.version, x.probe, x.token, x.worker);
+  return f(caf::meta::type_name("ps_hello"), x.version, x.probe, x.token, x.worker, x.model);
 }
 
 /// The update rule a config names (its fields are not validated here; see `check_config`).

@@ -3,6 +3,7 @@
 #include "actors/network.hpp"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace shardopt::actors {
 
@@ -26,7 +27,10 @@ result<void> ps_client::tell_all(const std::string& what, Atom atom, const Ts&..
 }
 
 result<void> ps_client::hello() {
-  const ps_hello hello{protocol_version, wire_probe(), job_.token, worker_};
+  char lambda[64];
+  std::snprintf(lambda, sizeof lambda, "%.17g", job_.lambda);
+  const ps_hello hello{protocol_version, wire_probe(), job_.token, worker_,
+                       model::describe(job_.shape) + ", lambda " + lambda};
   return servers_.round(
     reply<>{}, timeouts::control, "hello",
     [&](std::size_t j, std::uint64_t round) { self()->send(servers_[j], pshello_atom::value, round, hello); },

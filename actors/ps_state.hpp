@@ -43,6 +43,7 @@ struct parameter_server_state {
   };
   std::map<caf::actor_addr, claim> workers;
   std::map<std::uint32_t, caf::actor_addr> holders;
+  std::string model;  ///< the job's model, as the first hello described it
   std::vector<bool> gone;
   bool chief_done = false;
 

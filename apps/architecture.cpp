@@ -6,9 +6,6 @@ namespace shardopt::apps {
 
 namespace {
 
-/// Widths beyond this are typos, not networks (one such layer over 784 inputs is 13 billion weights).
-constexpr std::int64_t max_width = std::int64_t{1} << 24;
-
 result<std::vector<std::int64_t>> parse_widths(const std::string& text) {
   std::vector<std::int64_t> widths;
   const auto bad = [&] {
@@ -21,9 +18,9 @@ result<std::vector<std::int64_t>> parse_widths(const std::string& text) {
     const auto [end, ec] = std::from_chars(text.data() + at, text.data() + comma, width);
     if (ec != std::errc{} || end != text.data() + comma || comma == at)
       return bad();
-    if (width < 1 || width > max_width)
-      return fail("--hidden: a layer width must be in 1.." + std::to_string(max_width) + ", got " +
-                  std::to_string(width));
+    if (width < 1 || width > model::max_hidden_units)
+      return fail("--hidden: a layer width must be in 1.." + std::to_string(model::max_hidden_units) +
+                  ", got " + std::to_string(width));
     widths.push_back(width);
     at = comma + 1;
   }
@@ -42,6 +39,8 @@ result<model::model_shape> model_architecture(const train_options& o) {
       return fail("--hidden: only --model mlp has hidden layers");
     if (o.loss != "auto")
       return fail("--loss: only --model mlp takes --loss (a linear model's loss is its name)");
+    if (o.activation != "relu")
+      return fail("--activation: only --model mlp has hidden layers to activate");
     shape.kind = *kind;
     return shape;
   }
@@ -59,6 +58,8 @@ result<model::model_shape> model_architecture(const train_options& o) {
   if (!act)
     return fail("--activation: expected relu or tanh, got '" + o.activation + "'");
   shape.act = *act;
+  if (auto why = model::check_architecture(shape); !why.empty())
+    return fail("--hidden: " + why);
   return shape;
 }
 

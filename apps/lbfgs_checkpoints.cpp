@@ -15,9 +15,14 @@ std::string exact(double value) {
 } // namespace
 
 std::vector<std::pair<std::string, std::string>> lbfgs_run_settings(const train_options& o,
-                                                                   const prepared_data& data) {
+                                                                   const prepared_data& data, int shards) {
   const auto& l = o.lbfgs;
   return {{"--model", o.model},
+          {"the number of shards", std::to_string(shards)},
+          {"--format", o.data.format},
+          {"--label-column", std::to_string(o.data.label_column)},
+          {"--header", o.data.header},
+          {"--features", std::to_string(o.data.features)},
           {"the model", model::describe(data.shape)},
           {"--seed", std::to_string(o.ps.seed)},
           {"--lambda", exact(o.lambda)},
@@ -65,8 +70,8 @@ optimizer::lbfgs_session lbfgs_checkpointer::session() {
   session.resume = resume();
   if (!due_.enabled())
     return session;
-  session.on_state = [this](const optimizer::lbfgs_state& state) -> result<void> {
-    if (!due_.due(state.iterations, state.seconds))
+  session.on_state = [this](const optimizer::lbfgs_state& state, bool last) -> result<void> {
+    if (!last && !due_.due(state.iterations, state.seconds))
       return {};
     due_.mark(state.iterations, state.seconds);
     io::lbfgs_checkpoint saved;

@@ -13,11 +13,13 @@
 
 namespace shardopt::apps {
 
-/// What identifies an L-BFGS run of `train` for its checkpoints: the model, data shape and source,
-/// and every option that changes the path of the run (not --max-iter, which may be raised to
-/// continue a finished run). Doubles are written exactly (%.17g).
+/// What identifies an L-BFGS run of `train` for its checkpoints: the model, the data's source, how it
+/// is read and its shape, the number of shards (the sums' rounding depends on it), and the options
+/// that change the path of the run (not --max-iter, which may be raised to continue a finished
+/// run). Doubles are written exactly (%.17g). The data's content itself is not hashed: a file
+/// changed in place under the same name and shape is not detected.
 std::vector<std::pair<std::string, std::string>> lbfgs_run_settings(const train_options& options,
-                                                                   const prepared_data& data);
+                                                                   const prepared_data& data, int shards);
 
 /// The checkpoints of one L-BFGS run of `train --checkpoint-dir`: the state found at start, and the
 /// session that saves the state every --checkpoint-steps iterations or --checkpoint-secs seconds.
@@ -36,8 +38,9 @@ public:
   /// The file `resume()` was read from (empty without one).
   const std::string& resumed_from() const { return resumed_from_; }
 
-  /// The session for `optimizer::minimize`: resumes, and saves when due. A failed save ends the run
-  /// with the file's error. Keep this object alive while the run uses the session.
+  /// The session for `optimizer::minimize`: resumes, and saves when due and at the end of a run
+  /// that stops at the gradient test or the iteration limit. A failed save ends the run with the
+  /// file's error. Keep this object alive while the run uses the session.
   optimizer::lbfgs_session session();
 
   /// The last checkpoint written by this process (empty when none).

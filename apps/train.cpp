@@ -69,7 +69,7 @@ int run_train(const train_options& options) {
     if (lbfgs.lower || lbfgs.upper)
       return report_error("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed "
                           "(LBFGS++ keeps its bounded solver's state private)");
-    auto opened = lbfgs_checkpointer::open(options.checkpoints, lbfgs_run_settings(options, data), options.quiet);
+    auto opened = lbfgs_checkpointer::open(options.checkpoints, lbfgs_run_settings(options, data, shards), options.quiet);
     if (!opened)
       return report_error(opened.error().message());
     checkpoints.emplace(std::move(*opened));

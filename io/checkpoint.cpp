@@ -56,7 +56,7 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
   });
   if (!written)
     return written.error();
-  detail::prune_checkpoint_files(directory, prefix, keep);
+  detail::prune_checkpoint_files(directory, prefix, keep, state.step);
   return path;
 }
 

@@ -81,7 +81,8 @@ bool abandoned_temporary(const std::string& name, const std::string& prefix) {
   return pid != static_cast<long>(::getpid()) && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
 }
 
-void prune_checkpoint_files(const std::string& directory, const std::string& prefix, int keep) {
+void prune_checkpoint_files(const std::string& directory, const std::string& prefix, int keep,
+                            std::int64_t written) {
   std::error_code ec;
   // Temporary files of writes a kill interrupted.
   std::filesystem::directory_iterator it{directory, ec};
@@ -93,7 +94,9 @@ void prune_checkpoint_files(const std::string& directory, const std::string& pre
   auto all = list_checkpoint_files(directory, prefix);
   if (!all || keep <= 0)
     return;
-  const auto& found = all->found;
+  auto& found = all->found;  // sorted by step
+  found.erase(std::upper_bound(found.begin(), found.end(), std::make_pair(written, std::string{"\xff"})),
+              found.end());
   for (std::size_t i = 0; i + static_cast<std::size_t>(keep) < found.size(); ++i)
     std::filesystem::remove(found[i].second, ec);
 }

@@ -39,9 +39,13 @@ struct checkpoint_listing {
 /// directory is an empty listing; one that cannot be read a failure naming it.
 result<checkpoint_listing> list_checkpoint_files(const std::string& directory, const std::string& prefix);
 
-/// Deletes all but the newest `keep` checkpoints with `prefix` (keep <= 0: none), and the temporary
-/// files of checkpoint writes whose process is gone (a run killed while writing). Best effort.
-void prune_checkpoint_files(const std::string& directory, const std::string& prefix, int keep);
+/// After a checkpoint at step `written` was saved: deletes all but the newest `keep` checkpoints
+/// with `prefix` up to that step (keep <= 0: none; files numbered beyond it are not this run's, and
+/// are neither counted nor deleted, so an unreadable higher-numbered file never pushes out the good
+/// one just written), and the temporary files of checkpoint writes whose process is gone (a run
+/// killed while writing). Best effort.
+void prune_checkpoint_files(const std::string& directory, const std::string& prefix, int keep,
+                            std::int64_t written);
 
 /// Loads the checkpoints with `prefix` newest first and returns the first that reads back whole,
 /// with a warning "skipped: <load error>" for each newer file and one for each ignored name.

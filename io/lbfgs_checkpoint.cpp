@@ -71,7 +71,7 @@ result<std::string> save_lbfgs_checkpoint(const std::string& directory, const lb
   });
   if (!written)
     return written.error();
-  detail::prune_checkpoint_files(directory, prefix, keep);
+  detail::prune_checkpoint_files(directory, prefix, keep, state.iterations);
   return path;
 }
 
@@ -105,7 +105,7 @@ result<lbfgs_checkpoint> load_lbfgs_checkpoint(const std::string& path) {
           if (auto ok = archive.load_vector(*vector, state.theta.size()); !ok)
             return ok.error().with_context(path + ": truncated or corrupt L-BFGS checkpoint: correction pair");
       archive >> count;
-      if (count < 0 || count > max_settings)
+      if (count < 0 || count > optimizer::max_past)
         return corrupt("an objective history of " + std::to_string(count) + " entries");
       state.f_history.resize(static_cast<std::size_t>(count));
       for (double& f : state.f_history) {

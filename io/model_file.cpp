@@ -33,7 +33,6 @@ constexpr int oldest_version = 1;
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
 constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
-constexpr std::int64_t max_layers = 1024;
 
 } // namespace
 
@@ -104,12 +103,15 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
     int act = 0;
     std::int64_t layers = 0;
     archive >> act >> layers;
-    if (act < 0 || act > static_cast<int>(model::activation::tanh) || layers < 0 || layers > max_layers)
+    if (act < 0 || act > static_cast<int>(model::activation::tanh) || layers < 0 ||
+        layers > static_cast<std::int64_t>(model::max_hidden_layers))
       return fail(path + ": corrupt model file: invalid network architecture");
     model.shape.act = static_cast<model::activation>(act);
     model.shape.hidden.resize(static_cast<std::size_t>(layers));
     for (auto& width : model.shape.hidden)
       archive >> width;
+    if (!model::check_architecture(model.shape).empty())
+      return fail(path + ": corrupt model file: invalid network architecture");
   }
   const auto dimension = model::checked_dimension(model.shape, max_features);
   if (!dimension)

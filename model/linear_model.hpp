@@ -84,6 +84,16 @@ struct model_shape {
   friend bool operator!=(const model_shape& a, const model_shape& b) { return !(a == b); }
 };
 
+/// The largest network anyone may ask for, the same for the CLI, model files and nodes: a chunk of
+/// 256 rows keeps each layer's activations (256 x width doubles) and two delta buffers, so the
+/// hidden units bound an evaluation's working memory (65,536 units: about 400 MB).
+constexpr std::size_t max_hidden_layers = 64;
+constexpr std::int64_t max_hidden_units = 65536;  ///< the sum of the hidden widths
+
+/// Why `shape`'s network is not allowed ("65 hidden layers, more than the 64 allowed", "a hidden
+/// layer of 0 units", "70000 hidden units, more than the 65536 allowed"); empty when it is.
+std::string check_architecture(const model_shape& shape);
+
 /// A shape for messages: "softmax, 784 features x 10 outputs" or "mlp 784-100-10 (relu, softmax
 /// output)".
 std::string describe(const model_shape& shape);

@@ -282,6 +282,8 @@ std::string check_options(const lbfgs_options& o, Eigen::Index n) {
     return "epsilon, epsilon_rel and delta must be non-negative";
   if (o.past < 0 || o.max_iterations < 0)
     return "past and max_iterations must be non-negative";
+  if (o.past > max_past)
+    return "past must be at most " + std::to_string(max_past);
   if (o.max_linesearch < 1)
     return "max_linesearch must be at least 1";
   if (!(o.ftol > 0 && o.ftol < 0.5) || !(o.wolfe > o.ftol && o.wolfe < 1))
@@ -345,30 +347,37 @@ void run_unbounded(adapter& fn, Eigen::VectorXd& x, double& fx, const lbfgs_opti
     bfgs.apply_Hv(grad, -1.0, drt);
   }
 
+  // The state after an iteration: the iterate and the memory with this iteration's pair.
+  const auto hand_out = [&](bool last) {
+    if (!session.on_state)
+      return;
+    if (static_cast<int>(state.s.size()) == o.history) {
+      state.s.erase(state.s.begin());
+      state.y.erase(state.y.begin());
+    }
+    state.s.emplace_back(x - xp);
+    state.y.emplace_back(grad - gradp);
+    state.theta = x;
+    state.grad = grad;
+    state.f = fx;
+    fn.save(state);
+    if (auto saved = session.on_state(state, last); !saved)
+      throw run_ended{stop_reason::evaluation_failed, saved.error().message()};
+  };
   for (;;) {
     xp.noalias() = x;
     gradp.noalias() = grad;
     wolfe_line_search<double>::search(fn, fx, x, grad, step, max_step, drt, xp, o.ftol, o.wolfe,
                                       o.max_linesearch);
-    if (gradient_small(grad, x, o) || (o.max_iterations > 0 && fn.iterations() >= o.max_iterations))
+    if (gradient_small(grad, x, o) || (o.max_iterations > 0 && fn.iterations() >= o.max_iterations)) {
+      // A run with a higher limit would add this pair and go on: hand out that state.
+      hand_out(true);
       return;
+    }
     bfgs.add_correction(x - xp, grad - gradp);
     bfgs.apply_Hv(grad, -1.0, drt);
     step = 1;
-    if (session.on_state) {
-      if (static_cast<int>(state.s.size()) == o.history) {
-        state.s.erase(state.s.begin());
-        state.y.erase(state.y.begin());
-      }
-      state.s.emplace_back(x - xp);
-      state.y.emplace_back(grad - gradp);
-      state.theta = x;
-      state.grad = grad;
-      state.f = fx;
-      fn.save(state);
-      if (auto saved = session.on_state(state); !saved)
-        throw run_ended{stop_reason::evaluation_failed, saved.error().message()};
-    }
+    hand_out(false);
   }
 }
 
@@ -406,7 +415,8 @@ std::string_view to_string(stop_reason reason) {
 
 std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options) {
   const auto sized = [n](const Eigen::VectorXd& v) { return v.size() == n; };
-  if (state.iterations < 0 || state.evaluations < state.iterations || !(state.seconds >= 0))
+  if (state.iterations < 0 || state.evaluations < std::max(state.iterations, 1) || !(state.seconds >= 0) ||
+      (state.iterations > 0 && state.s.empty()))
     return "its counts are inconsistent";
   if (!sized(state.theta) || !sized(state.grad))
     return "theta has " + std::to_string(state.theta.size()) + " entries, the problem " + std::to_string(n);

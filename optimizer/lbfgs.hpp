@@ -12,6 +12,9 @@
 
 namespace shardopt::optimizer {
 
+/// The longest window of the objective-change test (`past`).
+constexpr int max_past = 1 << 20;
+
 /// Settings of L-BFGS (and of L-BFGS-B when bounds are given). Defaults suit real problems: unlike
 /// LBFGS++'s own, the relative tolerance is off, so runs stop on the absolute gradient norm.
 struct lbfgs_options {
@@ -91,12 +94,14 @@ struct lbfgs_state {
 std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
 
 /// Resuming and saving a run (unbounded L-BFGS only). `on_state` is called after every iteration
-/// with the state to continue from (it may save it; it must not keep the reference); a failure it
-/// returns ends the run (`evaluation_failed`, with its message). With `resume`, the run continues
-/// from that state instead of starting at `theta`.
+/// with the state to continue from (it may save it; it must not keep the reference), and `last`
+/// true for the state a run that stops at the gradient test or the iteration limit ends in (from
+/// which a run with a higher limit continues as if it had never stopped); a failure it returns ends
+/// the run (`evaluation_failed`, with its message). With `resume`, the run continues from that state
+/// instead of starting at `theta`.
 struct lbfgs_session {
   const lbfgs_state* resume = nullptr;
-  std::function<result<void>(const lbfgs_state&)> on_state;
+  std::function<result<void>(const lbfgs_state& state, bool last)> on_state;
 };
 
 /// Runs L-BFGS with a strong-Wolfe line search, starting from and updating `theta`: unbounded runs

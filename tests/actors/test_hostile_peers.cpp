@@ -76,6 +76,8 @@ bool node_serves(caf::scoped_actor& self, const actors::node_actor& node) {
 }
 
 const model::model_shape shape{model::model_kind::softmax, 20, 3};
+/// How the honest PS job's workers describe their model in a hello (lambda 1e-3).
+const std::string job_model = model::describe(shape) + ", lambda 0.001";
 
 /// An honest driver: 4 shards of `data` shipped to the node, the objective and gradient at 8 fixed
 /// thetas; `attack(cluster, objective, k)` runs before evaluation k. Returns every bit it saw.
@@ -230,13 +232,14 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
           return error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, spec);
         };
         refusals.push_back(network(std::vector<std::int64_t>(10000, 5), 0));
-        CHECK(contains(refusals.back(), "10000 hidden layers, more than the 64 a node accepts"));
+        CHECK(contains(refusals.back(), "bad network: 10000 hidden layers, more than the 64 allowed"));
         refusals.push_back(network({5, 0}, 0));
-        CHECK(contains(refusals.back(), "bad model shape"));
-        refusals.push_back(network({std::int64_t{1} << 40, std::int64_t{1} << 40}, 0));
-        CHECK(contains(refusals.back(), "exceeds this node's limit"));
+        CHECK(contains(refusals.back(), "bad network: a hidden layer of 0 units"));
+        // Few parameters (1 input), but 2^25 units: gigabytes of activations per chunk.
+        refusals.push_back(network({std::int64_t{1} << 25}, 0));
+        CHECK(contains(refusals.back(), "bad network: more than the 65536 hidden units allowed"));
         refusals.push_back(network({5}, 7));
-        CHECK(contains(refusals.back(), "unknown activation"));
+        CHECK(contains(refusals.back(), "bad network: an unknown activation"));
         break;
       }
       case 6: {  // A spawn flood: per-driver, total and byte limits.
@@ -380,9 +383,9 @@ TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and t
   const auto stale_token = actors::access_token::from_text("an earlier job");
   std::vector<std::string> early{
     error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
-             actors::ps_hello{actors::protocol_version, actors::wire_probe(), stale_token, 0}),
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), stale_token, 0, job_model}),
     error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
-             actors::ps_hello{999, actors::wire_probe(), job.token, 3}),
+             actors::ps_hello{999, actors::wire_probe(), job.token, 3, job_model}),
     error_of(self, ps, actors::psinit_atom::value, std::uint64_t{1}, stale_token, actors::ps_config{},
              actors::ps_snapshot{}),
     error_of(self, ps, actors::psfail_atom::value, std::uint64_t{1}, stale_token, std::string{"boom"}),
@@ -398,11 +401,14 @@ TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and t
   const actors::dense_vector grad{Eigen::VectorXd::Constant(shape.dimension(), 1e6)};
   std::vector<std::string> refusals{
     error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
-             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 0}),
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 0, job_model}),
     error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
-             actors::ps_hello{actors::protocol_version, actors::wire_probe(), stale_token, 0}),
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), stale_token, 0, job_model}),
     error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
-             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 7}),
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 7, job_model}),
+    error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
+             actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 0,
+                              "mlp 20-100-3 (tanh, softmax output), lambda 0.001"}),
     error_of(self, ps, actors::psinit_atom::value, std::uint64_t{1}, job.token, actors::ps_config{},
              actors::ps_snapshot{}),
     error_of(self, ps, actors::push_atom::value, std::uint64_t{1}, job.token, std::uint32_t{0},
@@ -418,7 +424,9 @@ TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and t
     error_of(self, ps, actors::psstop_atom::value, std::uint64_t{1}, job.token),
   };
   const std::vector<std::string> expected{
-    "already claimed", "another job's token", "not one of the job's 1 workers", "already initialised",
+    "already claimed", "another job's token", "not one of the job's 1 workers",
+    "worker 0 trains mlp 20-100-3 (tanh, softmax output), lambda 0.001; this job trains " + job_model,
+    "already initialised",
     "not worker 0 of this job", "not worker 5 of this job", "not worker 0 of this job",
     "without the job's token", "outside the job", "outside the job", "not worker 0 of this job",
     "only the chief stops"};

@@ -244,7 +244,7 @@ TEST_CASE("a parameter server answers malformed requests with errors and keeps s
     // The chief says hello first: only worker 0 initialises.
     std::string text;
     self->request(server, 10s, actors::pshello_atom::value, std::uint64_t{0},
-                  actors::ps_hello{actors::protocol_version, actors::wire_probe(), token, 0})
+                  actors::ps_hello{actors::protocol_version, actors::wire_probe(), token, 0, "softmax, 4 features x 3 outputs, lambda 0.001"})
       .receive([&](std::uint64_t) { text = "no error"; }, on_error(text));
     REQUIRE(text == "no error");
   }

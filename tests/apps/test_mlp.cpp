@@ -127,7 +127,9 @@ TEST_CASE("options that do not make a network are refused, naming the option") {
   };
   refused({"--model", "softmax", "--hidden", "10"}, "--hidden: only --model mlp has hidden layers");
   refused({"--model", "mlp", "--hidden", "10,,5"}, "--hidden: expected layer widths like 100 or 256,128, got '10,,5'");
-  refused({"--model", "mlp", "--hidden", "0"}, "--hidden: a layer width must be in 1..16777216, got 0");
+  refused({"--model", "mlp", "--hidden", "0"}, "--hidden: a layer width must be in 1..65536, got 0");
+  refused({"--model", "mlp", "--hidden", "40000,40000"}, "--hidden: more than the 65536 hidden units allowed");
+  refused({"--model", "softmax", "--activation", "tanh"}, "--activation: only --model mlp has hidden layers to activate");
   refused({"--model", "mlp", "--activation", "sigmoid"}, "--activation: expected relu or tanh, got 'sigmoid'");
   refused({"--model", "mlp", "--loss", "hinge"}, "--loss: expected cross-entropy or squared, got 'hinge'");
   refused({"--model", "logistic", "--loss", "squared"},

@@ -190,7 +190,10 @@ TEST_CASE("ps-task: after killing every task, a restart resumes from the newest 
 }
 
 TEST_CASE("ps-task: a dead PS is reported by the workers, a dead chief by the PS, and all tasks exit") {
-  const ps_job job{1, 2, with(small_data, {"--last-step", "100000000", "--log-steps", "50"})};
+  // Synchronous: no step completes without worker 1's gradient, so once the chief has logged a
+  // step both workers are training (asynchronously the chief could log steps alone while worker 1
+  // is still loading its data, and then wait for a PS that is gone for the whole startup timeout).
+  const ps_job job{1, 2, with(small_data, {"--sync", "--last-step", "100000000", "--log-steps", "50"})};
   temp_dir dir;
   const auto metrics = dir.path() / "metrics.jsonl";
   auto ps = job.start("ps", 0);
@@ -204,7 +207,7 @@ TEST_CASE("ps-task: a dead PS is reported by the workers, a dead chief by the PS
     CHECK(result.exit_code == 1);
     CHECK_MESSAGE(result.err.find("ps 0 (" + job.ps_hosts + ") went down") != std::string::npos, result.err);
     const auto other = w1->wait(60s);
-    CHECK(other.exit_code == 1);
+    CHECK_MESSAGE(other.exit_code == 1, "signaled " << other.signaled << ", timed out " << other.timed_out);
     CHECK_MESSAGE(other.err.find("went down") != std::string::npos, other.err);
   }
   SUBCASE("the chief dies") {

@@ -290,7 +290,7 @@ TEST_CASE("a run resumed from any saved state ends bit for bit where the uninter
   // The uninterrupted run, keeping every state it hands out.
   std::vector<opt::lbfgs_state> states;
   opt::lbfgs_session saving;
-  saving.on_state = [&](const opt::lbfgs_state& state) -> shardopt::result<void> {
+  saving.on_state = [&](const opt::lbfgs_state& state, bool) -> shardopt::result<void> {
     states.push_back(state);
     return {};
   };
@@ -331,7 +331,7 @@ TEST_CASE("the objective-change test carries over a resume") {
   rosenbrock f{40};
   std::vector<opt::lbfgs_state> states;
   opt::lbfgs_session saving;
-  saving.on_state = [&](const opt::lbfgs_state& state) -> shardopt::result<void> {
+  saving.on_state = [&](const opt::lbfgs_state& state, bool) -> shardopt::result<void> {
     states.push_back(state);
     return {};
   };
@@ -353,7 +353,7 @@ TEST_CASE("a state that does not fit the problem, or bounds with a session, are 
   rosenbrock f{40};
   std::vector<opt::lbfgs_state> states;
   opt::lbfgs_session saving;
-  saving.on_state = [&](const opt::lbfgs_state& state) -> shardopt::result<void> {
+  saving.on_state = [&](const opt::lbfgs_state& state, bool) -> shardopt::result<void> {
     if (states.empty())
       states.push_back(state);
     return {};
@@ -395,7 +395,7 @@ TEST_CASE("a state that cannot be saved ends the run with the sink's message and
   rosenbrock f{40};
   opt::lbfgs_session saving;
   int calls = 0;
-  saving.on_state = [&](const opt::lbfgs_state&) -> shardopt::result<void> {
+  saving.on_state = [&](const opt::lbfgs_state&, bool) -> shardopt::result<void> {
     if (++calls == 3)
       return shardopt::fail("ckpt/lbfgs-000000000003.txt: cannot write: No space left on device");
     return {};
@@ -407,4 +407,62 @@ TEST_CASE("a state that cannot be saved ends the run with the sink's message and
   CHECK(run.iterations == 3);
   Eigen::VectorXd g;
   CHECK(f.evaluate(x, g) == run.f);
+}
+
+TEST_CASE("a run stopped at its iteration limit continues, with a higher limit, as if never stopped; resumes chain") {
+  const auto options = resume_options();
+  rosenbrock f{40};
+  Eigen::VectorXd whole = resume_start();
+  std::vector<int> hook_iterations;
+  const auto full = opt::minimize(f, whole, options, [&](const opt::iteration_info& info) {
+    hook_iterations.push_back(info.iteration);
+    return true;
+  });
+  REQUIRE(full.reason == opt::stop_reason::converged);
+
+  // Stop at 10 iterations; the last state handed out is the one to continue from.
+  auto limited = options;
+  limited.max_iterations = 10;
+  opt::lbfgs_state last;
+  bool marked_last = false;
+  opt::lbfgs_session saving;
+  saving.on_state = [&](const opt::lbfgs_state& state, bool is_last) -> shardopt::result<void> {
+    last = state;
+    marked_last = is_last;
+    return {};
+  };
+  Eigen::VectorXd first = resume_start();
+  const auto stopped = opt::minimize(f, first, limited, {}, saving);
+  REQUIRE(stopped.reason == opt::stop_reason::max_iterations);
+  CHECK(marked_last);
+  CHECK(last.iterations == 10);
+
+  // Continue to iteration 20 (saving again), then from there to the end: a chain of two resumes.
+  auto twenty = options;
+  twenty.max_iterations = 20;
+  opt::lbfgs_session second_leg;
+  second_leg.resume = &last;
+  opt::lbfgs_state at_twenty;
+  second_leg.on_state = [&](const opt::lbfgs_state& state, bool) -> shardopt::result<void> {
+    at_twenty = state;
+    return {};
+  };
+  Eigen::VectorXd second = Eigen::VectorXd::Zero(40);
+  REQUIRE(opt::minimize(f, second, twenty, {}, second_leg).reason == opt::stop_reason::max_iterations);
+  REQUIRE(at_twenty.iterations == 20);
+  opt::lbfgs_session third_leg;
+  third_leg.resume = &at_twenty;
+  std::vector<int> resumed_hooks;
+  Eigen::VectorXd third = Eigen::VectorXd::Zero(40);
+  const auto rest = opt::minimize(f, third, options, [&](const opt::iteration_info& info) {
+    resumed_hooks.push_back(info.iteration);
+    return true;
+  }, third_leg);
+  CHECK(rest.reason == full.reason);
+  CHECK(rest.iterations == full.iterations);
+  CHECK(rest.evaluations == full.evaluations);
+  CHECK(rest.f == full.f);
+  CHECK(third == whole);
+  // The hook sees the iterations after the resume point, numbered as in the uninterrupted run.
+  CHECK(resumed_hooks == std::vector<int>(hook_iterations.begin() + 20, hook_iterations.end()));
 }
