@@ -63,4 +63,11 @@ result<model::model_shape> model_architecture(const train_options& o) {
   return shape;
 }
 
+result<void> check_model_size(const model::model_shape& shape) {
+  if (!model::checked_dimension(shape, max_parameters))
+    return fail("the model (" + model::describe(shape) + ") has more than " + std::to_string(max_parameters) +
+                " parameters" + (shape.is_network() ? "; use fewer or narrower --hidden layers" : ""));
+  return {};
+}
+
 } // namespace shardopt::apps

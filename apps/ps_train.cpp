@@ -201,7 +201,11 @@ result<prepared_data> read_data(const train_options& o) {
   auto architecture = model_architecture(o);
   if (!architecture)
     return architecture.error();
-  return prepare_training_data(o.data, *architecture, o.classes);
+  auto data = prepare_training_data(o.data, *architecture, o.classes);
+  if (data)
+    if (auto fits = check_model_size(data->shape); !fits)
+      return fits.error();
+  return data;
 }
 
 /// The job's capability: from --job-token, or derived from the host lists every task shares.

@@ -59,6 +59,8 @@ int run_train(const train_options& options) {
                  model::describe(data.shape).c_str(), static_cast<long long>(data.shape.dimension()));
 
   auto lbfgs = options.lbfgs;
+  if (auto fits = check_model_size(data.shape); !fits)
+    return report_error(fits.error().message());
   const auto dimension = data.shape.dimension();
   if (options.lower)
     lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);

@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -135,4 +136,15 @@ TEST_CASE("options that do not make a network are refused, naming the option") {
   refused({"--model", "logistic", "--loss", "squared"},
           "--loss: only --model mlp takes --loss (a linear model's loss is its name)");
   refused({"--model", "perceptron"}, "--model: unknown model 'perceptron' (expected linear, logistic, softmax, svm or mlp)");
+
+  // Allowed widths, but 2^20 sparse features x 4096 units: 4.3 billion weights.
+  temp_dir dir;
+  const auto wide = (dir / "wide.svm").string();
+  std::ofstream{wide} << "1 1048576:1\n0 1:1\n";
+  const auto result = run({shardopt_binary(), "train", "--model", "mlp", "--hidden", "4096", "--data", wide,
+                           "--shards", "1"}, 60s);
+  CHECK(result.exit_code == 1);
+  CHECK_MESSAGE(result.err.find("shardopt: error: the model (mlp 1048576-4096-2 (relu, softmax output)) has more "
+                                "than 2147483648 parameters; use fewer or narrower --hidden layers") != std::string::npos,
+                result.err);
 }
