@@ -63,4 +63,11 @@ result<std::vector<std::string>> config_text_arguments(const std::string& text, 
 /// The command a configuration file asks for: its `command` key, "train" by default.
 result<std::string> config_command(const std::string& path);
 
+/// The text of the configuration file `path`, checked for what the TOML parser must not be given:
+/// text that is not valid UTF-8, and arrays, inline tables and dotted keys nested more than 32
+/// levels deep. Every configuration file is read through this (the functions above check in-memory
+/// text the same way). Errors: "<path>: cannot open the configuration file", "<path>:<line>: not
+/// valid UTF-8 (a TOML file must be)", "<path>:<line>: nested more than 32 levels deep ...".
+result<std::string> read_config_text(const std::string& path);
+
 } // namespace shardopt::apps

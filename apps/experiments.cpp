@@ -253,9 +253,13 @@ result<std::vector<std::string>> run_arguments(const std::string& file, const st
 }
 
 result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_override) {
+  auto text = read_config_text(file);
+  if (!text)
+    return text.error();
   document doc;
   try {
-    doc = toml::parse<toml::discard_comments, std::map, std::vector>(file);
+    std::istringstream stream{*text};
+    doc = toml::parse<toml::discard_comments, std::map, std::vector>(stream, file);
   } catch (const std::exception& e) {
     return fail(std::string{e.what()});
   }
@@ -351,10 +355,15 @@ int run_sweep(const sweep_options& options) {
   auto plan = plan_sweep(options.file, options.repeat);
   if (!plan)
     return report_error(plan.error().message());
+  // plan_sweep read the file a moment ago; it may have changed since.
+  auto text = read_config_text(options.file);
+  if (!text)
+    return report_error(text.error().message());
   document doc;
   try {
-    doc = toml::parse<toml::discard_comments, std::map, std::vector>(options.file);
-  } catch (const std::exception& e) {  // plan_sweep read it a moment ago; it may have changed since
+    std::istringstream stream{*text};
+    doc = toml::parse<toml::discard_comments, std::map, std::vector>(stream, options.file);
+  } catch (const std::exception& e) {
     return report_error(std::string{e.what()});
   }
   const auto base = base_literals(doc);

@@ -131,6 +131,53 @@ TEST_CASE("unknown keys, wrong types and TOML syntax errors name the file and li
   CHECK(plan.error().message().find("t.toml:3: unknown key 'lamda'") != std::string::npos);
 }
 
+TEST_CASE("configs the TOML parser cannot take are refused with the file and line (found by fuzzing)") {
+  auto error_of = [](const std::string& text) {
+    auto args = apps::config_text_arguments(text, "exp.toml", "train");
+    REQUIRE(!args.ok());
+    return args.error().message();
+  };
+  // Invalid UTF-8 in a literal string made toml11 3.7 read out of bounds (and abort where its
+  // assertions are on): fuzz/regressions/fuzz_toml_config. The whole text must be UTF-8.
+  CHECK(error_of("model = 'x\xff'\n") == "exp.toml:1: not valid UTF-8 (a TOML file must be)");
+  CHECK(error_of("model = \"softmax\"\ndata = '''a\nb\xc0\xaf'''\n") ==
+        "exp.toml:3: not valid UTF-8 (a TOML file must be)");
+  // Deep nesting overflowed toml11's recursive parser; long dotted keys took seconds.
+  const std::string deep = "nested more than 32 levels deep (arrays, inline tables and dotted keys)";
+  CHECK(error_of("lower = " + std::string(20000, '[') + std::string(20000, ']') + "\n")
+          .find("exp.toml:1: " + deep) == 0);
+  std::string tables = "\nlower = 1\nx = ";
+  for (int i = 0; i < 5000; ++i)
+    tables += "{a=";
+  CHECK(error_of(tables + "1" + std::string(5000, '}') + "\n").find("exp.toml:3: " + deep) == 0);
+  std::string key = "a";
+  for (int i = 0; i < 30000; ++i)
+    key += ".a";
+  CHECK(error_of(key + " = 1\n").find("exp.toml:1: " + deep) == 0);
+  CHECK(error_of("[" + key + "]\n").find("exp.toml:1: " + deep) == 0);
+  // What real files hold passes: UTF-8 text, brackets in strings and comments, 32 levels.
+  const std::string brackets(40, '['), braces(40, '{');
+  auto args = apps::config_text_arguments("# " + brackets + braces + "\n"
+                                          "data = \"donn\xc3\xa9" "es/" + brackets + ".csv\" # ]]\n"
+                                          "metrics = '''\n" + braces + "'''\n"
+                                          "save = \"a\\\"" + brackets + "\"\n",
+                                          "exp.toml", "train");
+  REQUIRE_MESSAGE(args.ok(), args.error().message());
+  CHECK(args->size() == 6);
+  CHECK(error_of("x = " + std::string(32, '[') + std::string(32, ']') + "\n").find("unknown key 'x'") !=
+        std::string::npos);
+  // Files go through the same check: `shardopt run` and `shardopt sweep`.
+  temp_dir dir;
+  const auto file = (dir.path() / "deep.toml").string();
+  write_file(file, "model = \"softmax\"\n[sweep]\ngrid = { lambda = " + std::string(100, '[') + "\n");
+  auto run_args = apps::run_arguments(file, {});
+  REQUIRE(!run_args.ok());
+  CHECK(run_args.error().message().find(file + ":3: " + deep) == 0);
+  auto plan = apps::plan_sweep(file, 0);
+  REQUIRE(!plan.ok());
+  CHECK(plan.error().message().find(file + ":3: " + deep) == 0);
+}
+
 TEST_CASE("a sweep makes one folder and row per run, records failures, and resumes after a kill") {
   temp_dir dir;
   const auto file = (dir.path() / "grid.toml").string();
