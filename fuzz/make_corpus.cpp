@@ -1,6 +1,8 @@
 // Writes the seed corpus of every fuzz target: a few small valid files and edge cases per target,
 // in the input layout each target documents at its top (most start with an options byte). The
 // model files and checkpoints come from the io save functions, so they are what the program writes.
+// (The corpus also keeps files this program does not write: model files and checkpoints of format
+// version 1, written before networks, named v1_*, which the loaders still read.)
 //
 // Usage: fuzz_make_corpus DIR   (writes DIR/<target>/<name>; the repository keeps fuzz/corpus)
 
@@ -163,11 +165,12 @@ void gzip_seeds() {
   put("fuzz_gzip", "idx_bomb", choice(false, 2, 2, 1) + gzip(idx(0x803, {1000, 28, 28}, std::string(784000, '\0'))));
 }
 
-io::saved_model tiny_model(model::model_kind kind, std::int64_t features, std::vector<double> classes) {
+io::saved_model tiny_model(model::model_kind kind, std::int64_t features, std::vector<double> classes,
+                           std::vector<std::int64_t> hidden = {}) {
   io::saved_model m;
   m.labels.kind = kind;
   m.labels.classes = std::move(classes);
-  m.shape = {kind, features, m.labels.outputs()};
+  m.shape = {kind, features, m.labels.outputs(), std::move(hidden), model::activation::tanh};
   m.theta = Eigen::VectorXd::LinSpaced(m.shape.dimension(), -1.5, 2.25);
   m.lambda = 1e-4;
   return m;
@@ -205,6 +208,8 @@ void model_seeds() {
   softmax.scaling.inv_std = Eigen::Vector2d{2, 4};
   put("fuzz_model_file", "softmax_standardized", model_bytes(softmax));
   put("fuzz_model_file", "svm_multiclass", model_bytes(tiny_model(model::model_kind::svm, 1, {0, 1, 2, 3})));
+  put("fuzz_model_file", "mlp_two_layers", model_bytes(tiny_model(model::model_kind::softmax, 3, {0, 1, 2}, {4, 2})));
+  put("fuzz_model_file", "mlp_regression", model_bytes(tiny_model(model::model_kind::linear, 2, {}, {3})));
   auto extremes = tiny_model(model::model_kind::linear, 3, {});
   extremes.theta << std::numeric_limits<double>::max(), std::numeric_limits<double>::denorm_min(), -0.0, 1e-300;
   put("fuzz_model_file", "extreme_values", model_bytes(extremes));
@@ -229,6 +234,13 @@ void checkpoint_seeds() {
   const auto n = adam.model.theta.size();
   adam.slots = {Eigen::VectorXd::Constant(n, 0.125), Eigen::VectorXd::LinSpaced(n, 0, 1)};
   put("fuzz_checkpoint", "adam", bytes(adam));
+  io::checkpoint mlp;
+  mlp.step = 7;
+  mlp.rule = "momentum";
+  mlp.updates = 7;
+  mlp.model = tiny_model(model::model_kind::logistic, 2, {-1, 1}, {3});
+  mlp.slots = {Eigen::VectorXd::Constant(mlp.model.theta.size(), -0.5)};
+  put("fuzz_checkpoint", "mlp_momentum", bytes(mlp));
   io::checkpoint sgd;
   sgd.rule = "sgd";
   sgd.model = tiny_model(model::model_kind::linear, 1, {});

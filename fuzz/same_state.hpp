@@ -44,8 +44,7 @@ bool same(const std::vector<T>& a, const std::vector<T>& b) {
 }
 
 inline bool same(const io::saved_model& a, const io::saved_model& b) {
-  return a.shape.kind == b.shape.kind && a.shape.features == b.shape.features &&
-         a.shape.outputs == b.shape.outputs && same(a.theta, b.theta) && a.labels.kind == b.labels.kind &&
+  return a.shape == b.shape && a.shape.act == b.shape.act && same(a.theta, b.theta) && a.labels.kind == b.labels.kind &&
          same(a.labels.classes, b.labels.classes) && same(a.scaling.factor, b.scaling.factor) &&
          same(a.scaling.mean, b.scaling.mean) && same(a.scaling.inv_std, b.scaling.inv_std) &&
          same(a.lambda, b.lambda);
