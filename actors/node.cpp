@@ -169,6 +169,12 @@ public:
           auto part = io::read_part(*request);
           if (!part)
             return make_error(errc::shard_failed, redact(part.error().message()));
+          // Summaries hold per-feature statistics: a sparse file with one index near 2^31 would
+          // make a few bytes cost gigabytes. A model of more features would be refused anyway.
+          if (part->data.cols() > limits_.dimension)
+            return refuse("part " + std::to_string(request->part + 1) + " has " +
+                          std::to_string(part->data.cols()) + " features, more than this node's limit of " +
+                          std::to_string(limits_.dimension) + " parameters");
           return {round, summary_message{io::summarize(*part)}};
         });
       },

@@ -127,6 +127,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
   const auto secret = outside.write("secret.csv", "TOPSECRET,1,2\n");
   std::filesystem::create_symlink(secret, root.path() / "link.csv");
   root.write("bad.csv", "0,1,2\nSHOULDNOTLEAK,2,3\n");
+  root.write("wide.svm", "1 2147483647:1\n");  // 15 bytes; per-feature statistics of 2^31 features
   node_process node{{"--data-root", root.path().string(), "--max-shards-per-driver", "6",
                      "--max-shards", "11", "--max-gib-per-driver", "0.0001"}};
   node_process rootless;
@@ -214,6 +215,9 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         features.request.options.features = std::int64_t{1} << 50;
         refusals.push_back(error_of(self, target, actors::scan_atom::value, std::uint64_t{1}, token, features));
         CHECK(contains(refusals.back(), "invalid read options"));
+        refusals.push_back(error_of(self, target, actors::scan_atom::value, std::uint64_t{1}, token,
+                                    part_of("wide.svm")));
+        CHECK(contains(refusals.back(), "part 1 has 2147483647 features, more than this node's limit"));
         actors::part_shard_spec huge;
         huge.request = part_of("bad.csv").request;
         huge.shape = {model::model_kind::softmax, std::int64_t{1} << 26, std::int64_t{1} << 26};
@@ -281,7 +285,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
   const auto attacked = honest_run(rt, endpoint_of(node), data, attack);
   REQUIRE(attacked.size() == undisturbed.size());
   CHECK(std::memcmp(attacked.data(), undisturbed.data(), sizeof(double) * attacked.size()) == 0);
-  CHECK(refusals.size() == 28);
+  CHECK(refusals.size() == 29);
   CHECK(node.process->running());
   CHECK(rootless.process->running());
   node.process->signal(SIGTERM);
