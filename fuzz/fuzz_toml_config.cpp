@@ -9,6 +9,7 @@
 #include "scratch_dir.hpp"
 
 #include "apps/cli.hpp"
+#include "apps/config_file.hpp"
 
 #include <cstddef>
 #include <cstdint>

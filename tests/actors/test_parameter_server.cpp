@@ -79,6 +79,44 @@ bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
          && std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
 }
 
+
+/// What one worker and one PS must equal: a plain SGD loop over the worker's batches, from the
+/// job's start (zero for a linear model, the seeded initialisation for a network).
+Eigen::VectorXd plain_sgd(const actors::ps_job& job, const std::shared_ptr<const model::dataset>& data) {
+  model::local_objective objective{job.shape, data, job.lambda};
+  opt::batch_sampler sampler{data->rows(), job.batch_size, opt::worker_seed(job.seed, 0, 0)};
+  Eigen::VectorXd theta = model::initial_theta(job.shape, job.seed);
+  Eigen::VectorXd grad;
+  auto state = opt::initial_state(job.rule, theta.size());
+  for (std::int64_t t = 0; t < job.last_step; ++t) {
+    objective.evaluate(theta, model::row_selection{sampler.next()}, grad);
+    opt::apply_update(job.rule, t, theta, grad, state);
+  }
+  return theta;
+}
+
+/// What N synchronous workers must equal: SGD over the union of their batches at every step.
+Eigen::VectorXd large_batch_sgd(const actors::ps_job& job, const std::shared_ptr<const model::dataset>& data,
+                                std::uint32_t workers) {
+  model::local_objective objective{job.shape, data, job.lambda};
+  const auto blocks = io::partition_rows(data->rows(), workers);
+  std::vector<opt::batch_sampler> samplers;
+  for (std::uint32_t w = 0; w < workers; ++w)
+    samplers.emplace_back(blocks[w].size(), job.batch_size, opt::worker_seed(job.seed, w, 0));
+  Eigen::VectorXd theta = model::initial_theta(job.shape, job.seed);
+  Eigen::VectorXd grad;
+  auto state = opt::initial_state(job.rule, theta.size());
+  for (std::int64_t t = 0; t < job.last_step; ++t) {
+    std::vector<std::int64_t> union_rows;
+    for (std::uint32_t w = 0; w < workers; ++w)
+      for (auto i : samplers[w].next())
+        union_rows.push_back(blocks[w].begin + i);
+    objective.evaluate(theta, model::row_selection{union_rows}, grad);
+    opt::apply_update(job.rule, t, theta, grad, state);
+  }
+  return theta;
+}
+
 } // namespace
 
 TEST_CASE("one worker and one PS, synchronous, equal a plain SGD loop bit for bit") {
@@ -95,16 +133,7 @@ TEST_CASE("one worker and one PS, synchronous, equal a plain SGD loop bit for bi
     CHECK(outcome->step == 40);
 
     // The same rule, batches and objective in a plain loop.
-    model::local_objective objective{job.shape, data, job.lambda};
-    opt::batch_sampler sampler{data->rows(), job.batch_size, opt::worker_seed(job.seed, 0, 0)};
-    Eigen::VectorXd theta = Eigen::VectorXd::Zero(job.shape.dimension());
-    Eigen::VectorXd grad;
-    auto state = opt::initial_state(job.rule, theta.size());
-    for (std::int64_t t = 0; t < job.last_step; ++t) {
-      objective.evaluate(theta, model::row_selection{sampler.next()}, grad);
-      opt::apply_update(job.rule, t, theta, grad, state);
-    }
-    CHECK(same_bits(outcome->theta, theta));
+    CHECK(same_bits(outcome->theta, plain_sgd(job, data)));
   }
 }
 
@@ -121,22 +150,7 @@ TEST_CASE("N synchronous workers over 2 PSs equal large-batch SGD over the union
     CHECK(outcome->stats.dropped == 0);
     CHECK(outcome->stats.applied == 25 * workers);
 
-    model::local_objective objective{job.shape, data, job.lambda};
-    const auto blocks = io::partition_rows(data->rows(), workers);
-    std::vector<opt::batch_sampler> samplers;
-    for (std::uint32_t w = 0; w < workers; ++w)
-      samplers.emplace_back(blocks[w].size(), job.batch_size, opt::worker_seed(job.seed, w, 0));
-    Eigen::VectorXd theta = Eigen::VectorXd::Zero(job.shape.dimension());
-    Eigen::VectorXd grad;
-    auto state = opt::initial_state(job.rule, theta.size());
-    for (std::int64_t t = 0; t < job.last_step; ++t) {
-      std::vector<std::int64_t> union_rows;
-      for (std::uint32_t w = 0; w < workers; ++w)
-        for (auto i : samplers[w].next())
-          union_rows.push_back(blocks[w].begin + i);
-      objective.evaluate(theta, model::row_selection{union_rows}, grad);
-      opt::apply_update(job.rule, t, theta, grad, state);
-    }
+    const Eigen::VectorXd theta = large_batch_sgd(job, data, workers);
     CHECK((outcome->theta - theta).norm() <= 1e-12 * (1 + theta.norm()));
     CHECK(theta.norm() > 0.1);  // it did move
   }
@@ -315,16 +329,8 @@ TEST_CASE("an MLP: one worker and one PS, synchronous, equal a plain SGD loop fr
     REQUIRE_MESSAGE(outcome.ok(), outcome.error().message());
     CHECK(outcome->step == 40);
 
-    model::local_objective objective{job.shape, data, job.lambda};
-    opt::batch_sampler sampler{data->rows(), job.batch_size, opt::worker_seed(job.seed, 0, 0)};
-    Eigen::VectorXd theta = model::initial_theta(job.shape, job.seed);
-    REQUIRE(theta.norm() > 0);  // a network does not start at the zero saddle
-    Eigen::VectorXd grad;
-    auto state = opt::initial_state(job.rule, theta.size());
-    for (std::int64_t t = 0; t < job.last_step; ++t) {
-      objective.evaluate(theta, model::row_selection{sampler.next()}, grad);
-      opt::apply_update(job.rule, t, theta, grad, state);
-    }
+    REQUIRE(model::initial_theta(job.shape, job.seed).norm() > 0);  // not the zero saddle
+    const Eigen::VectorXd theta = plain_sgd(job, data);
     CHECK(same_bits(outcome->theta, theta));
     CHECK((theta - model::initial_theta(job.shape, job.seed)).norm() > 0.01);  // it did move
   }
@@ -340,22 +346,7 @@ TEST_CASE("an MLP over 2 PSs: 3 synchronous workers equal large-batch SGD over t
   REQUIRE_MESSAGE(outcome.ok(), outcome.error().message());
   CHECK(outcome->stats.applied == 25 * workers);
 
-  model::local_objective objective{job.shape, data, job.lambda};
-  const auto blocks = io::partition_rows(data->rows(), workers);
-  std::vector<opt::batch_sampler> samplers;
-  for (std::uint32_t w = 0; w < workers; ++w)
-    samplers.emplace_back(blocks[w].size(), job.batch_size, opt::worker_seed(job.seed, w, 0));
-  Eigen::VectorXd theta = model::initial_theta(job.shape, job.seed);
-  Eigen::VectorXd grad;
-  auto state = opt::initial_state(job.rule, theta.size());
-  for (std::int64_t t = 0; t < job.last_step; ++t) {
-    std::vector<std::int64_t> union_rows;
-    for (std::uint32_t w = 0; w < workers; ++w)
-      for (auto i : samplers[w].next())
-        union_rows.push_back(blocks[w].begin + i);
-    objective.evaluate(theta, model::row_selection{union_rows}, grad);
-    opt::apply_update(job.rule, t, theta, grad, state);
-  }
+  const Eigen::VectorXd theta = large_batch_sgd(job, data, workers);
   CHECK((outcome->theta - theta).norm() <= 1e-12 * (1 + theta.norm()));
 }
 

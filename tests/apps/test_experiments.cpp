@@ -4,6 +4,7 @@
 // one line per run.
 
 #include "apps/cli.hpp"
+#include "apps/config_file.hpp"
 #include "apps/experiments.hpp"
 #include "support/process.hpp"
 #include "support/small_disk.hpp"
