@@ -22,9 +22,15 @@ double sigmoid(double a) {
 } // namespace
 
 double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::VectorXd& y,
-                  Eigen::MatrixXd& rt) {
+                  Eigen::MatrixXd& rt, Eigen::MatrixXd* ct) {
   const Eigen::Index m = zt.cols();
   const Eigen::Index k = zt.rows();
+  if (ct) {
+    if (kind == model_kind::linear)
+      ct->resize(0, 0);
+    else
+      ct->resize(kind == model_kind::logistic ? 1 : k, m);
+  }
   double loss = 0;
   switch (kind) {
     case model_kind::linear:
@@ -39,7 +45,10 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
         const double t = y(i);
         const double margin = t * zt(0, i);
         loss += softplus(-margin);
-        rt(0, i) = -t * sigmoid(-margin);
+        const double s = sigmoid(-margin);
+        rt(0, i) = -t * s;
+        if (ct)
+          (*ct)(0, i) = s * (1.0 - s);  // t^2 = 1
       }
       break;
     case model_kind::softmax:
@@ -57,6 +66,8 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
         r(top_index) = 1.0;
         loss += (top - z(label)) + std::log1p(rest);
         r /= 1.0 + rest;
+        if (ct)
+          ct->col(i) = r;  // the probabilities p: the curvature is diag(p) - p p^T
         r(label) -= 1.0;
       }
       break;
@@ -71,6 +82,8 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
           } else {
             rt(c, i) = 0.0;
           }
+          if (ct)  // the generalized Hessian of the squared hinge (LIBLINEAR's): 2 where active
+            (*ct)(c, i) = slack > 0 ? 2.0 : 0.0;
         }
       }
       break;
@@ -78,6 +91,28 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
   return loss;
 }
 
+void chunk_curvature_product(model_kind kind, const Eigen::MatrixXd& ct, const Eigen::MatrixXd& ut,
+                             Eigen::MatrixXd& qt) {
+  switch (kind) {
+    case model_kind::linear:
+      qt = ut;
+      break;
+    case model_kind::logistic:
+      qt = ut.array() * ct.array();
+      break;
+    case model_kind::softmax:
+      // (diag(p) - p p^T) u = p .* (u - p^T u), column by column.
+      qt.resize(ut.rows(), ut.cols());
+      for (Eigen::Index i = 0; i < ut.cols(); ++i) {
+        const double pu = ct.col(i).dot(ut.col(i));
+        qt.col(i) = ct.col(i).cwiseProduct((ut.col(i).array() - pu).matrix());
+      }
+      break;
+    case model_kind::svm:
+      qt = ut.array() * ct.array();
+      break;
+  }
+}
 
 std::int64_t selection_size(const row_selection& rows) {
   if (const auto* range = std::get_if<row_range>(&rows))

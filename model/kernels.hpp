@@ -47,7 +47,14 @@ void gather_labels(const dataset& data, const chunk& c, Eigen::VectorXd& y);
 
 /// Loss sum of one chunk and its residuals dloss/dz. `zt` and `rt` are outputs x examples (one column
 /// per example, so that an example's scores are contiguous); `y` holds the chunk's encoded labels.
-double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::VectorXd& y, Eigen::MatrixXd& rt);
+/// With `ct`, also the loss's curvature in z per example, as `curvature` (linear_model.hpp) keeps it:
+/// resized to 1 x m (logistic), outputs x m (softmax, svm) or left empty (least squares).
+double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::VectorXd& y, Eigen::MatrixXd& rt,
+                  Eigen::MatrixXd* ct = nullptr);
+
+/// qt = the loss's Hessian in z times ut, per example (column), from the chunk's curvature `ct`.
+void chunk_curvature_product(model_kind kind, const Eigen::MatrixXd& ct, const Eigen::MatrixXd& ut,
+                             Eigen::MatrixXd& qt);
 
 /// A network's loss sum and gradient sum over the selected rows (see `loss_grad_sum`).
 double network_loss_grad_sum(const model_shape& shape, const dataset& data, const row_selection& rows,

@@ -210,8 +210,13 @@ Eigen::VectorXd initial_theta(const model_shape& shape, std::uint64_t seed) {
   return theta;
 }
 
+bool has_hessian(const model_shape& shape) {
+  return !shape.is_network();
+}
+
 double loss_grad_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
-                     Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad_sum) {
+                     Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad_sum,
+                     curvature* keep) {
   if (shape.is_network())
     return detail::network_loss_grad_sum(shape, data, rows, theta, grad_sum);
   grad_sum.setZero();
@@ -220,17 +225,75 @@ double loss_grad_sum(const model_shape& shape, const dataset& data, const row_se
   chunk_products products{shape, data, theta};
   Eigen::MatrixXd zt;
   Eigen::MatrixXd rt;
+  Eigen::MatrixXd ct;
   Eigen::VectorXd y;
   double loss = 0;
+  if (keep) {
+    keep->rows = detail::selection_size(rows);
+    keep->d.resize(shape.kind == model_kind::linear ? 0 : shape.kind == model_kind::logistic ? 1 : shape.outputs,
+                   shape.kind == model_kind::linear ? 0 : keep->rows);
+  }
   for_each_chunk(rows, [&](const chunk& c) {
     products.forward(c, zt);
     gather_labels(data, c, y);
     rt.resize(zt.rows(), zt.cols());
-    loss += detail::chunk_loss(shape.kind, zt, y, rt);
+    loss += detail::chunk_loss(shape.kind, zt, y, rt, keep ? &ct : nullptr);
+    if (keep && ct.size() > 0)
+      keep->d.middleCols(c.first, c.count) = ct;
     products.backward(c, rt, grad_w, grad_b);
   });
   products.finish(grad_w);
   return loss;
+}
+
+curvature curvature_at(const model_shape& shape, const dataset& data, const row_selection& rows,
+                       Eigen::Ref<const Eigen::VectorXd> theta) {
+  curvature out;
+  out.rows = detail::selection_size(rows);
+  if (shape.kind == model_kind::linear)
+    return out;
+  out.d.resize(shape.kind == model_kind::logistic ? 1 : shape.outputs, out.rows);
+  chunk_products products{shape, data, theta};
+  Eigen::MatrixXd zt;
+  Eigen::MatrixXd rt;
+  Eigen::MatrixXd ct;
+  Eigen::VectorXd y;
+  for_each_chunk(rows, [&](const chunk& c) {
+    products.forward(c, zt);
+    gather_labels(data, c, y);
+    rt.resize(zt.rows(), zt.cols());
+    detail::chunk_loss(shape.kind, zt, y, rt, &ct);
+    out.d.middleCols(c.first, c.count) = ct;
+  });
+  return out;
+}
+
+void hessian_vector_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
+                        const curvature& at, Eigen::Ref<const Eigen::VectorXd> v,
+                        Eigen::Ref<Eigen::VectorXd> hv_sum) {
+  hv_sum.setZero();
+  Eigen::Map<Eigen::MatrixXd> hv_w(hv_sum.data(), shape.features, shape.outputs);
+  Eigen::Map<Eigen::VectorXd> hv_b(hv_sum.data() + shape.weight_count(), shape.outputs);
+  // The products of a "theta" equal to v give u = V^T x + v_b, the change of the scores along v.
+  chunk_products products{shape, data, v};
+  Eigen::MatrixXd ut;
+  Eigen::MatrixXd qt;
+  Eigen::MatrixXd ct;
+  for_each_chunk(rows, [&](const chunk& c) {
+    products.forward(c, ut);
+    if (at.d.size() > 0)
+      ct = at.d.middleCols(c.first, c.count);
+    detail::chunk_curvature_product(shape.kind, ct, ut, qt);
+    products.backward(c, qt, hv_w, hv_b);
+  });
+  products.finish(hv_w);
+}
+
+void finish_hessian_vector(const model_shape& shape, double lambda, std::int64_t count,
+                           Eigen::Ref<const Eigen::VectorXd> v, Eigen::Ref<Eigen::VectorXd> hv) {
+  hv *= 1.0 / static_cast<double>(count);
+  for (const auto& layer : shape.layers())
+    hv.segment(layer.weights, layer.in * layer.out) += lambda * v.segment(layer.weights, layer.in * layer.out);
 }
 
 double finish_objective(const model_shape& shape, double lambda, std::int64_t count, double loss_sum,

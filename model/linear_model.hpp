@@ -107,6 +107,23 @@ std::optional<std::int64_t> checked_dimension(const model_shape& shape, std::int
 /// tanh (Glorot), biases zero. A linear model starts at zero (its objective is convex).
 Eigen::VectorXd initial_theta(const model_shape& shape, std::uint64_t seed);
 
+/// What an evaluation keeps of its rows for Hessian-vector products (linear models only): the
+/// curvature of each example's loss in its scores z at that evaluation's theta, so that a product
+/// costs one pass over the data and no exp or log. Columns follow the selection's order.
+/// - `linear`: nothing (the curvature is 1);
+/// - `logistic`: s (1 - s), s the sigmoid of the margin, one row;
+/// - `softmax`: the probabilities p, one row per output (the curvature is diag(p) - p p^T);
+/// - `svm`: 2 where the example's slack for that output is positive, else 0 (the generalized
+///   Hessian of the squared hinge, as LIBLINEAR uses it).
+struct curvature {
+  Eigen::MatrixXd d;      ///< (1 or outputs) x examples; empty for least squares
+  std::int64_t rows = 0;  ///< examples it covers
+};
+
+/// Whether a model's objective has the Hessian-vector products below (the linear models; not
+/// networks).
+bool has_hessian(const model_shape& shape);
+
 /// Sum over the selected rows of the per-example loss, and its gradient with respect to theta.
 ///
 /// Returns the loss *sum* (not the mean) and overwrites `grad_sum` (size `shape.dimension()`) with the
@@ -115,8 +132,28 @@ Eigen::VectorXd initial_theta(const model_shape& shape, std::uint64_t seed);
 /// One fused pass: each chunk of rows is converted to double once and used for both matrix products.
 /// Deterministic: the same inputs give the same bits. Preconditions (checked by callers): theta and
 /// grad_sum have `shape.dimension()` entries, the dataset has `shape.features` columns, rows are in range.
+/// With `keep` (linear models only), also stores the rows' curvature at theta there.
 double loss_grad_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
-                     Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad_sum);
+                     Eigen::Ref<const Eigen::VectorXd> theta, Eigen::Ref<Eigen::VectorXd> grad_sum,
+                     curvature* keep = nullptr);
+
+/// The curvature of the selected rows at theta alone (a forward pass, no gradient): what a shard
+/// rebuilds when it must answer a product without having served the evaluation.
+curvature curvature_at(const model_shape& shape, const dataset& data, const row_selection& rows,
+                       Eigen::Ref<const Eigen::VectorXd> theta);
+
+/// Sum over the selected rows of the loss's Hessian (at the theta `at` was kept for) times v,
+/// into `hv_sum` (size `shape.dimension()`, overwritten): sum_i J_i^T H_i J_i v, with J_i the
+/// Jacobian of example i's scores in theta and H_i its loss's curvature. One pass over the rows.
+/// Preconditions (checked by callers): `has_hessian(shape)`, `at` kept for the same rows.
+void hessian_vector_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
+                        const curvature& at, Eigen::Ref<const Eigen::VectorXd> v,
+                        Eigen::Ref<Eigen::VectorXd> hv_sum);
+
+/// Turns a Hessian-vector sum over `count` examples into the full objective's product, in place:
+/// hv = hv_sum / count + lambda v_W, with v_W the weights' entries of v (see `finish_objective`).
+void finish_hessian_vector(const model_shape& shape, double lambda, std::int64_t count,
+                           Eigen::Ref<const Eigen::VectorXd> v, Eigen::Ref<Eigen::VectorXd> hv);
 
 /// Turns sums over `count` examples into the full objective, in place:
 /// f = loss_sum / count + (lambda / 2) ||W||^2 and grad = grad_sum / count + lambda W, with W every

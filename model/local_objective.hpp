@@ -13,7 +13,8 @@ namespace shardopt::model {
 /// The full regularised objective of a model over data held in this process, optionally as a sum
 /// over several blocks (shards) of the same dataset:
 /// f(theta) = (1/n) sum_i loss_i(theta) + (lambda/2) ||W||^2.
-/// Satisfies the optimizer's objective concept. Blocks are added in order, so the result is
+/// Satisfies the optimizer's objective concept, with Hessian-vector products for the linear
+/// models. Blocks are added in order, so the result is
 /// deterministic; the data is shared, never copied.
 class local_objective {
 public:
@@ -32,12 +33,33 @@ public:
     grad.setZero(shape_.dimension());
     double loss = 0;
     std::int64_t count = 0;
-    for (const auto& block : blocks_) {
-      loss += loss_grad_sum(shape_, *data_, block, theta, partial_);
+    const bool keep = has_hessian(shape_);
+    curvatures_.resize(keep ? blocks_.size() : 0);
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      loss += loss_grad_sum(shape_, *data_, blocks_[b], theta, partial_, keep ? &curvatures_[b] : nullptr);
       grad += partial_;
-      count += block.size();
+      count += blocks_[b].size();
     }
     return finish_objective(shape_, lambda_, count, loss, theta, grad);
+  }
+
+  /// The Hessian of the full objective at the theta of the last `evaluate` (full data, not a
+  /// minibatch) times v, into hv; blocks added in order. Fails for networks (no Hessian here) and
+  /// before any evaluation.
+  result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+    if (!has_hessian(shape_))
+      return fail("Hessian-vector products are defined for the linear models, not " + describe(shape_));
+    if (curvatures_.size() != blocks_.size())
+      return fail("a Hessian-vector product needs an evaluation first");
+    hv.setZero(shape_.dimension());
+    std::int64_t count = 0;
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      hessian_vector_sum(shape_, *data_, blocks_[b], curvatures_[b], v, partial_);
+      hv += partial_;
+      count += blocks_[b].size();
+    }
+    finish_hessian_vector(shape_, lambda_, count, v, hv);
+    return {};
   }
 
   /// The objective of a minibatch: the mean loss over `rows` (indices into the whole dataset) plus
@@ -63,6 +85,7 @@ private:
   double lambda_;
   std::vector<row_range> blocks_;
   Eigen::VectorXd partial_;
+  std::vector<curvature> curvatures_;  // of the last full evaluation, per block
 };
 
 } // namespace shardopt::model

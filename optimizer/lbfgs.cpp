@@ -82,16 +82,8 @@ public:
     record(fx, x, grad, step);
     if (hook_ && !hook_(info_))
       throw run_ended{stop_reason::stopped_by_hook, "stopped by the iteration hook"};
-    if (options_.past > 0) {
-      const int slot = iterations_ % options_.past;
-      if (static_cast<int>(history_.size()) < options_.past)
-        history_.resize(options_.past, std::numeric_limits<double>::quiet_NaN());
-      const double old = history_[slot];
-      if (iterations_ >= options_.past
-          && std::abs(old - fx) <= options_.delta * std::max({std::abs(fx), std::abs(old), 1.0}))
-        throw run_ended{stop_reason::objective_converged, ""};
-      history_[slot] = fx;
-    }
+    if (options_.past > 0 && objective_settled(history_, options_.past, options_.delta, iterations_, fx))
+      throw run_ended{stop_reason::objective_converged, ""};
   }
 
   const iteration_info& info() const { return info_; }
@@ -395,24 +387,6 @@ void fill_common(Param& p, const lbfgs_options& o) {
 
 } // namespace
 
-std::string_view to_string(stop_reason reason) {
-  switch (reason) {
-    case stop_reason::converged:
-      return "converged";
-    case stop_reason::objective_converged:
-      return "objective_converged";
-    case stop_reason::max_iterations:
-      return "max_iterations";
-    case stop_reason::line_search_failed:
-      return "line_search_failed";
-    case stop_reason::evaluation_failed:
-      return "evaluation_failed";
-    case stop_reason::stopped_by_hook:
-      return "stopped_by_hook";
-  }
-  return "unknown";
-}
-
 std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options) {
   const auto sized = [n](const Eigen::VectorXd& v) { return v.size() == n; };
   if (state.iterations < 0 || state.evaluations < std::max(state.iterations, 1) || !(state.seconds >= 0) ||
@@ -436,10 +410,10 @@ std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_op
   return {};
 }
 
-lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
+run_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
                              const lbfgs_options& options, const iteration_hook& hook,
                              const lbfgs_session& session) {
-  lbfgs_result out;
+  run_result out;
   auto problem = check_options(options, theta.size());
   const bool bounded = options.lower || options.upper;
   if (problem.empty() && bounded && (session.resume || session.on_state))

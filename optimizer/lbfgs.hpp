@@ -1,6 +1,7 @@
 #pragma once
 
 #include "optimizer/objective.hpp"
+#include "optimizer/run.hpp"
 
 #include <Eigen/Core>
 
@@ -29,47 +30,6 @@ struct lbfgs_options {
   double wolfe = 0.9;           ///< curvature constant of the strong Wolfe condition
   std::optional<Eigen::VectorXd> lower;  ///< bounds: with either set, L-BFGS-B runs
   std::optional<Eigen::VectorXd> upper;
-};
-
-/// Why a run ended. Every run ends with exactly one.
-enum class stop_reason {
-  converged,            ///< gradient norm below the tolerance
-  objective_converged,  ///< objective change below delta over `past` iterations
-  max_iterations,       ///< iteration limit reached
-  line_search_failed,   ///< no acceptable step (often: converged to machine precision)
-  evaluation_failed,    ///< the objective returned an error (a shard died, a timeout) or NaN at
-                        ///< start, or the session could not save the state (a full disk)
-  stopped_by_hook,      ///< the iteration hook asked to stop
-};
-
-/// "converged", "objective_converged", "max_iterations", ...
-std::string_view to_string(stop_reason reason);
-
-/// What the iteration hook sees after every accepted step.
-struct iteration_info {
-  int iteration = 0;           ///< 1-based
-  double f = 0;
-  double grad_norm = 0;        ///< ||grad||_2
-  double grad_norm_inf = 0;    ///< ||grad||_inf
-  double step = 0;             ///< accepted step length along the search direction
-  int evaluations = 0;         ///< objective evaluations so far, including line-search trials
-  double seconds = 0;          ///< wall time since the run started
-};
-
-/// Called after every iteration; return false to stop the run (reason `stopped_by_hook`).
-using iteration_hook = std::function<bool(const iteration_info&)>;
-
-/// The outcome of a run. theta (passed to `minimize`) holds the last accepted iterate, also when the
-/// run stopped early or an evaluation failed.
-struct lbfgs_result {
-  stop_reason reason = stop_reason::converged;
-  std::string message;  ///< details, e.g. the evaluation's error or the line search's complaint
-  double f = 0;
-  double grad_norm = 0;
-  double grad_norm_inf = 0;
-  int iterations = 0;
-  int evaluations = 0;
-  double seconds = 0;
 };
 
 /// Everything unbounded L-BFGS needs to continue a run exactly where it was, after iteration
@@ -109,13 +69,13 @@ struct lbfgs_session {
 /// LBFGS++'s L-BFGS-B solver. Blocks the calling thread until done. Options (and a session's state)
 /// are checked first; bad ones give `evaluation_failed` with a message (never an exception); a
 /// session with bounds is refused the same way.
-lbfgs_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
+run_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
                              const lbfgs_options& options, const iteration_hook& hook = {},
                              const lbfgs_session& session = {});
 
 /// Minimises any objective (see objective.hpp) from `theta`.
 template <class F>
-lbfgs_result minimize(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
+run_result minimize(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
                       const iteration_hook& hook = {}, const lbfgs_session& session = {}) {
   return minimize_erased(erase_objective(objective), theta, options, hook, session);
 }

@@ -23,6 +23,12 @@ namespace shardopt::optimizer {
 ///
 /// A local model, a sum of local shards and the sharded objective over (remote) actors all satisfy
 /// it; the optimizers cannot tell them apart. `check_objective<F>()` names what a type lacks.
+///
+/// Optional, for second-order methods (Newton-CG):
+///
+/// - `R hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv)` — the Hessian of the
+///   objective at the theta of the most recent `evaluate`, times v, into `hv`. R is `void` or
+///   `shardopt::result<void>`. `check_hessian_objective<F>()` names what a type lacks.
 template <class F, class = void>
 struct has_dimension : std::false_type {};
 
@@ -54,6 +60,28 @@ constexpr void check_objective() {
                 "Eigen::VectorXd& grad)` (or one returning shardopt::result<double>)");
 }
 
+template <class F, class = void>
+struct has_hessian_vector : std::false_type {};
+
+template <class F>
+struct has_hessian_vector<F, std::void_t<decltype(std::declval<F&>().hessian_vector(
+                               std::declval<const Eigen::VectorXd&>(), std::declval<Eigen::VectorXd&>()))>>
+  : std::bool_constant<
+      std::is_void_v<decltype(std::declval<F&>().hessian_vector(std::declval<const Eigen::VectorXd&>(),
+                                                                 std::declval<Eigen::VectorXd&>()))>
+      || std::is_same_v<decltype(std::declval<F&>().hessian_vector(std::declval<const Eigen::VectorXd&>(),
+                                                                    std::declval<Eigen::VectorXd&>())),
+                        result<void>>> {};
+
+/// Compile-time check that F is an objective with Hessian-vector products.
+template <class F>
+constexpr void check_hessian_objective() {
+  check_objective<F>();
+  static_assert(has_hessian_vector<F>::value,
+                "not a second-order objective: missing `void hessian_vector(const Eigen::VectorXd& v, "
+                "Eigen::VectorXd& hv)` (or one returning shardopt::result<void>)");
+}
+
 /// A type-erased objective evaluation, so that algorithm bodies compile once (in a .cpp) whatever
 /// the objective. Borrows the objective: it must outlive the function.
 using evaluate_function = std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&)>;
@@ -64,6 +92,23 @@ evaluate_function erase_objective(F& f) {
   check_objective<F>();
   return [&f](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) -> result<double> {
     return f.evaluate(theta, grad);
+  };
+}
+
+/// A type-erased Hessian-vector product (see the optional part of the concept).
+using hessian_function = std::function<result<void>(const Eigen::VectorXd&, Eigen::VectorXd&)>;
+
+/// Wraps a second-order objective's product as a `hessian_function`. Borrows the objective.
+template <class F>
+hessian_function erase_hessian(F& f) {
+  check_hessian_objective<F>();
+  return [&f](const Eigen::VectorXd& v, Eigen::VectorXd& hv) -> result<void> {
+    if constexpr (std::is_void_v<decltype(f.hessian_vector(v, hv))>) {
+      f.hessian_vector(v, hv);
+      return {};
+    } else {
+      return f.hessian_vector(v, hv);
+    }
   };
 }
 

@@ -1,0 +1,256 @@
+// Trust-region Newton-CG after Lin & More (1999) and Lin, Weng & Keerthi (2008), the method of
+// LIBLINEAR's TRON: Steihaug-Toint conjugate gradients inside the region, the region's radius
+// updated from the ratio of actual to predicted reduction with TRON's constants and interpolation.
+
+#include "optimizer/newton_cg.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace shardopt::optimizer {
+
+namespace {
+
+// Acceptance and radius-update constants of TRON (Lin & More 1999, section 2).
+constexpr double eta0 = 1e-4;
+constexpr double eta1 = 0.25;
+constexpr double eta2 = 0.75;
+constexpr double sigma1 = 0.25;
+constexpr double sigma2 = 0.5;
+constexpr double sigma3 = 4.0;
+
+using clock_type = std::chrono::steady_clock;
+
+/// Thrown inside the run to end it; caught in `minimize_newton_erased` only.
+struct run_ended {
+  stop_reason reason;
+  std::string message;
+};
+
+std::string check_options(const newton_options& o) {
+  if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0)
+    return "epsilon, epsilon_rel and delta must be non-negative";
+  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0)
+    return "past, max_iterations and max_cg_iterations must be non-negative";
+  if (!(o.cg_tolerance > 0 && o.cg_tolerance < 1))
+    return "cg_tolerance must lie in (0, 1)";
+  return {};
+}
+
+/// The run: counts, the clock, and the objective's calls turned into `run_ended` on failure.
+class newton_run {
+public:
+  newton_run(const evaluate_function& f, const hessian_function& hessian, const newton_options& o,
+             const iteration_hook& hook)
+    : f_(f), hessian_(hessian), o_(o), hook_(hook), start_(clock_type::now()) {}
+
+  double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+    ++info_.evaluations;
+    auto value = f_(x, grad);
+    if (!value)
+      throw run_ended{stop_reason::evaluation_failed, value.error().message()};
+    return *value;
+  }
+
+  void product(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+    ++info_.products;
+    if (auto ok = hessian_(v, hv); !ok)
+      throw run_ended{stop_reason::evaluation_failed, ok.error().message()};
+    if (hv.size() != v.size() || !hv.allFinite())
+      throw run_ended{stop_reason::evaluation_failed, "a Hessian-vector product is not finite"};
+  }
+
+  /// Steihaug-Toint CG for H s = -grad within ||s|| <= radius; returns s and sets `hs` to H s.
+  /// Stops at a residual of cg_tolerance ||grad||, on the boundary, or on non-positive curvature
+  /// (going to the boundary along that direction).
+  Eigen::VectorXd steihaug(const Eigen::VectorXd& grad, double radius, Eigen::VectorXd& hs) {
+    const auto n = grad.size();
+    const int limit = o_.max_cg_iterations > 0 ? o_.max_cg_iterations : static_cast<int>(n);
+    Eigen::VectorXd s = Eigen::VectorXd::Zero(n);
+    hs.setZero(n);
+    Eigen::VectorXd r = -grad;  // residual -grad - H s
+    Eigen::VectorXd d = r;
+    Eigen::VectorXd hd(n);
+    double rr = r.squaredNorm();
+    const double tolerance = o_.cg_tolerance * grad.norm();
+    for (int k = 0; k < limit && std::sqrt(rr) > tolerance; ++k) {
+      product(d, hd);
+      const double curvature = d.dot(hd);
+      if (!(curvature > 0)) {
+        const double tau = to_boundary(s, d, radius);
+        s += tau * d;
+        hs += tau * hd;
+        break;
+      }
+      const double alpha = rr / curvature;
+      if ((s + alpha * d).norm() >= radius) {
+        const double tau = to_boundary(s, d, radius);
+        s += tau * d;
+        hs += tau * hd;
+        break;
+      }
+      s += alpha * d;
+      hs += alpha * hd;
+      r -= alpha * hd;
+      const double rr_next = r.squaredNorm();
+      d = r + (rr_next / rr) * d;
+      rr = rr_next;
+    }
+    return s;
+  }
+
+  /// Records an accepted iterate and applies the hook and the objective-change test.
+  void accept(double f, const Eigen::VectorXd& grad, double step) {
+    ++info_.iteration;
+    record(f, grad, step);
+    if (hook_ && !hook_(info_))
+      throw run_ended{stop_reason::stopped_by_hook, "stopped by the iteration hook"};
+    if (o_.past > 0 && objective_settled(history_, o_.past, o_.delta, info_.iteration, f))
+      throw run_ended{stop_reason::objective_converged, ""};
+  }
+
+  void record(double f, const Eigen::VectorXd& grad, double step) {
+    info_.f = f;
+    info_.grad_norm = grad.norm();
+    info_.grad_norm_inf = grad.size() > 0 ? grad.lpNorm<Eigen::Infinity>() : 0.0;
+    info_.step = step;
+    info_.seconds = seconds();
+  }
+
+  const iteration_info& info() const { return info_; }
+  double seconds() const { return std::chrono::duration<double>(clock_type::now() - start_).count(); }
+
+private:
+  /// tau >= 0 with ||s + tau d|| = radius, for ||s|| <= radius, in the cancellation-free form.
+  static double to_boundary(const Eigen::VectorXd& s, const Eigen::VectorXd& d, double radius) {
+    const double sd = s.dot(d);
+    const double dd = d.squaredNorm();
+    const double room = std::max(0.0, radius * radius - s.squaredNorm());
+    if (!(dd > 0))
+      return 0;
+    const double root = std::sqrt(sd * sd + dd * room);
+    return sd >= 0 ? room / (sd + root) : (root - sd) / dd;
+  }
+
+  const evaluate_function& f_;
+  const hessian_function& hessian_;
+  const newton_options& o_;
+  const iteration_hook& hook_;
+  clock_type::time_point start_;
+  iteration_info info_;
+  std::vector<double> history_;
+};
+
+bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const newton_options& o) {
+  const double norm = grad.norm();
+  return norm <= o.epsilon || norm <= o.epsilon_rel * x.norm();
+}
+
+/// The trust-region loop; returns at the gradient test or the iteration limit, throws other stops.
+void run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
+  const auto n = x.size();
+  Eigen::VectorXd grad(n);
+  Eigen::VectorXd trial_grad(n);
+  Eigen::VectorXd hs(n);
+  double f = fn.evaluate(x, grad);
+  if (!std::isfinite(f) || !grad.allFinite())
+    throw run_ended{stop_reason::evaluation_failed,
+                    "objective or gradient is not finite at the initial theta"};
+  fn.record(f, grad, 0);
+  double radius = grad.norm();
+  bool first_step = true;
+  bool evaluated_here = true;  // the objective's last evaluation was at x (its products are x's)
+  while (!gradient_small(grad, x, o)
+         && !(o.max_iterations > 0 && fn.info().iteration >= o.max_iterations)) {
+    if (!evaluated_here) {
+      fn.evaluate(x, trial_grad);  // same x, same bits: only the objective's cache changes
+      evaluated_here = true;
+    }
+    const Eigen::VectorXd s = fn.steihaug(grad, radius, hs);
+    const double snorm = s.norm();
+    const double gs = grad.dot(s);
+    // The quadratic model's reduction: -(g's + s'Hs/2).
+    const double predicted = -(gs + 0.5 * s.dot(hs));
+    const Eigen::VectorXd trial = x + s;
+    const double f_trial = fn.evaluate(trial, trial_grad);
+    evaluated_here = false;
+    if (first_step) {
+      radius = std::min(radius, snorm);
+      first_step = false;
+    }
+    if (!std::isfinite(f_trial) || !trial_grad.allFinite()) {
+      radius = sigma1 * std::min(radius, snorm);  // too far: the model means nothing there
+      if (!(radius > std::numeric_limits<double>::min()))
+        throw run_ended{stop_reason::line_search_failed,
+                        "the trust region shrank to nothing around non-finite trial objectives"};
+      continue;
+    }
+    const double actual = f - f_trial;
+    // Radius: interpolate the step length minimising the quadratic through f, g's and f_trial.
+    const double curvature_gap = f_trial - f - gs;
+    const double alpha = curvature_gap <= 0 ? sigma3 : std::max(sigma1, -0.5 * (gs / curvature_gap));
+    if (actual < eta0 * predicted)
+      radius = std::min(std::max(alpha, sigma1) * snorm, sigma2 * radius);
+    else if (actual < eta1 * predicted)
+      radius = std::max(sigma1 * radius, std::min(alpha * snorm, sigma2 * radius));
+    else if (actual < eta2 * predicted)
+      radius = std::max(sigma1 * radius, std::min(alpha * snorm, sigma3 * radius));
+    else
+      radius = std::max(radius, std::min(alpha * snorm, sigma3 * radius));
+    if (actual > eta0 * predicted) {
+      x = trial;
+      f = f_trial;
+      grad.swap(trial_grad);
+      evaluated_here = true;
+      fn.accept(f, grad, snorm);
+      continue;
+    }
+    if (!(predicted > 0) || (std::abs(actual) <= 1e-12 * std::abs(f) && predicted <= 1e-12 * std::abs(f)))
+      throw run_ended{stop_reason::line_search_failed,
+                      "the trust region allows no further reduction (actual " + std::to_string(actual)
+                        + ", predicted " + std::to_string(predicted)
+                        + "): the objective may be at machine precision; consider a larger epsilon"};
+  }
+}
+
+} // namespace
+
+run_result minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
+                                  Eigen::VectorXd& theta, const newton_options& options,
+                                  const iteration_hook& hook) {
+  run_result out;
+  if (auto problem = check_options(options); !problem.empty()) {
+    out.reason = stop_reason::evaluation_failed;
+    out.message = "invalid Newton-CG options: " + problem;
+    return out;
+  }
+  newton_run fn{f, hessian, options, hook};
+  Eigen::VectorXd x = theta;
+  try {
+    run(fn, x, options);
+    const auto& info = fn.info();
+    const bool limit = options.max_iterations > 0 && info.iteration >= options.max_iterations;
+    const bool small = info.grad_norm <= options.epsilon || info.grad_norm <= options.epsilon_rel * x.norm();
+    out.reason = small || !limit ? stop_reason::converged : stop_reason::max_iterations;
+  } catch (const run_ended& ended) {
+    out.reason = ended.reason;
+    out.message = ended.message;
+  }
+  // x is the last accepted iterate: trials live in their own vector.
+  theta = x;
+  const auto& info = fn.info();
+  out.f = info.f;
+  out.grad_norm = info.grad_norm;
+  out.grad_norm_inf = info.grad_norm_inf;
+  out.iterations = info.iteration;
+  out.evaluations = info.evaluations;
+  out.products = info.products;
+  out.seconds = fn.seconds();
+  return out;
+}
+
+} // namespace shardopt::optimizer

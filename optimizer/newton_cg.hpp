@@ -1,0 +1,50 @@
+#pragma once
+
+#include "optimizer/objective.hpp"
+#include "optimizer/run.hpp"
+
+#include <Eigen/Core>
+
+namespace shardopt::optimizer {
+
+/// Settings of the trust-region Newton-CG method. The stopping tests are L-BFGS's (same meaning,
+/// same defaults); the rest steer the inner conjugate-gradient solve.
+struct newton_options {
+  double epsilon = 1e-6;          ///< stop when ||grad||_2 <= epsilon
+  double epsilon_rel = 0;         ///< ...or when ||grad||_2 <= epsilon_rel * ||theta||_2 (0 = off)
+  int past = 0;                   ///< objective-change test over `past` iterations (0 = off)
+  double delta = 0;
+  int max_iterations = 1000;      ///< accepted steps; 0 = no limit
+  double cg_tolerance = 0.1;      ///< CG stops when its residual is <= cg_tolerance * ||grad||
+  int max_cg_iterations = 0;      ///< Hessian-vector products per step; 0 = the dimension
+};
+
+/// Minimises a convex (or generalized-Hessian) objective by trust-region Newton with Steihaug-Toint
+/// truncated conjugate gradients, the method of LIBLINEAR's TRON (C.-J. Lin, R. C. Weng and
+/// S. S. Keerthi, "Trust region Newton method for large-scale logistic regression", JMLR 9, 2008;
+/// C.-J. Lin and J. J. More, "Newton's method for large bound-constrained optimization problems",
+/// SIAM J. Optim. 9, 1999).
+///
+/// Each iteration solves H s = -g inexactly inside the region ||s|| <= Delta, with one product
+/// `hessian(v, hv)` per CG step (at the theta last evaluated: the current iterate), then evaluates
+/// theta + s once; the step is accepted when the actual reduction is at least 1e-4 of the one the
+/// quadratic model predicts, and Delta grows or shrinks with the agreement. A rejected step costs
+/// one more evaluation, at the current iterate, before the next products (the objective's products
+/// refer to its last evaluation). Stops as L-BFGS does (run.hpp); `line_search_failed` means the
+/// region shrank until neither the actual nor the predicted reduction exceeds 1e-12 |f|.
+/// `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector products.
+/// Options are checked first; bad ones give `evaluation_failed` with a message. Blocks the calling
+/// thread until done; theta holds the last accepted iterate.
+run_result minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
+                                  Eigen::VectorXd& theta, const newton_options& options,
+                                  const iteration_hook& hook = {});
+
+/// Minimises any objective with Hessian-vector products (see objective.hpp) from `theta`.
+template <class F>
+run_result minimize_newton(F& objective, Eigen::VectorXd& theta, const newton_options& options,
+                           const iteration_hook& hook = {}) {
+  return minimize_newton_erased(erase_objective(objective), erase_hessian(objective), theta, options,
+                                hook);
+}
+
+} // namespace shardopt::optimizer

@@ -1,0 +1,65 @@
+#pragma once
+
+// What every optimizer of this layer reports: why a run stopped, what its iteration hook sees, and
+// its outcome. L-BFGS (lbfgs.hpp) and Newton-CG (newton_cg.hpp) share them, so the apps report both
+// alike.
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shardopt::optimizer {
+
+/// Why a run ended. Every run ends with exactly one.
+enum class stop_reason {
+  converged,            ///< gradient norm below the tolerance
+  objective_converged,  ///< objective change below delta over `past` iterations
+  max_iterations,       ///< iteration limit reached
+  line_search_failed,   ///< no acceptable step (often: converged to machine precision); for
+                        ///< Newton-CG, the trust region no longer allows a reduction
+  evaluation_failed,    ///< the objective returned an error (a shard died, a timeout) or NaN at
+                        ///< start, or the session could not save the state (a full disk)
+  stopped_by_hook,      ///< the iteration hook asked to stop
+};
+
+/// "converged", "objective_converged", "max_iterations", ...
+std::string_view to_string(stop_reason reason);
+
+/// What the iteration hook sees after every accepted step.
+struct iteration_info {
+  int iteration = 0;           ///< 1-based
+  double f = 0;
+  double grad_norm = 0;        ///< ||grad||_2
+  double grad_norm_inf = 0;    ///< ||grad||_inf
+  double step = 0;             ///< L-BFGS: accepted step length along the search direction;
+                               ///< Newton-CG: the accepted step's norm
+  int evaluations = 0;         ///< objective evaluations so far, including line-search trials
+  int products = 0;            ///< Hessian-vector products so far (Newton-CG; 0 for L-BFGS)
+  double seconds = 0;          ///< wall time since the run started
+};
+
+/// Called after every iteration; return false to stop the run (reason `stopped_by_hook`).
+using iteration_hook = std::function<bool(const iteration_info&)>;
+
+/// The outcome of a run. theta (passed to `minimize`) holds the last accepted iterate, also when the
+/// run stopped early or an evaluation failed.
+struct run_result {
+  stop_reason reason = stop_reason::converged;
+  std::string message;  ///< details, e.g. the evaluation's error or the line search's complaint
+  double f = 0;
+  double grad_norm = 0;
+  double grad_norm_inf = 0;
+  int iterations = 0;
+  int evaluations = 0;
+  int products = 0;     ///< Hessian-vector products (Newton-CG)
+  double seconds = 0;
+};
+
+/// The objective-change test both optimizers apply after accepted iteration `iteration` (1-based)
+/// with objective f: true when f changed by at most delta * max(|f|, |f_old|, 1) since iteration
+/// `iteration - past`. `ring` holds the last `past` values (grown to `past` on first use) and is
+/// part of a saved run's state. `past` must be positive.
+bool objective_settled(std::vector<double>& ring, int past, double delta, int iteration, double f);
+
+} // namespace shardopt::optimizer
