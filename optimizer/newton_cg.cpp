@@ -23,6 +23,9 @@ constexpr double sigma1 = 0.25;
 constexpr double sigma2 = 0.5;
 constexpr double sigma3 = 4.0;
 
+/// Predicted reductions at most this fraction of |f| are below what f's rounding resolves.
+constexpr double flat_reduction = 1e-13;
+
 using clock_type = std::chrono::steady_clock;
 
 /// Thrown inside the run to end it; caught in `minimize_newton_erased` only.
@@ -201,7 +204,13 @@ void run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
       radius = std::max(sigma1 * radius, std::min(alpha * snorm, sigma3 * radius));
     else
       radius = std::max(radius, std::min(alpha * snorm, sigma3 * radius));
-    if (actual > eta0 * predicted) {
+    // Near the minimum the predicted reduction falls below what f's rounding can show; there the
+    // gradient's norm judges the step instead (it still shrinks quadratically under Newton steps).
+    const bool flat = predicted <= flat_reduction * std::abs(f);
+    const bool accepted = flat ? trial_grad.norm() < grad.norm() : actual > eta0 * predicted;
+    if (flat)
+      radius = accepted ? std::max(radius, sigma3 * snorm) : sigma1 * std::min(radius, snorm);
+    if (accepted) {
       x = trial;
       f = f_trial;
       grad.swap(trial_grad);
@@ -209,10 +218,10 @@ void run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
       fn.accept(f, grad, snorm);
       continue;
     }
-    if (!(predicted > 0) || (std::abs(actual) <= 1e-12 * std::abs(f) && predicted <= 1e-12 * std::abs(f)))
+    if (!(predicted > 0) || snorm <= std::numeric_limits<double>::epsilon() * std::max(1.0, x.norm()))
       throw run_ended{stop_reason::line_search_failed,
-                      "the trust region allows no further reduction (actual " + std::to_string(actual)
-                        + ", predicted " + std::to_string(predicted)
+                      "the trust region allows no further reduction (step " + std::to_string(snorm)
+                        + ", predicted reduction " + std::to_string(predicted)
                         + "): the objective may be at machine precision; consider a larger epsilon"};
   }
 }

@@ -30,8 +30,9 @@ struct newton_options {
 /// theta + s once; the step is accepted when the actual reduction is at least 1e-4 of the one the
 /// quadratic model predicts, and Delta grows or shrinks with the agreement. A rejected step costs
 /// one more evaluation, at the current iterate, before the next products (the objective's products
-/// refer to its last evaluation). Stops as L-BFGS does (run.hpp); `line_search_failed` means the
-/// region shrank until neither the actual nor the predicted reduction exceeds 1e-12 |f|.
+/// refer to its last evaluation). Where the predicted reduction is below 1e-13 |f| (f's rounding
+/// hides it), a step is accepted when it lowers the gradient's norm instead. Stops as L-BFGS does
+/// (run.hpp); `line_search_failed` means the region shrank to a step of machine precision.
 /// `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector products.
 /// Options are checked first; bad ones give `evaluation_failed` with a message. Blocks the calling
 /// thread until done; theta holds the last accepted iterate.
