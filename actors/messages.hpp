@@ -11,6 +11,14 @@
 //       -> (uint64 round, double loss_sum, dense_vector grad_sum, int64 count)
 //   (quality_atom, access_token, uint64 round, dense_vector theta)
 //       -> (uint64 round, double correct, double squared_error, int64 count)
+//   (hessvec_atom, access_token, uint64 round, uint64 at, dense_vector theta, dense_vector v)
+//       -> (uint64 round, dense_vector hv_sum, int64 count)
+//
+// The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
+// evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
+// no exp or log. With an empty theta the shard must have served that evaluation last (else the
+// request is refused, errc::bad_request); with a theta (sent to a shard recreated after its node
+// went down, which has served nothing) it first rebuilds the curvature at that theta.
 //
 // Replies carry *sums* over the shard's examples and the example count; the driver adds shards in
 // shard order, divides by the total count and adds the regulariser once. `round` is echoed so the
@@ -35,6 +43,7 @@ namespace shardopt::actors {
 
 using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using quality_atom = caf::atom_constant<caf::atom("quality")>;
+using hessvec_atom = caf::atom_constant<caf::atom("hessvec")>;
 
 /// The project's error category for caf::error.
 constexpr caf::atom_value error_category = caf::atom("shardopt");
@@ -51,7 +60,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 3;  // 3: model shapes carry hidden layers; PS hellos the model
+constexpr std::uint32_t protocol_version = 4;  // 4: shards answer Hessian-vector products
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -150,7 +159,9 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<eval_atom, access_token, std::uint64_t, dense_vector>::with<
     std::uint64_t, double, dense_vector, std::int64_t>,
   caf::replies_to<quality_atom, access_token, std::uint64_t, dense_vector>::with<
-    std::uint64_t, double, double, std::int64_t>>;
+    std::uint64_t, double, double, std::int64_t>,
+  caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, dense_vector,
+                  dense_vector>::with<std::uint64_t, dense_vector, std::int64_t>>;
 
 /// Announces the project's message types and error category. Call on every config before the
 /// actor system is created, in drivers and nodes alike.

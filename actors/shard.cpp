@@ -36,9 +36,39 @@ public:
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
         auto grad = std::make_shared<Eigen::VectorXd>(dimension);
-        const double loss = model::loss_grad_sum(shape_, *data_, rows_, theta.map(), *grad);
+        const bool keep = model::has_hessian(shape_);
+        const double loss = model::loss_grad_sum(shape_, *data_, rows_, theta.map(), *grad,
+                                                 keep ? &curvature_ : nullptr);
+        cached_ = keep;
+        cached_round_ = round;
         return {round, loss, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(grad)}},
                 rows_.size()};
+      },
+      [this, dimension](hessvec_atom, const access_token& token, std::uint64_t round,
+                        std::uint64_t at, const dense_vector& theta, const dense_vector& v)
+        -> caf::result<std::uint64_t, dense_vector, std::int64_t> {
+        if (token != token_)
+          return refused_token();
+        if (!model::has_hessian(shape_))
+          return make_error(errc::bad_request, "Hessian-vector products are defined for the linear "
+                                               "models, not " + model::describe(shape_));
+        if (static_cast<std::int64_t>(v.size()) != dimension)
+          return make_error(errc::dimension_mismatch, dimension_message(v.size(), dimension));
+        if (theta.size() != 0) {
+          if (static_cast<std::int64_t>(theta.size()) != dimension)
+            return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
+          curvature_ = model::curvature_at(shape_, *data_, rows_, theta.map());
+          cached_ = true;
+          cached_round_ = at;
+        }
+        if (!cached_ || cached_round_ != at)
+          return make_error(errc::bad_request,
+                            "a product at the evaluation of round " + std::to_string(at)
+                              + ", but this shard's last evaluation "
+                              + (cached_ ? "was round " + std::to_string(cached_round_) : "kept nothing"));
+        auto hv = std::make_shared<Eigen::VectorXd>(dimension);
+        model::hessian_vector_sum(shape_, *data_, rows_, curvature_, v.map(), *hv);
+        return {round, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(hv)}}, rows_.size()};
       },
       [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
                         const dense_vector& theta)
@@ -58,6 +88,9 @@ private:
   std::shared_ptr<const model::dataset> data_;
   model::row_range rows_;
   access_token token_;
+  model::curvature curvature_;       // of the last evaluation, for products
+  bool cached_ = false;
+  std::uint64_t cached_round_ = 0;   // the round of that evaluation
 };
 
 } // namespace

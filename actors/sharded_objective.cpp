@@ -42,6 +42,8 @@ struct sharded_objective::impl {
       return fresh.error().with_context("recreating it failed");
     shards.replace(i, std::move(*fresh));
     ++recreated;
+    if (i < needs_theta.size())
+      needs_theta[i] = true;  // it has served no evaluation: products must bring the theta
     return down_action::resend;
   }
 
@@ -75,6 +77,10 @@ struct sharded_objective::impl {
   std::size_t recreated = 0;
   std::vector<double> losses;
   std::vector<dense_vector> grads;
+  // The last successful evaluation, where products are taken, and which shards have not served it.
+  dense_vector evaluated_theta;
+  std::uint64_t evaluated_round = 0;
+  std::vector<bool> needs_theta;
 };
 
 sharded_objective::sharded_objective(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -119,8 +125,15 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   s.losses.assign(n, 0.0);
   s.grads.assign(n, dense_vector{});
   const dense_vector shared_theta{theta};  // one copy, shared by every request in this process
-  auto done = s.fan_out(
-    reply<double, dense_vector, std::int64_t>{}, eval_atom::value, shared_theta, "evaluation",
+  s.evaluated_theta = dense_vector{};
+  s.needs_theta.assign(n, false);
+  std::uint64_t this_round = 0;
+  auto done = s.shards.round(
+    reply<double, dense_vector, std::int64_t>{}, s.timeout, "evaluation",
+    [&](std::size_t i, std::uint64_t round) {
+      this_round = round;
+      s.self->send(s.shards[i], eval_atom::value, s.token, round, shared_theta);
+    },
     [&](std::size_t i, double loss, dense_vector g, std::int64_t count) -> result<void> {
       if (auto ok = s.check_count(i, count); !ok)
         return ok;
@@ -131,10 +144,14 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
         return fail("returned a non-finite loss or gradient");
       s.losses[i] = loss;
       s.grads[i] = std::move(g);
+      s.needs_theta[i] = false;  // a shard recreated mid-round was asked again: it has served it
       return {};
-    });
+    },
+    [&s](std::size_t i) { return s.recreate(i); });
   if (!done)
     return done.error();
+  s.evaluated_theta = shared_theta;
+  s.evaluated_round = this_round;
   // Add up in shard order: the same bits whatever order the replies arrived in.
   grad.setZero(dimension);
   double loss = 0;
@@ -147,6 +164,52 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   if (count <= 0)
     return fail("the shards hold no examples");
   return model::finish_objective(s.shape, s.lambda, count, loss, theta, grad);
+}
+
+result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+  auto& s = *impl_;
+  const auto dimension = s.shape.dimension();
+  if (!model::has_hessian(s.shape))
+    return fail("Hessian-vector products are defined for the linear models, not "
+                + model::describe(s.shape));
+  if (s.evaluated_theta.size() == 0)
+    return fail("a Hessian-vector product needs a successful evaluation first");
+  if (v.size() != dimension)
+    return fail("v has " + std::to_string(v.size()) + " entries, the model expects "
+                + std::to_string(dimension));
+  const auto n = s.shards.size();
+  s.grads.assign(n, dense_vector{});
+  const dense_vector shared_v{v};
+  const auto at = s.evaluated_round;
+  auto done = s.shards.round(
+    reply<dense_vector, std::int64_t>{}, s.timeout, "Hessian-vector product",
+    [&](std::size_t i, std::uint64_t round) {
+      s.self->send(s.shards[i], hessvec_atom::value, s.token, round, at,
+                   s.needs_theta[i] ? s.evaluated_theta : dense_vector{}, shared_v);
+    },
+    [&](std::size_t i, dense_vector part, std::int64_t count) -> result<void> {
+      if (auto ok = s.check_count(i, count); !ok)
+        return ok;
+      if (static_cast<std::int64_t>(part.size()) != dimension || !part.map().allFinite())
+        return fail("returned a product of " + std::to_string(part.size())
+                    + " entries or with non-finite values, expected " + std::to_string(dimension)
+                    + " finite values");
+      s.grads[i] = std::move(part);
+      s.needs_theta[i] = false;
+      return {};
+    },
+    [&s](std::size_t i) { return s.recreate(i); });
+  if (!done)
+    return done.error();
+  // Add up in shard order, as evaluate does.
+  hv.setZero(dimension);
+  std::int64_t count = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    hv += s.grads[i].map();
+    count += s.rows[i];
+  }
+  model::finish_hessian_vector(s.shape, s.lambda, count, v, hv);
+  return {};
 }
 
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {

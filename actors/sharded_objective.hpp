@@ -22,7 +22,7 @@ namespace shardopt::actors {
 /// bit the same whatever order they arrive in. Shards are monitored: one that dies is noticed at
 /// once (not at the timeout). A shard that dies (without a way to recreate it), errs or times out
 /// makes the evaluation fail with a message naming the shard; it never hangs. Satisfies the
-/// optimizer's objective concept. Blocks the calling thread (a driver thread, never an actor).
+/// optimizer's objective concept, with Hessian-vector products for the linear models. Blocks the calling thread (a driver thread, never an actor).
 class sharded_objective {
 public:
   /// Spawns one local shard actor per block of `data` (shared, never copied).
@@ -43,6 +43,12 @@ public:
 
   /// The objective at theta; overwrites grad.
   result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad);
+
+  /// The Hessian of the objective at the theta of the last successful `evaluate`, times v, into hv
+  /// (linear models only): one request per shard, summed in shard order, so the same bits whatever
+  /// order replies arrive in. A shard recreated since that evaluation is sent its theta with the
+  /// request and rebuilds what it needs first, so a lost shard costs a resend, not the run.
+  result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv);
 
   /// Accuracy counts / squared errors over all shards' examples at theta.
   result<model::quality_sums> quality(const Eigen::VectorXd& theta);

@@ -195,6 +195,15 @@ void add_train_command(CLI::App& app, train_options& o) {
     ->capture_default_str();
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
+  train->add_option("--solver", o.solver,
+                    "--mode lbfgs: lbfgs (L-BFGS, L-BFGS-B with bounds) or newton-cg (trust-region "
+                    "Newton-CG with Hessian-vector products on the shards; linear models)")
+    ->capture_default_str()->check(CLI::IsMember({"lbfgs", "newton-cg"}));
+  train->add_option("--cg-tolerance", o.cg_tolerance,
+                    "newton-cg: inner CG stops at this fraction of ||grad||, in (0, 1)")
+    ->capture_default_str()->check(CLI::Range(1e-12, 0.999999));
+  train->add_option("--max-cg", o.max_cg, "newton-cg: Hessian-vector products per step (0 = no limit)")
+    ->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--max-iter", o.lbfgs.max_iterations, "Iteration limit (0 = none)")
     ->capture_default_str();
   train->add_option("--epsilon", o.lbfgs.epsilon, "Stop when ||grad||_2 <= epsilon")

@@ -338,7 +338,7 @@ int run_report(const report_options& options) {
           run.columns.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
         const auto summary = row.value("summary", json{});
         if (summary.is_object()) {
-          for (const char* key : {"mode", "objective", "train_accuracy", "test_accuracy", "iterations", "steps",
+          for (const char* key : {"mode", "solver", "objective", "train_accuracy", "test_accuracy", "iterations", "steps",
                                   "seconds", "examples_per_second", "stop_reason"})
             if (summary.contains(key) && !summary[key].is_null())
               run.columns.emplace_back(key, summary[key].is_string() ? summary[key].get<std::string>()
@@ -346,8 +346,9 @@ int run_report(const report_options& options) {
           if (summary.contains("examples_per_second"))
             run.throughput = summary["examples_per_second"].get<double>();
           else if (summary.contains("evaluations") && summary.contains("examples") && summary.value("seconds", 0.0) > 0)
-            run.throughput = summary["evaluations"].get<double>() * summary["examples"].get<double>() /
-                             summary["seconds"].get<double>();
+            // Passes over the data: evaluations plus Hessian-vector products (newton-cg).
+            run.throughput = (summary["evaluations"].get<double>() + summary.value("hessian_products", 0.0)) *
+                             summary["examples"].get<double>() / summary["seconds"].get<double>();
         }
         // The per-iteration (or per-log-step) metrics of the run.
         std::istringstream metrics{slurp(file.parent_path() / row.value("dir", "") / "metrics.jsonl")};

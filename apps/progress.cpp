@@ -45,7 +45,7 @@ bool progress_reporter::operator()(const optimizer::iteration_info& info) {
     nlohmann::json row{{"iteration", info.iteration},   {"objective", info.f},
                        {"grad_norm", info.grad_norm},   {"grad_norm_inf", info.grad_norm_inf},
                        {"step", info.step},             {"evaluations", info.evaluations},
-                       {"seconds", info.seconds}};
+                       {"hessian_products", info.products}, {"seconds", info.seconds}};
     metrics_ << row.dump() << '\n';
     metrics_.flush();
     if (!metrics_ && metrics_error_.empty()) {
@@ -75,9 +75,14 @@ void progress_reporter::flush() {
 void progress_reporter::print(const optimizer::iteration_info& info) {
   if (quiet_)
     return;
-  std::fprintf(stderr, "iter %5d  f %.10g  |g|_inf %.3e  step %.3g  evals %d  %.1fs\n",
-               info.iteration, info.f, info.grad_norm_inf, info.step, info.evaluations,
-               info.seconds);
+  if (info.products > 0)
+    std::fprintf(stderr, "iter %5d  f %.10g  |g|_inf %.3e  |s| %.3g  evals %d  Hv %d  %.1fs\n",
+                 info.iteration, info.f, info.grad_norm_inf, info.step, info.evaluations,
+                 info.products, info.seconds);
+  else
+    std::fprintf(stderr, "iter %5d  f %.10g  |g|_inf %.3e  step %.3g  evals %d  %.1fs\n",
+                 info.iteration, info.f, info.grad_norm_inf, info.step, info.evaluations,
+                 info.seconds);
 }
 
 } // namespace shardopt::apps

@@ -287,6 +287,9 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
 
 int run_ps_train(const train_options& options) {
   const auto started = clock_type::now();
+  if (options.solver != "lbfgs")
+    return report_error("--solver " + options.solver + " is a full-batch solver of --mode lbfgs; "
+                        "--mode ps trains with --rule");
   auto data = read_data(options);
   if (!data)
     return report_error(data.error().message());

@@ -6,6 +6,7 @@
 #include "apps/shards.hpp"
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"
+#include "optimizer/newton_cg.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,11 +19,40 @@
 
 namespace shardopt::apps {
 
+namespace {
+
+/// Newton-CG's settings: the stopping tests are the ones L-BFGS takes, by the same options.
+optimizer::newton_options newton_options(const train_options& options) {
+  optimizer::newton_options out;
+  out.epsilon = options.lbfgs.epsilon;
+  out.epsilon_rel = options.lbfgs.epsilon_rel;
+  out.past = options.lbfgs.past;
+  out.delta = options.lbfgs.delta;
+  out.max_iterations = options.lbfgs.max_iterations;
+  out.cg_tolerance = options.cg_tolerance;
+  out.max_cg_iterations = options.max_cg;
+  return out;
+}
+
+} // namespace
+
 int run_train(const train_options& options) {
   const auto architecture = model_architecture(options);
   if (!architecture)
     return report_error(architecture.error().message());
   const auto kind = architecture->kind;
+  const bool newton = options.solver == "newton-cg";
+  if (newton) {
+    if (architecture->is_network())
+      return report_error("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
+                          "train --model mlp with --solver lbfgs or --mode ps");
+    if (options.lower || options.upper)
+      return report_error("--solver newton-cg does not take --lower/--upper: bounded problems need "
+                          "L-BFGS-B (--solver lbfgs)");
+    if (!options.checkpoints.dir.empty())
+      return report_error("--checkpoint-dir: --solver newton-cg runs cannot be checkpointed yet "
+                          "(L-BFGS runs can: --solver lbfgs)");
+  }
   const auto started = std::chrono::steady_clock::now();
   // Node-local training data is read by the nodes; otherwise the driver reads and prepares it.
   const bool node_local = options.data_placement == "node-local";
@@ -88,13 +118,15 @@ int run_train(const train_options& options) {
   // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
   Eigen::VectorXd theta = model::initial_theta(data.shape, options.ps.seed);
   const auto session = checkpoints ? checkpoints->session() : optimizer::lbfgs_session{};
-  const auto run = optimizer::minimize(objective, theta, lbfgs, std::ref(progress), session);
+  const auto run = newton ? optimizer::minimize_newton(objective, theta, newton_options(options), std::ref(progress))
+                         : optimizer::minimize(objective, theta, lbfgs, std::ref(progress), session);
   progress.flush();
   if (!options.quiet)
-    std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations, %.2fs%s%s\n",
+    std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations%s, %.2fs%s%s\n",
                  std::string(optimizer::to_string(run.reason)).c_str(), run.iterations,
-                 run.evaluations, run.seconds, run.message.empty() ? "" : ": ",
-                 run.message.c_str());
+                 run.evaluations,
+                 newton ? (", " + std::to_string(run.products) + " Hessian-vector products").c_str() : "",
+                 run.seconds, run.message.empty() ? "" : ": ", run.message.c_str());
   const io::saved_model saved{data.shape, theta, data.labels, data.scaling, options.lambda};
   if (run.reason == optimizer::stop_reason::evaluation_failed) {
     if (!options.save.empty() && run.iterations > 0 && io::save_model(options.save, saved).ok())
@@ -108,7 +140,10 @@ int run_train(const train_options& options) {
                          {"grad_norm", run.grad_norm},
                          {"grad_norm_inf", run.grad_norm_inf},
                          {"iterations", run.iterations},
+                         {"solver", options.solver},
                          {"evaluations", run.evaluations},
+                         {"hessian_products", run.products},
+                         {"passes", run.evaluations + run.products},
                          {"seconds", run.seconds},
                          {"stop_reason", optimizer::to_string(run.reason)},
                          {"shards", shards},

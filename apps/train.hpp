@@ -64,7 +64,10 @@ struct train_options {
   std::string data_placement = "shipped";  ///< with nodes: "shipped" or "node-local"
   actors::tls_options tls;         ///< mutual TLS to the nodes
   std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
-  optimizer::lbfgs_options lbfgs;
+  std::string solver = "lbfgs";    ///< --mode lbfgs: "lbfgs" or "newton-cg"
+  optimizer::lbfgs_options lbfgs;  ///< also the stopping tests of newton-cg
+  double cg_tolerance = 0.1;       ///< newton-cg: CG stops at this fraction of ||grad||
+  int max_cg = 0;                  ///< newton-cg: products per step (0 = the dimension)
   std::optional<double> lower;     ///< one bound for every coordinate of theta (L-BFGS-B)
   std::optional<double> upper;
   double eval_timeout = 300;       ///< seconds one evaluation may take before it fails

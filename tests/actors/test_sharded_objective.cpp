@@ -173,6 +173,11 @@ actors::shard_actor::behavior_type erring_shard() {
       -> caf::result<std::uint64_t, double, double, std::int64_t> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
+    [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
+       const actors::dense_vector&, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, actors::dense_vector, std::int64_t> {
+      return actors::make_error(actors::errc::shard_failed, "disk on fire");
+    },
   };
 }
 
@@ -188,6 +193,11 @@ actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer sel
            const actors::dense_vector&)
       -> caf::result<std::uint64_t, double, double, std::int64_t> {
       return self->make_response_promise<std::uint64_t, double, double, std::int64_t>();
+    },
+    [self](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
+           const actors::dense_vector&, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, actors::dense_vector, std::int64_t> {
+      return self->make_response_promise<std::uint64_t, actors::dense_vector, std::int64_t>();
     },
   };
 }
@@ -296,6 +306,115 @@ TEST_CASE("a shard that goes down is recreated through the factory and the resul
   CHECK(std::memcmp(&*before, &*after, sizeof(double)) == 0);
   CHECK(std::memcmp(before_grad.data(), after_grad.data(), sizeof(double) * before_grad.size()) == 0);
   CHECK(actors::shards_of(objective)[2] != shards[2]);
+}
+
+TEST_CASE("Hessian-vector products over K shard actors equal the local objective's, K = 1..7, dense and sparse") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  for (const auto kind : {model::model_kind::softmax, model::model_kind::svm})
+  for (bool sparse : {false, true}) {
+    const model::model_shape shape{kind, 13, 4};
+    INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
+    std::mt19937 rng{20261123};
+    const auto data = make_problem(8, 701, 13, 4, sparse);
+    std::normal_distribution<double> normal;
+    const Eigen::VectorXd theta =
+      Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.3 * normal(rng); });
+    const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return normal(rng); });
+    model::local_objective whole{shape, data, 0.01};
+    Eigen::VectorXd grad;
+    whole.evaluate(theta, grad);
+    Eigen::VectorXd expected;
+    REQUIRE(whole.hessian_vector(v, expected).ok());
+    for (std::int64_t k = 1; k <= 7; ++k) {
+      INFO("K = " << k);
+      const auto blocks = random_blocks(rng, 701, k);
+      auto sharded = actors::sharded_objective::local(rt, shape, 0.01, data, blocks, 30s);
+      Eigen::VectorXd hv;
+      CHECK_FALSE(sharded.hessian_vector(v, hv).ok());  // no evaluation yet
+      REQUIRE(sharded.evaluate(theta, grad).ok());
+      REQUIRE(sharded.hessian_vector(v, hv).ok());
+      CHECK(relative_error(hv, expected) <= 1e-12);
+      // The local objective over the same blocks adds them in the same order: the same bits.
+      model::local_objective same_blocks{shape, data, 0.01, blocks};
+      same_blocks.evaluate(theta, grad);
+      Eigen::VectorXd local_hv;
+      REQUIRE(same_blocks.hessian_vector(v, local_hv).ok());
+      CHECK(std::memcmp(hv.data(), local_hv.data(), sizeof(double) * hv.size()) == 0);
+    }
+  }
+}
+
+TEST_CASE("a shard lost before a product is recreated, rebuilds its curvature at the evaluated theta, and the product is unchanged") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const auto data = make_problem(9, 150, 5, 3, true);
+  const model::model_shape shape{model::model_kind::softmax, 5, 3};
+  const std::vector<model::row_range> blocks{{0, 50}, {50, 100}, {100, 150}};
+  const auto token = actors::access_token::random();
+  std::vector<actors::shard_actor> shards;
+  for (const auto& block : blocks)
+    shards.push_back(actors::spawn_shard(rt.system(), shape, data, block, token));
+  auto objective = actors::make_sharded_objective(
+    rt, shape, 0.01, shards, {50, 50, 50}, token, 10s,
+    [&](std::size_t i) -> shardopt::result<actors::shard_actor> {
+      return actors::spawn_shard(rt.system(), shape, data, blocks[i], token);
+    });
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.2, 0.3);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, -0.5);
+  Eigen::VectorXd grad;
+  REQUIRE(objective.evaluate(theta, grad).ok());
+  Eigen::VectorXd before;
+  REQUIRE(objective.hessian_vector(v, before).ok());
+
+  caf::scoped_actor killer{rt.system()};
+  killer->monitor(shards[1]);
+  killer->send_exit(shards[1], caf::exit_reason::kill);
+  killer->receive([](const caf::down_msg&) {});
+  Eigen::VectorXd after;
+  REQUIRE(objective.hessian_vector(v, after).ok());
+  CHECK(objective.recreated_shards() == 1);
+  CHECK(std::memcmp(before.data(), after.data(), sizeof(double) * before.size()) == 0);
+  // The fresh shard served the product: the next one needs no theta, and still agrees.
+  Eigen::VectorXd again;
+  REQUIRE(objective.hessian_vector(v, again).ok());
+  CHECK(std::memcmp(before.data(), again.data(), sizeof(double) * before.size()) == 0);
+}
+
+TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wrong size, and for networks") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const auto data = make_problem(10, 60, 4, 3, false);
+  const auto token = actors::access_token::random();
+  caf::scoped_actor self{rt.system()};
+  auto ask = [&](const actors::shard_actor& shard, auto... request) {
+    std::string error;
+    self->request(shard, 10s, request...).receive(
+      [](std::uint64_t, const actors::dense_vector&, std::int64_t) {},
+      [&](const caf::error& e) { error = actors::describe(e, rt.system()); });
+    return error;
+  };
+  const model::model_shape shape{model::model_kind::softmax, 4, 3};
+  const auto shard = actors::spawn_shard(rt.system(), shape, data, {0, 60}, token);
+  const actors::dense_vector v{Eigen::VectorXd::Ones(shape.dimension())};
+  const actors::dense_vector none;
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{7}, none, v)
+          .find("kept nothing") != std::string::npos);
+  self->request(shard, 10s, actors::eval_atom::value, token, std::uint64_t{7}, v).receive(
+    [](std::uint64_t, double, const actors::dense_vector&, std::int64_t) {}, [](const caf::error&) {});
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{8}, std::uint64_t{7}, none, v).empty());
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{9}, std::uint64_t{6}, none, v)
+          .find("was round 7") != std::string::npos);
+  const actors::dense_vector short_v{Eigen::VectorXd::Ones(3)};
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{10}, std::uint64_t{7}, none, short_v)
+          .find("theta has 3 entries") != std::string::npos);
+  CHECK(ask(shard, actors::hessvec_atom::value, actors::access_token::random(), std::uint64_t{11},
+            std::uint64_t{7}, none, v).find("another driver") != std::string::npos);
+
+  const model::model_shape network{model::model_kind::softmax, 4, 3, {5}};
+  const auto net_shard = actors::spawn_shard(rt.system(), network, data, {0, 60}, token);
+  const actors::dense_vector net_v{Eigen::VectorXd::Ones(network.dimension())};
+  CHECK(ask(net_shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{1}, net_v, net_v)
+          .find("linear models") != std::string::npos);
+  for (const auto& s : {shard, net_shard})
+    self->send_exit(s, caf::exit_reason::user_shutdown);
 }
 
 TEST_CASE("hostile data blocks and part summaries are refused before anything is allocated") {
