@@ -242,6 +242,22 @@ void add_experiment_commands(CLI::App& app, command_line& o) {
   report->add_option("-o,--output", o.report.output, "HTML file to write")->capture_default_str();
 }
 
+void add_generate_command(CLI::App& app, generate_options& o) {
+  auto* generate = app.add_subcommand("generate", "Write a synthetic LIBSVM dataset with a planted model (seeded)");
+  generate->add_option("-o,--output", o.output, "LIBSVM file to write")->required();
+  generate->add_option("--model", o.model, "Labels: logistic (+1/-1), softmax (classes) or linear (real)")
+    ->capture_default_str()->check(CLI::IsMember({"linear", "logistic", "softmax"}));
+  generate->add_option("--rows", o.spec.rows, "Examples")->capture_default_str();
+  generate->add_option("--features", o.spec.features, "Features (indices 1..features)")->capture_default_str();
+  generate->add_option("--nonzeros", o.spec.nonzeros, "Non-zero features per row")->capture_default_str();
+  generate->add_option("--classes", o.spec.classes, "softmax: classes")->capture_default_str();
+  generate->add_option("--signal", o.spec.signal, "Scale of the planted weights")->capture_default_str();
+  generate->add_option("--noise", o.spec.noise, "linear: standard deviation of the label noise")
+    ->capture_default_str();
+  generate->add_option("--seed", o.spec.seed, "Seed: the same seed writes the same file")->capture_default_str();
+  generate->add_flag("-q,--quiet", o.quiet, "No summary line");
+}
+
 } // namespace
 
 void define_commands(CLI::App& app, command_line& o) {
@@ -254,5 +270,6 @@ void define_commands(CLI::App& app, command_line& o) {
   add_node_command(app, o.node);
   add_ps_task_command(app, o.task);
   add_experiment_commands(app, o);
+  add_generate_command(app, o.generate);
 }
 } // namespace shardopt::apps

@@ -5,6 +5,7 @@
 // without the dashes, so the two cannot drift apart.
 
 #include "apps/eval.hpp"
+#include "apps/generate.hpp"
 #include "apps/node_command.hpp"
 #include "apps/ps_train.hpp"
 #include "apps/train.hpp"
@@ -42,6 +43,7 @@ struct command_line {
   std::vector<std::string> run_overrides;
   sweep_options sweep;
   report_options report;
+  generate_options generate;
 };
 
 /// Adds every subcommand and option to `app`. Later occurrences of an option win (so command-line

@@ -48,6 +48,8 @@ int dispatch(int argc, char** argv) {
     return run_sweep(options.sweep);
   if (app.got_subcommand("report"))
     return run_report(options.report);
+  if (app.got_subcommand("generate"))
+    return run_generate(options.generate);
   return run_eval(options.eval);
 }
 

@@ -1,0 +1,28 @@
+#include "apps/generate.hpp"
+
+#include "apps/summary.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+namespace shardopt::apps {
+
+int run_generate(const generate_options& options) {
+  auto spec = options.spec;
+  const auto kind = model::parse_model_kind(options.model);
+  if (!kind)
+    return report_error("--model " + options.model + ": generate writes linear, logistic or softmax data");
+  spec.kind = *kind;
+  const auto started = std::chrono::steady_clock::now();
+  if (auto ok = io::write_synthetic(spec, options.output); !ok)
+    return report_error(ok.error().message());
+  if (!options.quiet)
+    std::fprintf(stderr, "wrote %s: %lld rows x %lld features, %lld non-zeros a row, %s labels, seed %llu (%.1fs)\n",
+                 options.output.c_str(), static_cast<long long>(spec.rows),
+                 static_cast<long long>(spec.features), static_cast<long long>(spec.nonzeros),
+                 options.model.c_str(), static_cast<unsigned long long>(spec.seed),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  return 0;
+}
+
+} // namespace shardopt::apps
