@@ -25,6 +25,9 @@ constexpr double sigma3 = 4.0;
 
 /// Predicted reductions at most this fraction of |f| are below what f's rounding resolves.
 constexpr double flat_reduction = 1e-13;
+/// There a step must cut the gradient's norm by 10% (Newton steps do far more near a smooth
+/// minimum; at a kink of the squared hinge they may not, and the run ends instead of crawling).
+constexpr double flat_gradient_decrease = 0.9;
 
 using clock_type = std::chrono::steady_clock;
 
@@ -207,7 +210,8 @@ void run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
     // Near the minimum the predicted reduction falls below what f's rounding can show; there the
     // gradient's norm judges the step instead (it still shrinks quadratically under Newton steps).
     const bool flat = predicted <= flat_reduction * std::abs(f);
-    const bool accepted = flat ? trial_grad.norm() < grad.norm() : actual > eta0 * predicted;
+    const bool accepted = flat ? trial_grad.norm() <= flat_gradient_decrease * grad.norm()
+                               : actual > eta0 * predicted;
     if (flat)
       radius = accepted ? std::max(radius, sigma3 * snorm) : sigma1 * std::min(radius, snorm);
     if (accepted) {

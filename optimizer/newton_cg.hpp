@@ -31,7 +31,7 @@ struct newton_options {
 /// quadratic model predicts, and Delta grows or shrinks with the agreement. A rejected step costs
 /// one more evaluation, at the current iterate, before the next products (the objective's products
 /// refer to its last evaluation). Where the predicted reduction is below 1e-13 |f| (f's rounding
-/// hides it), a step is accepted when it lowers the gradient's norm instead. Stops as L-BFGS does
+/// hides it), a step is accepted when it lowers the gradient's norm by 10% instead. Stops as L-BFGS does
 /// (run.hpp); `line_search_failed` means the region shrank to a step of machine precision.
 /// `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector products.
 /// Options are checked first; bad ones give `evaluation_failed` with a message. Blocks the calling
