@@ -16,9 +16,11 @@
 //
 // The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
 // evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
-// no exp or log. With an empty theta the shard must have served that evaluation last (else the
-// request is refused, errc::bad_request); with a theta (sent to a shard recreated after its node
-// went down, which has served nothing) it first rebuilds the curvature at that theta.
+// no exp or log. A shard keeps that curvature from its first product request on (a run that never
+// asks for products never pays for it). With an empty theta the shard must have served that
+// evaluation last, keeping the curvature (else the request is refused, errc::bad_request); with a
+// theta (the first product of a run, or to a shard recreated after its node went down) it first
+// rebuilds the curvature at that theta.
 //
 // Replies carry *sums* over the shard's examples and the example count; the driver adds shards in
 // shard order, divides by the total count and adds the regulariser once. `round` is echoed so the

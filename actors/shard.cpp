@@ -36,7 +36,7 @@ public:
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
         auto grad = std::make_shared<Eigen::VectorXd>(dimension);
-        const bool keep = model::has_hessian(shape_);
+        const bool keep = keep_curvature_;
         const double loss = model::loss_grad_sum(shape_, *data_, rows_, theta.map(), *grad,
                                                  keep ? &curvature_ : nullptr);
         cached_ = keep;
@@ -53,7 +53,11 @@ public:
           return make_error(errc::bad_request, "Hessian-vector products are defined for the linear "
                                                "models, not " + model::describe(shape_));
         if (static_cast<std::int64_t>(v.size()) != dimension)
-          return make_error(errc::dimension_mismatch, dimension_message(v.size(), dimension));
+          return make_error(errc::dimension_mismatch, "the product's v has " + std::to_string(v.size())
+                                                        + " entries, the shard's model expects "
+                                                        + std::to_string(dimension));
+        // From the first product on, evaluations keep the curvature (L-BFGS never pays for it).
+        keep_curvature_ = true;
         if (theta.size() != 0) {
           if (static_cast<std::int64_t>(theta.size()) != dimension)
             return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
@@ -89,6 +93,7 @@ private:
   model::row_range rows_;
   access_token token_;
   model::curvature curvature_;       // of the last evaluation, for products
+  bool keep_curvature_ = false;      // set by the first product request
   bool cached_ = false;
   std::uint64_t cached_round_ = 0;   // the round of that evaluation
 };

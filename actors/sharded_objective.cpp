@@ -81,6 +81,7 @@ struct sharded_objective::impl {
   dense_vector evaluated_theta;
   std::uint64_t evaluated_round = 0;
   std::vector<bool> needs_theta;
+  bool products_asked = false;  // shards keep their curvature from their first product on
 };
 
 sharded_objective::sharded_objective(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
@@ -144,7 +145,9 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
         return fail("returned a non-finite loss or gradient");
       s.losses[i] = loss;
       s.grads[i] = std::move(g);
-      s.needs_theta[i] = false;  // a shard recreated mid-round was asked again: it has served it
+      // Shards keep the curvature once they were asked for a product: until then, products bring
+      // the theta. A shard recreated mid-round was asked again, so it served this round too.
+      s.needs_theta[i] = !s.products_asked;
       return {};
     },
     [&s](std::size_t i) { return s.recreate(i); });
@@ -201,6 +204,7 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
     [&s](std::size_t i) { return s.recreate(i); });
   if (!done)
     return done.error();
+  s.products_asked = true;
   // Add up in shard order, as evaluate does.
   hv.setZero(dimension);
   std::int64_t count = 0;

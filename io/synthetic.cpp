@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <unordered_set>
 #include <vector>
 
 namespace shardopt::io {
@@ -67,19 +68,21 @@ result<void> write_synthetic(const synthetic_spec& spec, const std::string& path
   const double value_scale = 1.0 / std::sqrt(static_cast<double>(spec.nonzeros));
   return stream_file_atomically(path, [&](std::ostream& out) {
     std::vector<std::int64_t> index;
+    std::unordered_set<std::int64_t> chosen;
     std::vector<double> value(static_cast<std::size_t>(spec.nonzeros));
     std::vector<double> z(static_cast<std::size_t>(outputs));
     char buffer[64];
     for (std::int64_t i = 0; i < spec.rows && out; ++i) {
-      // Distinct sorted indices: draw, sort, redraw duplicates (rare for nonzeros << features).
+      // Distinct sorted indices, a uniform subset by Floyd's algorithm: exactly `nonzeros` draws.
       index.clear();
-      while (static_cast<std::int64_t>(index.size()) < spec.nonzeros) {
-        index.push_back(below(bits, static_cast<std::uint64_t>(spec.features)));
-        if (static_cast<std::int64_t>(index.size()) == spec.nonzeros) {
-          std::sort(index.begin(), index.end());
-          index.erase(std::unique(index.begin(), index.end()), index.end());
-        }
+      chosen.clear();
+      for (std::int64_t j = spec.features - spec.nonzeros; j < spec.features; ++j) {
+        const auto t = below(bits, static_cast<std::uint64_t>(j + 1));
+        index.push_back(chosen.insert(t).second ? t : j);
+        if (index.back() == j)
+          chosen.insert(j);
       }
+      std::sort(index.begin(), index.end());
       std::fill(z.begin(), z.end(), 0.0);
       for (std::size_t t = 0; t < index.size(); ++t) {
         // Rounded to float first: the file holds what a reader stores, and z is computed from it.

@@ -18,7 +18,8 @@ namespace shardopt::io {
 /// - `softmax`: class k with probability softmax(z)_k, written 0..classes-1;
 /// - `linear`: z plus Gaussian noise of standard deviation `noise`.
 /// The draws come from mt19937_64 bits through our own conversions (no library distributions, whose
-/// algorithms differ between implementations): a seed gives the same file everywhere.
+/// algorithms differ between implementations): a seed gives the same file on every machine with the
+/// same maths library (log, cos and exp are not correctly rounded everywhere).
 struct synthetic_spec {
   model::model_kind kind = model::model_kind::logistic;
   std::int64_t rows = 100000;

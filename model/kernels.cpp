@@ -48,7 +48,7 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
         const double s = sigmoid(-margin);
         rt(0, i) = -t * s;
         if (ct)
-          (*ct)(0, i) = s * (1.0 - s);  // t^2 = 1
+          (*ct)(0, i) = s * sigmoid(margin);  // s (1 - s) without cancellation; t^2 = 1
       }
       break;
     case model_kind::softmax:

@@ -4,6 +4,7 @@
 #include "model/result.hpp"
 
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -33,8 +34,9 @@ public:
     grad.setZero(shape_.dimension());
     double loss = 0;
     std::int64_t count = 0;
-    const bool keep = has_hessian(shape_);
+    const bool keep = products_asked_;
     curvatures_.resize(keep ? blocks_.size() : 0);
+    last_theta_ = theta;
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
       loss += loss_grad_sum(shape_, *data_, blocks_[b], theta, partial_, keep ? &curvatures_[b] : nullptr);
       grad += partial_;
@@ -44,13 +46,24 @@ public:
   }
 
   /// The Hessian of the full objective at the theta of the last `evaluate` (full data, not a
-  /// minibatch) times v, into hv; blocks added in order. Fails for networks (no Hessian here) and
-  /// before any evaluation.
+  /// minibatch) times v, into hv; blocks added in order. Evaluations keep the per-example curvature
+  /// from the first product on (the first one rebuilds it). Fails for networks (no Hessian here),
+  /// for a v of another size and before any evaluation.
   result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
     if (!has_hessian(shape_))
       return fail("Hessian-vector products are defined for the linear models, not " + describe(shape_));
-    if (curvatures_.size() != blocks_.size())
+    if (last_theta_.size() != shape_.dimension())
       return fail("a Hessian-vector product needs an evaluation first");
+    if (v.size() != shape_.dimension())
+      return fail("v has " + std::to_string(v.size()) + " entries, the model expects "
+                  + std::to_string(shape_.dimension()));
+    // Evaluations keep the curvature from the first product on; this once, rebuild it.
+    if (!products_asked_) {
+      products_asked_ = true;
+      curvatures_.clear();
+      for (const auto& block : blocks_)
+        curvatures_.push_back(curvature_at(shape_, *data_, block, last_theta_));
+    }
     hv.setZero(shape_.dimension());
     std::int64_t count = 0;
     for (std::size_t b = 0; b < blocks_.size(); ++b) {
@@ -86,6 +99,8 @@ private:
   std::vector<row_range> blocks_;
   Eigen::VectorXd partial_;
   std::vector<curvature> curvatures_;  // of the last full evaluation, per block
+  Eigen::VectorXd last_theta_;         // of the last full evaluation
+  bool products_asked_ = false;        // evaluations keep curvatures from the first product on
 };
 
 } // namespace shardopt::model

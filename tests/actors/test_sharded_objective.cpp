@@ -404,7 +404,7 @@ TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wr
           .find("was round 7") != std::string::npos);
   const actors::dense_vector short_v{Eigen::VectorXd::Ones(3)};
   CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{10}, std::uint64_t{7}, none, short_v)
-          .find("theta has 3 entries") != std::string::npos);
+          .find("v has 3 entries") != std::string::npos);
   CHECK(ask(shard, actors::hessvec_atom::value, actors::access_token::random(), std::uint64_t{11},
             std::uint64_t{7}, none, v).find("another driver") != std::string::npos);
 
