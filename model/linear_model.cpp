@@ -84,6 +84,34 @@ private:
   row_major_matrix x_chunk_;
 };
 
+/// The forward half of an evaluation, chunk by chunk: scores, labels, the losses and residuals
+/// (and, with `keep`, each example's curvature stored there), then `then(chunk, rt)` with the
+/// chunk's residuals while its features are in cache. Returns the loss sum.
+template <class Then>
+double loss_chunks(const model_shape& shape, const dataset& data, const row_selection& rows,
+                   chunk_products& products, curvature* keep, Then then) {
+  Eigen::MatrixXd zt;
+  Eigen::MatrixXd rt;
+  Eigen::MatrixXd ct;
+  Eigen::VectorXd y;
+  if (keep) {
+    const bool none = shape.kind == model_kind::linear;
+    keep->rows = detail::selection_size(rows);
+    keep->d.resize(none ? 0 : shape.kind == model_kind::logistic ? 1 : shape.outputs, none ? 0 : keep->rows);
+  }
+  double loss = 0;
+  for_each_chunk(rows, [&](const chunk& c) {
+    products.forward(c, zt);
+    gather_labels(data, c, y);
+    rt.resize(zt.rows(), zt.cols());
+    loss += detail::chunk_loss(shape.kind, zt, y, rt, keep ? &ct : nullptr);
+    if (keep && ct.size() > 0)
+      keep->d.middleCols(c.first, c.count) = ct;
+    then(c, rt);
+  });
+  return loss;
+}
+
 } // namespace
 
 std::string_view to_string(model_kind kind) {
@@ -223,23 +251,7 @@ double loss_grad_sum(const model_shape& shape, const dataset& data, const row_se
   Eigen::Map<Eigen::MatrixXd> grad_w(grad_sum.data(), shape.features, shape.outputs);
   Eigen::Map<Eigen::VectorXd> grad_b(grad_sum.data() + shape.weight_count(), shape.outputs);
   chunk_products products{shape, data, theta};
-  Eigen::MatrixXd zt;
-  Eigen::MatrixXd rt;
-  Eigen::MatrixXd ct;
-  Eigen::VectorXd y;
-  double loss = 0;
-  if (keep) {
-    keep->rows = detail::selection_size(rows);
-    keep->d.resize(shape.kind == model_kind::linear ? 0 : shape.kind == model_kind::logistic ? 1 : shape.outputs,
-                   shape.kind == model_kind::linear ? 0 : keep->rows);
-  }
-  for_each_chunk(rows, [&](const chunk& c) {
-    products.forward(c, zt);
-    gather_labels(data, c, y);
-    rt.resize(zt.rows(), zt.cols());
-    loss += detail::chunk_loss(shape.kind, zt, y, rt, keep ? &ct : nullptr);
-    if (keep && ct.size() > 0)
-      keep->d.middleCols(c.first, c.count) = ct;
+  const double loss = loss_chunks(shape, data, rows, products, keep, [&](const chunk& c, const Eigen::MatrixXd& rt) {
     products.backward(c, rt, grad_w, grad_b);
   });
   products.finish(grad_w);
@@ -251,20 +263,9 @@ curvature curvature_at(const model_shape& shape, const dataset& data, const row_
   curvature out;
   out.rows = detail::selection_size(rows);
   if (shape.kind == model_kind::linear)
-    return out;
-  out.d.resize(shape.kind == model_kind::logistic ? 1 : shape.outputs, out.rows);
+    return out;  // nothing to keep: no pass needed
   chunk_products products{shape, data, theta};
-  Eigen::MatrixXd zt;
-  Eigen::MatrixXd rt;
-  Eigen::MatrixXd ct;
-  Eigen::VectorXd y;
-  for_each_chunk(rows, [&](const chunk& c) {
-    products.forward(c, zt);
-    gather_labels(data, c, y);
-    rt.resize(zt.rows(), zt.cols());
-    detail::chunk_loss(shape.kind, zt, y, rt, &ct);
-    out.d.middleCols(c.first, c.count) = ct;
-  });
+  loss_chunks(shape, data, rows, products, &out, [](const chunk&, const Eigen::MatrixXd&) {});
   return out;
 }
 

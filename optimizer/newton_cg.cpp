@@ -156,8 +156,9 @@ bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const
   return norm <= o.epsilon || norm <= o.epsilon_rel * x.norm();
 }
 
-/// The trust-region loop; returns at the gradient test or the iteration limit, throws other stops.
-void run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
+/// The trust-region loop; returns `converged` at the gradient test or `max_iterations` at the
+/// limit, throws other stops.
+stop_reason run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
   const auto n = x.size();
   Eigen::VectorXd grad(n);
   Eigen::VectorXd trial_grad(n);
@@ -170,8 +171,11 @@ void run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
   double radius = grad.norm();
   bool first_step = true;
   bool evaluated_here = true;  // the objective's last evaluation was at x (its products are x's)
-  while (!gradient_small(grad, x, o)
-         && !(o.max_iterations > 0 && fn.info().iteration >= o.max_iterations)) {
+  for (;;) {
+    if (gradient_small(grad, x, o))
+      return stop_reason::converged;
+    if (o.max_iterations > 0 && fn.info().iteration >= o.max_iterations)
+      return stop_reason::max_iterations;
     if (!evaluated_here) {
       fn.evaluate(x, trial_grad);  // same x, same bits: only the objective's cache changes
       evaluated_here = true;
@@ -244,11 +248,7 @@ run_result minimize_newton_erased(const evaluate_function& f, const hessian_func
   newton_run fn{f, hessian, options, hook};
   Eigen::VectorXd x = theta;
   try {
-    run(fn, x, options);
-    const auto& info = fn.info();
-    const bool limit = options.max_iterations > 0 && info.iteration >= options.max_iterations;
-    const bool small = info.grad_norm <= options.epsilon || info.grad_norm <= options.epsilon_rel * x.norm();
-    out.reason = small || !limit ? stop_reason::converged : stop_reason::max_iterations;
+    out.reason = run(fn, x, options);
   } catch (const run_ended& ended) {
     out.reason = ended.reason;
     out.message = ended.message;
