@@ -29,6 +29,9 @@ public:
   /// and evaluates, no periodic checkpoint).
   result<void> hooks(std::int64_t step, const Eigen::VectorXd& theta, bool final);
 
+  /// Whether the job's owner asked to stop before this step (chief_options::stop_requested).
+  bool stop_requested() const { return options_.stop_requested && options_.stop_requested(); }
+
   /// Writes a checkpoint of the PSs' state unless theta went non-finite (the last good one stays
   /// the newest). No-op without a checkpoint directory.
   result<void> checkpoint();

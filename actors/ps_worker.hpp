@@ -71,6 +71,9 @@ struct chief_options {
   io::saved_model model;               ///< labels, scaling, lambda for checkpoint files (theta unused)
   std::function<void(const std::string&)> note;  ///< restored, checkpoint written, ...
   std::function<void(const step_log&)> log;
+  /// Asked before every step: true ends the job at that step, as the last step would (final hooks,
+  /// checkpoint, every PS and worker told). Null: run to the last step.
+  std::function<bool()> stop_requested;
 };
 
 /// How a worker's training ended.

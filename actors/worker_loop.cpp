@@ -109,6 +109,8 @@ private:
       if (!theta_.allFinite())
         return abort("theta is not finite at step " + std::to_string(state->step)
                      + " (is the learning rate too large?)");
+      if (chief_ && chief_->stop_requested())
+        break;  // ends as at the last step: final hooks and checkpoint, the PSs told to stop
       if (chief_)
         if (auto hooks = chief_->hooks(state->step, theta_, false); !hooks)
           return abort(hooks.error().message());

@@ -201,32 +201,39 @@ result<std::vector<std::string>> config_text_arguments(const std::string& text, 
   for (const auto& [key, value] : document.as_table()) {
     if (key == skip || key == "command")
       continue;
-    // A fresh parser per key: unknown keys and bad values are caught here, with the line.
-    command_line scratch;
-    CLI::App app;
-    define_commands(app, scratch);
-    auto* sub = app.get_subcommand(command);
-    const auto* option = sub->get_option_no_throw("--" + key);
     const toml::value plain = toml::get<toml::value>(value);
-    if (!option || option->get_positional())
-      return fail(where(name, plain) + ": unknown key '" + key + "' (`shardopt " + command +
-                  "` has no option --" + key + ")");
-    auto converted = value_arguments(key, plain, *option);
+    auto converted = option_arguments(command, key, plain, "key");
     if (!converted)
-      return converted.error().with_context(where(name, plain) + ": key '" + key + "'");
-    std::vector<std::string> probe{command};
-    probe.insert(probe.end(), converted->begin(), converted->end());
-    try {
-      std::vector<std::string> reversed(probe.rbegin(), probe.rend());
-      app.parse(reversed);
-    } catch (const CLI::RequiredError&) {
-      // Other required options are missing from this one-key probe; the value itself is fine.
-    } catch (const CLI::ParseError& e) {
-      return fail(where(name, plain) + ": key '" + key + "': " + e.what());
-    }
+      return converted.error().with_context(where(name, plain));
     args.insert(args.end(), converted->begin(), converted->end());
   }
   return args;
+}
+
+result<std::vector<std::string>> option_arguments(const std::string& command, const std::string& key,
+                                                  const toml::value& value, const std::string& noun) {
+  // A fresh parser per key: unknown keys and bad values are caught here, one at a time.
+  command_line scratch;
+  CLI::App app;
+  define_commands(app, scratch);
+  auto* sub = app.get_subcommand(command);
+  const auto* option = sub->get_option_no_throw("--" + key);
+  if (!option || option->get_positional())
+    return fail("unknown " + noun + " '" + key + "' (`shardopt " + command + "` has no option --" + key + ")");
+  auto converted = value_arguments(key, value, *option);
+  if (!converted)
+    return converted.error().with_context(noun + " '" + key + "'");
+  std::vector<std::string> probe{command};
+  probe.insert(probe.end(), converted->begin(), converted->end());
+  try {
+    std::vector<std::string> reversed(probe.rbegin(), probe.rend());
+    app.parse(reversed);
+  } catch (const CLI::RequiredError&) {
+    // Other required options are missing from this one-key probe; the value itself is fine.
+  } catch (const CLI::ParseError& e) {
+    return fail(noun + " '" + key + "': " + e.what());
+  }
+  return converted;
 }
 
 result<std::string> read_config_text(const std::string& path) {

@@ -5,6 +5,8 @@
 #include "apps/cli.hpp"
 #include "model/result.hpp"
 
+#include <toml.hpp>
+
 #include <string>
 #include <vector>
 
@@ -21,6 +23,14 @@ result<std::vector<std::string>> config_arguments(const std::string& path, const
 result<std::vector<std::string>> config_text_arguments(const std::string& text, const std::string& name,
                                                        const std::string& command,
                                                        const std::string& skip = "");
+
+/// The command-line arguments that one option of `command`, given as `key = value`, stands for
+/// (`key` is the option's long name without dashes; a `true` flag is a bare flag, `false` none),
+/// checked by that option's own definition. This is how TOML files and the Python module's keyword
+/// arguments become options, so neither can drift from the CLI. Errors: "unknown <noun> '<key>'
+/// (`shardopt train` has no option --<key>)", "<noun> '<key>': <what is wrong with the value>".
+result<std::vector<std::string>> option_arguments(const std::string& command, const std::string& key,
+                                                  const toml::value& value, const std::string& noun);
 
 /// The command a configuration file asks for: its `command` key, "train" by default.
 result<std::string> config_command(const std::string& path);

@@ -82,6 +82,43 @@ result<std::shared_ptr<const model::dataset>> prepare_test_data(const data_optio
   return finish(std::move(**test), labels, scaling);
 }
 
+namespace {
+
+/// Fits the label encoding and the scaling on the training set, then encodes and scales both sets.
+result<prepared_data> prepare(io::raw_dataset train, std::optional<io::raw_dataset> test, io::scale_mode mode,
+                              bool standardize, const model::model_shape& architecture,
+                              std::int64_t classes) {
+  if (test)
+    if (auto ok = io::check_same_features(train, *test); !ok)
+      return ok.error();
+  prepared_data out;
+  auto labels = io::fit_labels(architecture.kind, train, classes);
+  if (!labels)
+    return labels.error();
+  out.labels = std::move(*labels);
+  out.scaling = io::fit_scaling(train, mode, standardize);
+  out.train_source = train.source;
+  out.shape = model::model_shape{architecture.kind, train.data.cols(), out.labels.outputs(),
+                                 architecture.hidden, architecture.act};
+  auto train_data = finish(std::move(train), out.labels, out.scaling);
+  if (!train_data)
+    return train_data.error();
+  out.train = std::move(*train_data);
+  out.train_rows = out.train->rows();
+  if (test) {
+    out.test_source = test->source;
+    auto test_data = finish(std::move(*test), out.labels, out.scaling);
+    if (!test_data)
+      return test_data.error();
+    out.test = std::move(*test_data);
+  }
+  if (out.train_rows == 0)
+    return fail(out.train_source + ": no training examples");
+  return out;
+}
+
+} // namespace
+
 result<prepared_data> prepare_training_data(const data_options& options,
                                             const model::model_shape& architecture,
                                             std::int64_t classes) {
@@ -99,34 +136,16 @@ result<prepared_data> prepare_training_data(const data_options& options,
   auto test = read_test_set(options, *read);
   if (!test)
     return test.error();
-  if (*test)
-    if (auto ok = io::check_same_features(*train, **test); !ok)
-      return ok.error();
+  return prepare(std::move(*train), std::move(*test), *mode, options.standardize, architecture, classes);
+}
 
-  prepared_data out;
-  auto labels = io::fit_labels(architecture.kind, *train, classes);
-  if (!labels)
-    return labels.error();
-  out.labels = std::move(*labels);
-  out.scaling = io::fit_scaling(*train, *mode, options.standardize);
-  out.train_source = train->source;
-  out.shape = model::model_shape{architecture.kind, train->data.cols(), out.labels.outputs(),
-                                 architecture.hidden, architecture.act};
-  auto train_data = finish(std::move(*train), out.labels, out.scaling);
-  if (!train_data)
-    return train_data.error();
-  out.train = std::move(*train_data);
-  out.train_rows = out.train->rows();
-  if (*test) {
-    out.test_source = (*test)->source;
-    auto test_data = finish(std::move(**test), out.labels, out.scaling);
-    if (!test_data)
-      return test_data.error();
-    out.test = std::move(*test_data);
-  }
-  if (out.train_rows == 0)
-    return fail(out.train_source + ": no training examples");
-  return out;
+result<prepared_data> prepare_memory_data(memory_data data, const data_options& options,
+                                          const model::model_shape& architecture, std::int64_t classes) {
+  auto mode = scale_mode_of(options);
+  if (!mode)
+    return mode.error();
+  return prepare(std::move(data.train), std::move(data.test), *mode, options.standardize, architecture,
+                 classes);
 }
 
 result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
@@ -137,9 +156,14 @@ result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_optio
   auto raw = io::read_dataset(options.data, io::split::test, *read);
   if (!raw)
     return raw.error();
-  if (auto ok = io::match_features(*raw, saved.shape.features, "the model"); !ok)
+  return prepare_eval_data(std::move(*raw), saved);
+}
+
+result<std::shared_ptr<const model::dataset>> prepare_eval_data(io::raw_dataset raw,
+                                                                const io::saved_model& saved) {
+  if (auto ok = io::match_features(raw, saved.shape.features, "the model"); !ok)
     return ok.error();
-  return finish(std::move(*raw), saved.labels, saved.scaling);
+  return finish(std::move(raw), saved.labels, saved.scaling);
 }
 
 } // namespace shardopt::apps

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace shardopt::apps {
@@ -42,11 +43,23 @@ struct prepared_data {
   model::model_shape shape;
 };
 
+/// Training (and optional test) data already in memory, as read: raw labels (not yet encoded) and
+/// raw features (not yet scaled). The Python module's arrays arrive this way.
+struct memory_data {
+  io::raw_dataset train;
+  std::optional<io::raw_dataset> test;
+};
+
 /// Reads, encodes and scales the training data and its test set (`--test`, or the dataset's own
 /// test split) for a model of `architecture` (its loss, hidden layers and activation; features and
 /// outputs come from the data). `classes` > 0 fixes the class count.
 result<prepared_data> prepare_training_data(const data_options& options,
                                             const model::model_shape& architecture, std::int64_t classes);
+
+/// Encodes and scales data already in memory exactly as `prepare_training_data` does data it read;
+/// of `options` only the scaling (--scale, --standardize) applies.
+result<prepared_data> prepare_memory_data(memory_data data, const data_options& options,
+                                          const model::model_shape& architecture, std::int64_t classes);
 
 /// How `options` asks for files to be read, and for features to be scaled. Errors name the option.
 result<io::read_options> read_options_of(const data_options& options);
@@ -63,6 +76,10 @@ result<std::shared_ptr<const model::dataset>> prepare_test_data(const data_optio
 
 /// Reads a dataset (`options.data`) and prepares it exactly as the saved model's training data was.
 result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
+                                                                const io::saved_model& saved);
+
+/// Prepares a dataset already in memory exactly as the saved model's training data was.
+result<std::shared_ptr<const model::dataset>> prepare_eval_data(io::raw_dataset raw,
                                                                 const io::saved_model& saved);
 
 } // namespace shardopt::apps

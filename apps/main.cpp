@@ -36,10 +36,10 @@ int dispatch(int argc, char** argv) {
     }
     if (resolved.got_subcommand("ps-task"))
       return run_ps_task(from_file.task);
-    return from_file.train.mode == "ps" ? run_ps_train(from_file.train) : run_train(from_file.train);
+    return run_train(from_file.train);
   }
   if (app.got_subcommand("train"))
-    return options.train.mode == "ps" ? run_ps_train(options.train) : run_train(options.train);
+    return run_train(options.train);
   if (app.got_subcommand("ps-task"))
     return run_ps_task(options.task);
   if (app.got_subcommand("node"))

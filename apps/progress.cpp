@@ -10,6 +10,13 @@
 
 namespace shardopt::apps {
 
+nlohmann::json metrics_row(const optimizer::iteration_info& info) {
+  return nlohmann::json{{"iteration", info.iteration},   {"objective", info.f},
+                        {"grad_norm", info.grad_norm},   {"grad_norm_inf", info.grad_norm_inf},
+                        {"step", info.step},             {"evaluations", info.evaluations},
+                        {"hessian_products", info.products}, {"seconds", info.seconds}};
+}
+
 progress_reporter::progress_reporter(bool quiet, double interval_seconds)
   : quiet_(quiet), interval_(interval_seconds) {}
 
@@ -41,11 +48,8 @@ result<void> progress_reporter::metrics_written() const {
 }
 
 bool progress_reporter::operator()(const optimizer::iteration_info& info) {
+  const auto row = metrics_row(info);
   if (metrics_.is_open()) {
-    nlohmann::json row{{"iteration", info.iteration},   {"objective", info.f},
-                       {"grad_norm", info.grad_norm},   {"grad_norm_inf", info.grad_norm_inf},
-                       {"step", info.step},             {"evaluations", info.evaluations},
-                       {"hessian_products", info.products}, {"seconds", info.seconds}};
     metrics_ << row.dump() << '\n';
     metrics_.flush();
     if (!metrics_ && metrics_error_.empty()) {
@@ -63,7 +67,7 @@ bool progress_reporter::operator()(const optimizer::iteration_info& info) {
   } else {
     pending_ = info;
   }
-  return true;
+  return !follow_ || follow_(row);
 }
 
 void progress_reporter::flush() {

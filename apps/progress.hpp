@@ -2,12 +2,21 @@
 
 #include "optimizer/lbfgs.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 
 namespace shardopt::apps {
+
+/// One metrics row: what a `--metrics` line holds for an iteration.
+nlohmann::json metrics_row(const optimizer::iteration_info& info);
+
+/// Sees every metrics row as it is made; returns false to stop the run.
+using row_hook = std::function<bool(const nlohmann::json& row)>;
 
 /// Reports L-BFGS iterations: a throttled progress line on stderr (the first iteration, then at most
 /// one per `interval`) and, with a metrics path, one JSON object per iteration in a JSON-lines file.
@@ -23,7 +32,10 @@ public:
   /// Whether every metrics row was written; the first failure names the file and the cause.
   result<void> metrics_written() const;
 
-  /// The iteration hook: reports and returns true (never stops the run).
+  /// Hands every row to `hook` too; the iteration hook then returns what `hook` does.
+  void follow(row_hook hook) { follow_ = std::move(hook); }
+
+  /// The iteration hook: reports, and returns true unless the followed hook asks to stop.
   bool operator()(const optimizer::iteration_info& info);
 
   /// Prints the last iteration if throttling skipped it.
@@ -39,6 +51,7 @@ private:
   std::ofstream metrics_;
   std::string metrics_path_;
   std::string metrics_error_;
+  row_hook follow_;
 };
 
 } // namespace shardopt::apps

@@ -88,11 +88,18 @@ result<std::pair<int, double>> parse_slow_worker(const std::string& text) {
   return std::make_pair(static_cast<int>(index), factor);
 }
 
-/// The chief's hooks as the user sees them: progress lines on stderr, a JSON-lines metrics file.
+/// The chief's hooks as the user sees them: progress lines on stderr, a JSON-lines metrics file,
+/// the rows kept for the report and shown to the caller's hook, which may stop the job.
 struct chief_reporting {
   bool quiet = false;
   model::model_kind kind = model::model_kind::softmax;
   std::ofstream metrics;
+  std::vector<nlohmann::json> history;
+  row_hook on_row;
+  const std::atomic<bool>* interrupt = nullptr;
+  bool hook_stopped = false;
+
+  bool interrupted() const { return interrupt && interrupt->load(); }
 
   actors::chief_options options(const train_options& o, const prepared_data& data) {
     actors::chief_options chief;
@@ -109,6 +116,7 @@ struct chief_reporting {
         std::fprintf(stderr, "%s\n", text.c_str());
     };
     chief.log = [this](const actors::step_log& row) { log(row); };
+    chief.stop_requested = [this] { return hook_stopped || interrupted(); };
     return chief;
   }
 
@@ -131,6 +139,9 @@ struct chief_reporting {
       metrics << json.dump() << '\n';
       metrics.flush();
     }
+    history.push_back(json);
+    if (on_row && !on_row(json))
+      hook_stopped = true;
     if (!quiet)
       std::fprintf(stderr, "step %7lld  loss %.6g  %.0f steps/s  %.0f examples/s  dropped %lld  staleness %.2f (max %lld)%s  %.1fs\n",
                    static_cast<long long>(row.step), row.loss, row.steps_per_second,
@@ -139,9 +150,10 @@ struct chief_reporting {
   }
 };
 
-/// The final summary (like train's), the model file, and the exit code.
-int finish(const train_options& o, const actors::ps_job& job, const prepared_data& data,
-           const actors::ps_outcome& outcome, int ps_count, clock_type::time_point started) {
+/// The final report (a summary like train's) and the model file.
+result<train_report> finish(const train_options& o, const actors::ps_job& job, const prepared_data& data,
+                            const actors::ps_outcome& outcome, int ps_count, chief_reporting& reporting,
+                            clock_type::time_point started) {
   const auto& theta = outcome.theta;
   model::local_objective objective{data.shape, data.train, o.lambda};
   Eigen::VectorXd grad;
@@ -166,7 +178,9 @@ int finish(const train_options& o, const actors::ps_job& job, const prepared_dat
                          {"examples_per_second", outcome.seconds > 0 ? static_cast<double>(examples) / outcome.seconds : 0},
                          {"dropped_gradients", outcome.stats.dropped},
                          {"staleness_max", outcome.stats.staleness_max},
-                         {"stop_reason", "last_step"},
+                         {"stop_reason", reporting.interrupted() ? "interrupted"
+                                         : outcome.step < job.last_step ? "stopped_by_hook"
+                                                                        : "last_step"},
                          {"lambda", o.lambda},
                          {"examples", data.train->rows()},
                          {"features", data.shape.features},
@@ -182,26 +196,23 @@ int finish(const train_options& o, const actors::ps_job& job, const prepared_dat
     summary["test_examples"] = data.test->rows();
   }
   summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
+  train_report report{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
+                      std::move(reporting.history)};
   if (!o.save.empty())
-    if (auto ok = io::save_model(o.save, {data.shape, theta, data.labels, data.scaling, o.lambda}); !ok)
-      return report_error(ok.error().message());
-  if (!o.quiet) {
+    if (auto ok = io::save_model(o.save, report.model); !ok)
+      return ok.error().as(failure_kind::failed);
+  if (!o.quiet)
     std::fprintf(stderr, "stopped at step %lld after %.2fs; objective %.10g\n",
                  static_cast<long long>(outcome.step), outcome.seconds, f);
-    for (const char* key : {"train_accuracy", "test_accuracy", "train_rmse", "test_rmse"})
-      if (summary.contains(key))
-        std::fprintf(stderr, "%s: %.4f\n", key, summary[key].get<double>());
-  }
-  if (o.json)
-    std::cout << summary.dump() << std::endl;
-  return 0;
+  return report;
 }
 
-result<prepared_data> read_data(const train_options& o) {
+result<prepared_data> read_data(const train_options& o, memory_data* in_memory = nullptr) {
   auto architecture = model_architecture(o);
   if (!architecture)
     return architecture.error();
-  auto data = prepare_training_data(o.data, *architecture, o.classes);
+  auto data = in_memory ? prepare_memory_data(std::move(*in_memory), o.data, *architecture, o.classes)
+                        : prepare_training_data(o.data, *architecture, o.classes);
   if (data)
     if (auto fits = check_model_size(data->shape); !fits)
       return fits.error();
@@ -264,7 +275,9 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
   if (!group)
     return report_error(group.error().message());
-  chief_reporting reporting{t.quiet, data->shape.kind, {}};
+  chief_reporting reporting;
+  reporting.quiet = t.quiet;
+  reporting.kind = data->shape.kind;
   if (index == 0 && !t.metrics.empty()) {
     reporting.metrics.open(t.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)
@@ -280,34 +293,41 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
                    static_cast<long long>(outcome->step));
     return 0;
   }
-  return finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), started);
+  auto report = finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), reporting, started);
+  if (!report)
+    return report_error(report.error().message());
+  print_summary(t.quiet, t.json, report->summary);
+  return 0;
 }
 
 } // namespace
 
-int run_ps_train(const train_options& options) {
+result<train_report> train_ps(const train_options& options, const train_controls& controls) {
   const auto started = clock_type::now();
   if (options.solver != "lbfgs")
-    return report_error("--solver " + options.solver + " is a full-batch solver of --mode lbfgs; "
-                        "--mode ps trains with --rule");
-  auto data = read_data(options);
+    return fail("--solver " + options.solver + " is a full-batch solver of --mode lbfgs; "
+                "--mode ps trains with --optimizer");
+  if (!options.nodes.empty())
+    return fail("--nodes: --mode ps runs its tasks in this process; run one `shardopt ps-task` per "
+                "host for a multi-process job");
+  auto data = read_data(options, controls.data);
   if (!data)
-    return report_error(data.error().message());
+    return data.error();
   actors::runtime rt{actors::runtime_options::local(options.threads)};
   const int workers = options.ps.workers > 0 ? options.ps.workers : static_cast<int>(rt.worker_threads());
   if (options.ps.servers < 1)
-    return report_error("--ps must be at least 1");
+    return fail("--ps must be at least 1");
   auto job = make_job(options.ps, data->shape, options.lambda, workers);
   if (!job)
-    return report_error(job.error().message());
+    return job.error();
   auto slow = parse_slow_worker(options.ps.slow_worker);
   if (!slow)
-    return report_error(slow.error().message());
-  chief_reporting reporting{options.quiet, data->shape.kind, {}};
+    return slow.error();
+  chief_reporting reporting{options.quiet, data->shape.kind, {}, {}, controls.on_row, controls.interrupt};
   if (!options.metrics.empty()) {
     reporting.metrics.open(options.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)
-      return report_error(options.metrics + ": cannot open the metrics file for writing");
+      return fail(options.metrics + ": cannot open the metrics file for writing");
   }
   if (!options.quiet)
     std::fprintf(stderr, "data: %lld examples x %lld features from %s; %d workers, %d parameter servers, %s%s\n",
@@ -319,8 +339,8 @@ int run_ps_train(const train_options& options) {
   auto outcome = actors::run_local_job(rt, *job, static_cast<std::uint32_t>(options.ps.servers), data->train,
                                        chief, slow->first, slow->second);
   if (!outcome)
-    return report_error("training failed: " + outcome.error().message());
-  return finish(options, *job, *data, *outcome, options.ps.servers, started);
+    return failure{"training failed: " + outcome.error().message(), failure_kind::failed};
+  return finish(options, *job, *data, *outcome, options.ps.servers, reporting, started);
 }
 
 int run_ps_task(const ps_task_options& options) {

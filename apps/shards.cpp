@@ -50,9 +50,10 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   auto endpoints = actors::parse_endpoints(options.nodes);
   if (!endpoints)
     return endpoints.error();
+  // A node that cannot be reached or refuses a driver is a failed run, not bad input.
   auto cluster = actors::cluster::connect(rt, *endpoints);
   if (!cluster)
-    return cluster.error();
+    return cluster.error().as(failure_kind::failed);
   std::vector<std::uint32_t> threads;
   for (const auto& node : cluster->nodes())
     threads.push_back(node.threads);
@@ -97,7 +98,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     auto objective = cluster->ship(data.shape, lambda, data.train,
                                    io::partition_rows(n, setup.shards), plan, options.timeout, log);
     if (!objective)
-      return objective.error();
+      return objective.error().as(failure_kind::failed);
     setup.objective = std::move(*objective);
   }
   setup.cluster = std::move(*cluster);

@@ -2,12 +2,22 @@
 
 #include <cmath>
 #include <cstdio>
+#include <iostream>
 
 namespace shardopt::apps {
 
 int report_error(const std::string& message) {
   std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
   return 1;
+}
+
+void print_summary(bool quiet, bool json, const nlohmann::json& summary) {
+  if (!quiet)
+    for (const char* key : {"train_accuracy", "test_accuracy", "train_rmse", "test_rmse"})
+      if (summary.contains(key) && summary[key].is_number())
+        std::fprintf(stderr, "%s: %.4f\n", key, summary[key].get<double>());
+  if (json)
+    std::cout << summary.dump() << std::endl;
 }
 
 void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,

@@ -11,6 +11,10 @@ namespace shardopt::apps {
 /// Prints "shardopt: error: <message>" on stderr and returns exit code 1.
 int report_error(const std::string& message);
 
+/// A finished `train`'s report: the accuracies (or RMSEs) on stderr unless quiet, and the summary
+/// on stdout as one JSON object with `json`.
+void print_summary(bool quiet, bool json, const nlohmann::json& summary);
+
 /// Adds `<prefix>_accuracy` (classifiers) or `<prefix>_rmse` (least squares; without a prefix just
 /// `accuracy` or `rmse`) from quality sums to a
 /// JSON summary; nothing when the sums cover no examples.

@@ -7,6 +7,7 @@
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"
 #include "optimizer/newton_cg.hpp"
+#include "apps/ps_train.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -34,52 +35,89 @@ optimizer::newton_options newton_options(const train_options& options) {
   return out;
 }
 
-} // namespace
+/// An objective that stops answering once `flag` is set, so an interrupted run ends at its next
+/// pass over the data (as a failed evaluation, which leaves theta at the last accepted iterate).
+template <class F>
+class interruptible {
+public:
+  interruptible(F& f, const std::atomic<bool>* flag) : f_(f), flag_(flag) {}
 
-int run_train(const train_options& options) {
+  std::int64_t dimension() const { return f_.dimension(); }
+
+  result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+    if (interrupted())
+      return failure{"interrupted", failure_kind::failed};
+    return f_.evaluate(theta, grad);
+  }
+
+  result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+    if (interrupted())
+      return failure{"interrupted", failure_kind::failed};
+    return f_.hessian_vector(v, hv);
+  }
+
+  bool interrupted() const { return flag_ && flag_->load(); }
+
+private:
+  F& f_;
+  const std::atomic<bool>* flag_;
+};
+
+/// The training data: read as `options` says, or the caller's in memory.
+result<prepared_data> training_data(const train_options& options, const train_controls& controls,
+                                    const model::model_shape& architecture) {
+  if (!controls.data)
+    return prepare_training_data(options.data, architecture, options.classes);
+  return prepare_memory_data(std::move(*controls.data), options.data, architecture, options.classes);
+}
+
+result<train_report> train_sharded(const train_options& options, const train_controls& controls) {
   const auto architecture = model_architecture(options);
   if (!architecture)
-    return report_error(architecture.error().message());
+    return architecture.error();
   const auto kind = architecture->kind;
   const bool newton = options.solver == "newton-cg";
   if (newton) {
     if (architecture->is_network())
-      return report_error("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
-                          "train --model mlp with --solver lbfgs or --mode ps");
+      return fail("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
+                  "train --model mlp with --solver lbfgs or --mode ps");
     if (options.lower || options.upper)
-      return report_error("--solver newton-cg does not take --lower/--upper: bounded problems need "
-                          "L-BFGS-B (--solver lbfgs)");
+      return fail("--solver newton-cg does not take --lower/--upper: bounded problems need "
+                  "L-BFGS-B (--solver lbfgs)");
     if (!options.checkpoints.dir.empty())
-      return report_error("--checkpoint-dir: --solver newton-cg runs cannot be checkpointed yet "
-                          "(L-BFGS runs can: --solver lbfgs)");
+      return fail("--checkpoint-dir: --solver newton-cg runs cannot be checkpointed yet "
+                  "(L-BFGS runs can: --solver lbfgs)");
   }
   const auto started = std::chrono::steady_clock::now();
   // Node-local training data is read by the nodes; otherwise the driver reads and prepares it.
   const bool node_local = options.data_placement == "node-local";
+  if (node_local && controls.data)
+    return fail("--data-placement node-local: the nodes read --data themselves; data in memory "
+                "can only be shipped");
   prepared_data data;
   if (!node_local) {
-    auto prepared = prepare_training_data(options.data, *architecture, options.classes);
+    auto prepared = training_data(options, controls, *architecture);
     if (!prepared)
-      return report_error(prepared.error().message());
+      return prepared.error();
     data = std::move(*prepared);
   }
   if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
-    return report_error(ok.error().message());
+    return ok.error();
   actors::runtime rt{actors::runtime_options{options.threads, !options.nodes.empty(), options.tls, false}};
   const shard_options placement{
     options.shards, options.nodes, options.data_placement,
     std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet};
   auto setup = setup_shards(rt, placement, data, options.data, *architecture, options.classes, options.lambda);
   if (!setup)
-    return report_error(setup.error().message());
+    return setup.error();
   if (node_local) {
     auto test = prepare_test_data(options.data, data.labels, data.scaling, data.shape.features,
                                   data.train_source);
     if (!test)
-      return report_error(test.error().message());
+      return test.error();
     data.test = std::move(*test);
   }
-  auto& objective = *setup->objective;
+  auto& sharded = *setup->objective;
   const auto shards = setup->shards;
   const auto n = data.train_rows;
   if (!options.quiet)
@@ -90,7 +128,7 @@ int run_train(const train_options& options) {
 
   auto lbfgs = options.lbfgs;
   if (auto fits = check_model_size(data.shape); !fits)
-    return report_error(fits.error().message());
+    return fits.error();
   const auto dimension = data.shape.dimension();
   if (options.lower)
     lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
@@ -99,11 +137,11 @@ int run_train(const train_options& options) {
   std::optional<lbfgs_checkpointer> checkpoints;
   if (!options.checkpoints.dir.empty()) {
     if (lbfgs.lower || lbfgs.upper)
-      return report_error("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed "
-                          "(LBFGS++ keeps its bounded solver's state private)");
+      return fail("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed "
+                  "(LBFGS++ keeps its bounded solver's state private)");
     auto opened = lbfgs_checkpointer::open(options.checkpoints, lbfgs_run_settings(options, data, shards), options.quiet);
     if (!opened)
-      return report_error(opened.error().message());
+      return opened.error();
     checkpoints.emplace(std::move(*opened));
     if (checkpoints->resume() && !options.quiet)
       std::fprintf(stderr, "resuming from %s (iteration %d)\n", checkpoints->resumed_from().c_str(),
@@ -113,7 +151,13 @@ int run_train(const train_options& options) {
   progress_reporter progress{options.quiet, options.progress_interval};
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
-      return report_error(ok.error().message());
+      return ok.error();
+  interruptible objective{sharded, controls.interrupt};
+  train_report report;
+  progress.follow([&](const nlohmann::json& row) {
+    report.history.push_back(row);
+    return (!controls.on_row || controls.on_row(row)) && !objective.interrupted();
+  });
 
   // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
   Eigen::VectorXd theta = model::initial_theta(data.shape, options.ps.seed);
@@ -121,49 +165,51 @@ int run_train(const train_options& options) {
   const auto run = newton ? optimizer::minimize_newton(objective, theta, newton_options(options), std::ref(progress))
                          : optimizer::minimize(objective, theta, lbfgs, std::ref(progress), session);
   progress.flush();
+  const bool interrupted = objective.interrupted();
+  const std::string stop = interrupted ? "interrupted" : std::string(optimizer::to_string(run.reason));
   if (!options.quiet)
-    std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations%s, %.2fs%s%s\n",
-                 std::string(optimizer::to_string(run.reason)).c_str(), run.iterations,
-                 run.evaluations,
+    std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations%s, %.2fs%s%s\n", stop.c_str(),
+                 run.iterations, run.evaluations,
                  newton ? (", " + std::to_string(run.products) + " Hessian-vector products").c_str() : "",
-                 run.seconds, run.message.empty() ? "" : ": ", run.message.c_str());
-  const io::saved_model saved{data.shape, theta, data.labels, data.scaling, options.lambda};
-  if (run.reason == optimizer::stop_reason::evaluation_failed) {
-    if (!options.save.empty() && run.iterations > 0 && io::save_model(options.save, saved).ok())
+                 run.seconds, run.message.empty() || interrupted ? "" : ": ", interrupted ? "" : run.message.c_str());
+  report.model = io::saved_model{data.shape, theta, data.labels, data.scaling, options.lambda};
+  if (run.reason == optimizer::stop_reason::evaluation_failed && !interrupted) {
+    if (!options.save.empty() && run.iterations > 0 && io::save_model(options.save, report.model).ok())
       std::fprintf(stderr, "shardopt: the last theta (iteration %d) was saved to %s\n",
                    run.iterations, options.save.c_str());
-    return report_error("training failed: " + run.message);
+    return failure{"training failed: " + run.message, failure_kind::failed};
   }
 
-  nlohmann::json summary{{"model", options.model},
-                         {"objective", run.f},
-                         {"grad_norm", run.grad_norm},
-                         {"grad_norm_inf", run.grad_norm_inf},
-                         {"iterations", run.iterations},
-                         {"solver", options.solver},
-                         {"evaluations", run.evaluations},
-                         {"hessian_products", run.products},
-                         {"passes", run.evaluations + run.products},
-                         {"seconds", run.seconds},
-                         {"stop_reason", optimizer::to_string(run.reason)},
-                         {"shards", shards},
-                         {"nodes", setup->cluster ? setup->cluster->nodes().size() : 0},
-                         {"recreated_shards", objective.recreated_shards()},
-                         {"lambda", options.lambda},
-                         {"examples", n},
-                         {"features", data.shape.features},
-                         {"outputs", data.shape.outputs},
-                         {"dimension", dimension},
-                         {"architecture", model::describe(data.shape)}};
-  if (!run.message.empty())
+  auto& summary = report.summary;
+  summary = nlohmann::json{{"model", options.model},
+                           {"objective", run.f},
+                           {"grad_norm", run.grad_norm},
+                           {"grad_norm_inf", run.grad_norm_inf},
+                           {"iterations", run.iterations},
+                           {"solver", options.solver},
+                           {"evaluations", run.evaluations},
+                           {"hessian_products", run.products},
+                           {"passes", run.evaluations + run.products},
+                           {"seconds", run.seconds},
+                           {"stop_reason", stop},
+                           {"shards", shards},
+                           {"nodes", setup->cluster ? setup->cluster->nodes().size() : 0},
+                           {"recreated_shards", sharded.recreated_shards()},
+                           {"lambda", options.lambda},
+                           {"examples", n},
+                           {"features", data.shape.features},
+                           {"outputs", data.shape.outputs},
+                           {"dimension", dimension},
+                           {"architecture", model::describe(data.shape)}};
+  if (!run.message.empty() && !interrupted)
     summary["stop_message"] = run.message;
   if (checkpoints) {
     summary["resumed_from"] = checkpoints->resumed_from().empty() ? nlohmann::json() : nlohmann::json(checkpoints->resumed_from());
     summary["checkpoint"] = checkpoints->last_written().empty() ? nlohmann::json() : nlohmann::json(checkpoints->last_written());
   }
-  auto train_quality = objective.quality(theta);
+  auto train_quality = sharded.quality(theta);
   if (!train_quality)
-    return report_error("computing training accuracy: " + train_quality.error().message());
+    return failure{"computing training accuracy: " + train_quality.error().message(), failure_kind::failed};
   add_quality(summary, "train", kind, *train_quality);
   if (data.test) {
     add_quality(summary, "test", kind,
@@ -175,19 +221,25 @@ int run_train(const train_options& options) {
   summary["total_seconds"] =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
-  if (!options.save.empty()) {
-    if (auto ok = io::save_model(options.save, saved); !ok)
-      return report_error(ok.error().message());
-  }
-  if (!options.quiet) {
-    for (const char* key : {"train_accuracy", "test_accuracy", "train_rmse", "test_rmse"})
-      if (summary.contains(key) && !summary[key].is_null())
-        std::fprintf(stderr, "%s: %.4f\n", key, summary[key].get<double>());
-  }
-  if (options.json)
-    std::cout << summary.dump() << std::endl;
+  if (!options.save.empty())
+    if (auto ok = io::save_model(options.save, report.model); !ok)
+      return ok.error().as(failure_kind::failed);
   if (auto written = progress.metrics_written(); !written)
-    return report_error(written.error().message());
+    return written.error().as(failure_kind::failed);
+  return report;
+}
+
+} // namespace
+
+result<train_report> train(const train_options& options, const train_controls& controls) {
+  return options.mode == "ps" ? train_ps(options, controls) : train_sharded(options, controls);
+}
+
+int run_train(const train_options& options) {
+  auto report = train(options);
+  if (!report)
+    return report_error(report.error().message());
+  print_summary(options.quiet, options.json, report->summary);
   return 0;
 }
 

@@ -2,10 +2,15 @@
 
 #include "actors/runtime.hpp"
 #include "apps/data.hpp"
+#include "apps/progress.hpp"
 #include "optimizer/lbfgs.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <atomic>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace shardopt::apps {
 
@@ -78,10 +83,34 @@ struct train_options {
   double progress_interval = 1.0;  ///< seconds between progress lines
 };
 
-/// Runs a training job: read and prepare data, create shard actors (local, or on nodes), run L-BFGS
-/// over the sharded objective, report accuracy, save. When an evaluation fails for good (for example
-/// every node is lost), the last accepted theta is still saved. Returns the process exit code;
-/// errors go to stderr.
+/// What a library caller (the Python module) adds to a run.
+struct train_controls {
+  /// Training data in memory instead of `options.data` (moved from); null: read `options.data`.
+  memory_data* data = nullptr;
+  /// Every metrics row (L-BFGS and Newton-CG: each iteration; PS: each log step) as it is made;
+  /// returning false stops the run (stop reason `stopped_by_hook`).
+  row_hook on_row;
+  /// When set, the run stops before its next pass over the data (stop reason `interrupted`).
+  const std::atomic<bool>* interrupt = nullptr;
+};
+
+/// What a run hands back.
+struct train_report {
+  nlohmann::json summary;               ///< the object `train --json` prints
+  io::saved_model model;                ///< what `--save` writes; theta is the last accepted iterate
+  std::vector<nlohmann::json> history;  ///< the metrics rows, in order (what `--metrics` writes)
+};
+
+/// Runs a training job in either mode (`options.mode`): read and prepare data, create shard actors
+/// (local, or on nodes) and run L-BFGS or Newton-CG over the sharded objective, or run a
+/// parameter-server job; report accuracy, save. Progress lines go to stderr unless quiet. Failures
+/// name what and where, by kind: bad options or data (`invalid`), a missing file (`not_found`), a
+/// run that could not finish (`failed`: for example every node was lost; the last accepted theta
+/// is still saved with --save).
+result<train_report> train(const train_options& options, const train_controls& controls = {});
+
+/// `shardopt train` and `shardopt run`: train(), the accuracies on stderr, the summary on stdout
+/// with --json. Returns the process exit code; errors go to stderr.
 int run_train(const train_options& options);
 
 } // namespace shardopt::apps

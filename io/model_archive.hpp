@@ -125,7 +125,7 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
                             const std::string& what, ReadFields read_fields, int oldest = -1) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return fail(path + ": no such file");
+    return fail_not_found(path + ": no such file");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec)
     return fail(path + ": cannot open: " + ec.message());

@@ -33,7 +33,7 @@ result<std::string> find_idx_file(const std::string& dir, const std::string& nam
     return plain.string();
   if (path_exists(packed))
     return packed.string();
-  return fail(dir + ": neither " + name + " nor " + name + ".gz found (expected the MNIST layout)");
+  return fail_not_found(dir + ": neither " + name + " nor " + name + ".gz found (expected the MNIST layout)");
 }
 
 /// The images and labels files of the `which` split of a directory in the MNIST layout.
@@ -77,14 +77,14 @@ result<std::pair<std::string, std::string>> detail::mnist_files(const std::strin
   const bool named = spec == "fashion-mnist";
   const std::string dir = named ? fashion_mnist_dir : spec;
   if (named && !is_directory(dir))
-    return fail(spec + ": " + dir + " not found (install the dataset-fashion-mnist package)");
+    return fail_not_found(spec + ": " + dir + " not found (install the dataset-fashion-mnist package)");
   return mnist_dir_files(dir, which);
 }
 
 result<data_format> detail::file_format(const std::string& spec, const read_options& options) {
   // A single file: CSV or LIBSVM, by the format asked for or else by extension.
   if (!path_exists(spec))
-    return fail(spec + ": no such file");
+    return fail_not_found(spec + ": no such file");
   if (options.format != data_format::automatic)
     return options.format;
   const std::string ext = extension_of(spec);

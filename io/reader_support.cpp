@@ -23,7 +23,7 @@ constexpr std::uint64_t max_gzread = std::uint64_t{1} << 30;
 result<gz_input> gz_input::open(const std::string& path, std::uint64_t max_decompressed) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec))
-    return fail(path + ": no such file");
+    return fail_not_found(path + ": no such file");
   if (std::filesystem::is_directory(path, ec))
     return fail(path + ": is a directory, not a file");
   const auto size = std::filesystem::file_size(path, ec);

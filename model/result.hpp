@@ -6,23 +6,38 @@
 
 namespace shardopt {
 
+/// What kind of thing failed, for front doors that sort failures (the Python module raises
+/// ValueError, FileNotFoundError or RuntimeError by it). The message stays the one description.
+enum class failure_kind {
+  invalid,    ///< bad input: an option, a file's contents, an array, a label
+  not_found,  ///< a file or directory that does not exist
+  failed,     ///< a run that could not finish: a lost peer, a failed evaluation, a full disk
+};
+
 /// A failure carried as a value: one human-readable message that names what went wrong and where
-/// (`train.csv:1042: expected 785 fields, got 784`). Context is prepended as the error travels up.
+/// (`train.csv:1042: expected 785 fields, got 784`), and its kind. Context is prepended as the
+/// error travels up; the kind travels unchanged.
 class failure {
 public:
   failure() = default;
-  explicit failure(std::string message) : message_(std::move(message)) {}
+  explicit failure(std::string message, failure_kind kind = failure_kind::invalid)
+    : message_(std::move(message)), kind_(kind) {}
 
   /// The full message, outermost context first.
   const std::string& message() const noexcept { return message_; }
+  failure_kind kind() const noexcept { return kind_; }
 
   /// Returns this failure with `context` prepended, separated by ": ".
   failure with_context(const std::string& context) const {
-    return failure{context + ": " + message_};
+    return failure{context + ": " + message_, kind_};
   }
+
+  /// Returns this failure as one of kind `kind`.
+  failure as(failure_kind kind) const { return failure{message_, kind}; }
 
 private:
   std::string message_;
+  failure_kind kind_ = failure_kind::invalid;
 };
 
 /// Either a value of type T or a `failure`. The project's error channel below `apps/`, where no
@@ -81,5 +96,10 @@ private:
 
 /// Shorthand for returning a failure: `return fail("bad magic ", magic);`.
 inline failure fail(std::string message) { return failure{std::move(message)}; }
+
+/// A failure for a file or directory that does not exist.
+inline failure fail_not_found(std::string message) {
+  return failure{std::move(message), failure_kind::not_found};
+}
 
 } // namespace shardopt

@@ -1,0 +1,44 @@
+#include "apps/keywords.hpp"
+
+#include "apps/cli.hpp"
+#include "apps/config_file.hpp"
+
+#include <algorithm>
+
+namespace shardopt::apps {
+
+std::string option_name(const std::string& keyword_name) {
+  auto name = keyword_name;
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+bool is_train_option(const std::string& keyword_name) {
+  command_line scratch;
+  CLI::App app;
+  define_commands(app, scratch);
+  const auto* option = app.get_subcommand("train")->get_option_no_throw("--" + option_name(keyword_name));
+  return option && !option->get_positional();
+}
+
+result<train_options> train_options_from(const std::vector<keyword>& keywords) {
+  std::vector<std::string> args{"train"};
+  for (const auto& k : keywords) {
+    auto converted = option_arguments("train", option_name(k.name), k.value, "option");
+    if (!converted)
+      return converted.error();
+    args.insert(args.end(), converted->begin(), converted->end());
+  }
+  command_line parsed;
+  CLI::App app;
+  define_commands(app, parsed);
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return fail(e.what());
+  }
+  return parsed.train;
+}
+
+} // namespace shardopt::apps

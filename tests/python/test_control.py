@@ -1,0 +1,123 @@
+"""The run's control from Python: the callback, stopping, Ctrl-C, the GIL, PS mode."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import shardopt
+from conftest import classification
+
+
+def test_the_callback_sees_every_iteration_and_can_stop_the_run():
+    X, y = classification()
+    seen = []
+    full = shardopt.train(X, y, lam=1e-3, shards=2, max_iter=20,
+                          callback=lambda info: seen.append((info.iteration, info.f, info.grad_norm, info.seconds)))
+    assert [s[0] for s in seen] == list(range(1, full.iterations + 1))
+    np.testing.assert_array_equal([s[1] for s in seen], full.history["objective"])
+    assert all(s[3] >= 0 for s in seen)
+
+    stopped = shardopt.train(X, y, lam=1e-3, shards=2, max_iter=20,
+                             callback=lambda info: info.iteration < 3)
+    assert stopped.stop_reason == "stopped_by_hook"
+    assert stopped.iterations == 3
+    assert stopped.objective == full.history["objective"][2]  # where the full run was then
+
+
+def test_a_callback_that_raises_stops_the_run_and_its_exception_comes_through():
+    X, y = classification()
+    calls = []
+
+    def callback(info):
+        calls.append(info.iteration)
+        if info.iteration == 2:
+            raise LookupError("from the callback")
+
+    with pytest.raises(LookupError, match="from the callback"):
+        shardopt.train(X, y, shards=2, max_iter=50, callback=callback)
+    assert calls == [1, 2]
+
+
+def test_the_callback_runs_on_the_calling_thread():
+    X, y = classification()
+    threads = set()
+    shardopt.train(X, y, shards=2, max_iter=5, callback=lambda info: threads.add(threading.get_ident()))
+    assert threads == {threading.get_ident()}
+
+
+def test_the_gil_is_released_while_shards_compute():
+    ticks = []
+    done = threading.Event()
+    ticking = threading.Event()
+
+    def ticker():
+        while not done.is_set():
+            ticks.append(1)
+            ticking.set()
+            time.sleep(0.001)
+
+    thread = threading.Thread(target=ticker)
+    thread.start()
+    ticking.wait()
+    before = len(ticks)
+    result = shardopt.train(data="fashion-mnist", limit=6000, test_limit=100, shards=2, max_iter=40)
+    during = len(ticks) - before
+    done.set()
+    thread.join()
+    # The ticker needs the GIL for every tick (about 900 a second when it gets it); a run that
+    # held the GIL would leave it a tick or two.
+    assert result.seconds > 0.1
+    assert during > 100 * result.seconds
+
+
+def test_ctrl_c_stops_a_run_within_a_second_with_the_last_theta():
+    script = textwrap.dedent("""
+        import sys, time, shardopt
+        def callback(info):
+            if info.iteration == 2:
+                print("running", flush=True)
+        try:
+            shardopt.train(data="fashion-mnist", limit=20000, test_limit=100, shards=2,
+                           max_iter=100000, epsilon=0, callback=callback)
+            print("finished", flush=True)
+        except KeyboardInterrupt as e:
+            r = e.result
+            print("interrupted", time.monotonic(), r.stop_reason, r.iterations, r.theta.size, flush=True)
+        """)
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                               env=dict(os.environ))
+    try:
+        assert process.stdout.readline().strip() == "running"
+        sent = time.monotonic()
+        process.send_signal(signal.SIGINT)
+        words = process.stdout.readline().split()
+        assert process.wait(timeout=60) == 0
+    finally:
+        process.kill()
+    assert words[0] == "interrupted", words
+    stopped_at, reason, iterations, size = float(words[1]), words[2], int(words[3]), int(words[4])
+    assert stopped_at - sent < 1.0
+    assert reason == "interrupted" and iterations >= 2 and size == 7850
+
+
+def test_parameter_server_mode_from_python():
+    X, y = classification(rows=400)
+    rows = []
+    result = shardopt.train(X, y, mode="ps", workers=2, ps=2, optimizer="adam", lr=0.01,
+                            batch_size=32, last_step=300, log_steps=50, lam=1e-3,
+                            callback=lambda info: rows.append(info.iteration))
+    assert result.stop_reason == "last_step" and result.steps == 300
+    # Asynchronous workers move the global step on between two looks: about every 50 steps.
+    assert len(rows) >= 5 and rows == sorted(rows) and rows[-1] == 300
+    assert result.train_accuracy > 0.6
+    stopped = shardopt.train(X, y, mode="ps", workers=2, optimizer="adam", lr=0.01, batch_size=32,
+                             last_step=100000, log_steps=10, callback=lambda info: info.iteration < 30)
+    assert stopped.stop_reason == "stopped_by_hook"
+    assert 30 <= stopped.steps < 100000
