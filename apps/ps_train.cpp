@@ -94,10 +94,12 @@ struct chief_reporting {
   bool quiet = false;
   model::model_kind kind = model::model_kind::softmax;
   std::ofstream metrics;
+  bool keep_history = false;
   std::vector<nlohmann::json> history;
   row_hook on_row;
   const std::atomic<bool>* interrupt = nullptr;
-  bool hook_stopped = false;
+  bool hook_stopped = false;       ///< the caller's hook asked to stop
+  bool interrupt_stopped = false;  ///< the interrupt ended the job (not one that came after its end)
 
   bool interrupted() const { return interrupt && interrupt->load(); }
 
@@ -116,7 +118,10 @@ struct chief_reporting {
         std::fprintf(stderr, "%s\n", text.c_str());
     };
     chief.log = [this](const actors::step_log& row) { log(row); };
-    chief.stop_requested = [this] { return hook_stopped || interrupted(); };
+    chief.stop_requested = [this] {
+      interrupt_stopped = interrupt_stopped || interrupted();
+      return hook_stopped || interrupt_stopped;
+    };
     return chief;
   }
 
@@ -139,8 +144,9 @@ struct chief_reporting {
       metrics << json.dump() << '\n';
       metrics.flush();
     }
-    history.push_back(json);
-    if (on_row && !on_row(json))
+    if (keep_history)
+      history.push_back(json);
+    if (on_row && !hook_stopped && !interrupted() && !on_row(json))
       hook_stopped = true;
     if (!quiet)
       std::fprintf(stderr, "step %7lld  loss %.6g  %.0f steps/s  %.0f examples/s  dropped %lld  staleness %.2f (max %lld)%s  %.1fs\n",
@@ -178,9 +184,9 @@ result<train_report> finish(const train_options& o, const actors::ps_job& job, c
                          {"examples_per_second", outcome.seconds > 0 ? static_cast<double>(examples) / outcome.seconds : 0},
                          {"dropped_gradients", outcome.stats.dropped},
                          {"staleness_max", outcome.stats.staleness_max},
-                         {"stop_reason", reporting.interrupted() ? "interrupted"
-                                         : outcome.step < job.last_step ? "stopped_by_hook"
-                                                                        : "last_step"},
+                         {"stop_reason", reporting.interrupt_stopped ? "interrupted"
+                                         : reporting.hook_stopped ? "stopped_by_hook"
+                                                                  : "last_step"},
                          {"lambda", o.lambda},
                          {"examples", data.train->rows()},
                          {"features", data.shape.features},
@@ -197,7 +203,7 @@ result<train_report> finish(const train_options& o, const actors::ps_job& job, c
   }
   summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
   train_report report{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
-                      std::move(reporting.history)};
+                      std::move(reporting.history), std::nullopt};
   if (!o.save.empty())
     if (auto ok = io::save_model(o.save, report.model); !ok)
       return ok.error().as(failure_kind::failed);
@@ -323,7 +329,12 @@ result<train_report> train_ps(const train_options& options, const train_controls
   auto slow = parse_slow_worker(options.ps.slow_worker);
   if (!slow)
     return slow.error();
-  chief_reporting reporting{options.quiet, data->shape.kind, {}, {}, controls.on_row, controls.interrupt};
+  chief_reporting reporting;
+  reporting.quiet = options.quiet;
+  reporting.kind = data->shape.kind;
+  reporting.keep_history = controls.keep_history;
+  reporting.on_row = controls.on_row;
+  reporting.interrupt = controls.interrupt;
   if (!options.metrics.empty()) {
     reporting.metrics.open(options.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)

@@ -37,6 +37,7 @@ optimizer::newton_options newton_options(const train_options& options) {
 
 /// An objective that stops answering once `flag` is set, so an interrupted run ends at its next
 /// pass over the data (as a failed evaluation, which leaves theta at the last accepted iterate).
+/// `stopped()` tells whether the interrupt ended the run, as opposed to arriving after its end.
 template <class F>
 class interruptible {
 public:
@@ -45,22 +46,29 @@ public:
   std::int64_t dimension() const { return f_.dimension(); }
 
   result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
-    if (interrupted())
+    if (stop_now())
       return failure{"interrupted", failure_kind::failed};
     return f_.evaluate(theta, grad);
   }
 
   result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
-    if (interrupted())
+    if (stop_now())
       return failure{"interrupted", failure_kind::failed};
     return f_.hessian_vector(v, hv);
   }
 
-  bool interrupted() const { return flag_ && flag_->load(); }
+  /// Whether the run must stop here; remembers that it did.
+  bool stop_now() {
+    stopped_ = stopped_ || (flag_ && flag_->load());
+    return stopped_;
+  }
+
+  bool stopped() const { return stopped_; }
 
 private:
   F& f_;
   const std::atomic<bool>* flag_;
+  bool stopped_ = false;
 };
 
 /// The training data: read as `options` says, or the caller's in memory.
@@ -152,20 +160,30 @@ result<train_report> train_sharded(const train_options& options, const train_con
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return ok.error();
+  const auto newton_settings = newton_options(options);
+  if (auto problem = newton ? optimizer::check_options(newton_settings) : optimizer::check_options(lbfgs, dimension);
+      !problem.empty())
+    return fail(std::string{newton ? "invalid Newton-CG options: " : "invalid L-BFGS options: "} + problem);
   interruptible objective{sharded, controls.interrupt};
   train_report report;
   progress.follow([&](const nlohmann::json& row) {
-    report.history.push_back(row);
-    return (!controls.on_row || controls.on_row(row)) && !objective.interrupted();
+    if (objective.stop_now())
+      return false;
+    if (controls.keep_history)
+      report.history.push_back(row);
+    const bool go_on = !controls.on_row || controls.on_row(row);
+    return !objective.stop_now() && go_on;  // an interrupt during the hook is still an interrupt
   });
 
   // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
   Eigen::VectorXd theta = model::initial_theta(data.shape, options.ps.seed);
   const auto session = checkpoints ? checkpoints->session() : optimizer::lbfgs_session{};
-  const auto run = newton ? optimizer::minimize_newton(objective, theta, newton_options(options), std::ref(progress))
+  const auto run = newton ? optimizer::minimize_newton(objective, theta, newton_settings, std::ref(progress))
                          : optimizer::minimize(objective, theta, lbfgs, std::ref(progress), session);
   progress.flush();
-  const bool interrupted = objective.interrupted();
+  const bool interrupted = objective.stopped();
+  if (interrupted && run.iterations == 0)
+    return failure{"interrupted before the first iteration", failure_kind::failed};
   const std::string stop = interrupted ? "interrupted" : std::string(optimizer::to_string(run.reason));
   if (!options.quiet)
     std::fprintf(stderr, "stopped: %s after %d iterations, %d evaluations%s, %.2fs%s%s\n", stop.c_str(),
@@ -225,7 +243,7 @@ result<train_report> train_sharded(const train_options& options, const train_con
     if (auto ok = io::save_model(options.save, report.model); !ok)
       return ok.error().as(failure_kind::failed);
   if (auto written = progress.metrics_written(); !written)
-    return written.error().as(failure_kind::failed);
+    report.metrics_error = written.error().as(failure_kind::failed);
   return report;
 }
 
@@ -240,6 +258,8 @@ int run_train(const train_options& options) {
   if (!report)
     return report_error(report.error().message());
   print_summary(options.quiet, options.json, report->summary);
+  if (report->metrics_error)
+    return report_error(report->metrics_error->message());
   return 0;
 }
 

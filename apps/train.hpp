@@ -90,15 +90,20 @@ struct train_controls {
   /// Every metrics row (L-BFGS and Newton-CG: each iteration; PS: each log step) as it is made;
   /// returning false stops the run (stop reason `stopped_by_hook`).
   row_hook on_row;
-  /// When set, the run stops before its next pass over the data (stop reason `interrupted`).
+  /// When set, the run stops before its next pass over the data (stop reason `interrupted`; a run
+  /// interrupted before its first iteration fails instead).
   const std::atomic<bool>* interrupt = nullptr;
+  /// Keep every metrics row in the report's history (the CLI does not: a long run's rows are
+  /// unbounded; they are in --metrics).
+  bool keep_history = false;
 };
 
 /// What a run hands back.
 struct train_report {
   nlohmann::json summary;               ///< the object `train --json` prints
   io::saved_model model;                ///< what `--save` writes; theta is the last accepted iterate
-  std::vector<nlohmann::json> history;  ///< the metrics rows, in order (what `--metrics` writes)
+  std::vector<nlohmann::json> history;  ///< with keep_history: the metrics rows, in order
+  std::optional<failure> metrics_error; ///< the run finished but its --metrics file is incomplete
 };
 
 /// Runs a training job in either mode (`options.mode`): read and prepare data, create shard actors

@@ -3,6 +3,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
+#include <filesystem>
 #include <memory>
 
 namespace shardopt::io {
@@ -27,6 +28,11 @@ result<void> check_tls_files(const std::string& certificate, const std::string& 
     return {};
   if (certificate.empty() || key.empty() || ca.empty())
     return fail("TLS needs all of --tls-cert, --tls-key and --tls-ca");
+  for (const auto* path : {&certificate, &key, &ca}) {
+    std::error_code ec;
+    if (!std::filesystem::exists(*path, ec))
+      return fail_not_found(*path + ": no such file");
+  }
   std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx{SSL_CTX_new(TLS_method()), SSL_CTX_free};
   if (!ctx)
     return fail("cannot create an OpenSSL context: " + openssl_reason());

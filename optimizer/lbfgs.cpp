@@ -267,6 +267,8 @@ private:
   }
 };
 
+} // namespace
+
 std::string check_options(const lbfgs_options& o, Eigen::Index n) {
   if (o.history < 1)
     return "history must be at least 1";
@@ -287,6 +289,8 @@ std::string check_options(const lbfgs_options& o, Eigen::Index n) {
     return "a lower bound exceeds its upper bound";
   return {};
 }
+
+namespace {
 
 /// LBFGS++'s default bound on a step (LBFGSParam::max_step), kept so runs match its solver's.
 constexpr double max_step = 1e20;

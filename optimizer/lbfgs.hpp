@@ -49,6 +49,10 @@ struct lbfgs_state {
   std::vector<double> f_history;       ///< ring of the `past` test (empty when past = 0)
 };
 
+/// Checks options for a problem of dimension `n` before a run; the message names the first problem
+/// ("history must be at least 1"), empty when they are fine. `minimize` refuses what this refuses.
+std::string check_options(const lbfgs_options& options, Eigen::Index n);
+
 /// Checks that a state fits a problem of dimension `n` under `options` (vector sizes, pair count,
 /// `past` ring, finite values); the message names the first misfit, empty when it fits.
 std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);

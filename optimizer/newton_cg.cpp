@@ -37,6 +37,8 @@ struct run_ended {
   std::string message;
 };
 
+} // namespace
+
 std::string check_options(const newton_options& o) {
   if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0)
     return "epsilon, epsilon_rel and delta must be non-negative";
@@ -46,6 +48,8 @@ std::string check_options(const newton_options& o) {
     return "cg_tolerance must lie in (0, 1)";
   return {};
 }
+
+namespace {
 
 /// The run: counts, the clock, and the objective's calls turned into `run_ended` on failure.
 class newton_run {

@@ -19,6 +19,10 @@ struct newton_options {
   int max_cg_iterations = 0;      ///< Hessian-vector products per step; 0 = the dimension
 };
 
+/// Checks options before a run; the message names the first problem, empty when they are fine.
+/// `minimize_newton` refuses what this refuses.
+std::string check_options(const newton_options& options);
+
 /// Minimises a convex (or generalized-Hessian) objective by trust-region Newton with Steihaug-Toint
 /// truncated conjugate gradients, the method of LIBLINEAR's TRON (C.-J. Lin, R. C. Weng and
 /// S. S. Keerthi, "Trust region Newton method for large-scale logistic regression", JMLR 9, 2008;

@@ -21,6 +21,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -103,8 +104,7 @@ io::raw_dataset dataset(const py::object& x, const py::object& y, const std::str
   const auto count = static_cast<std::int64_t>(labels.size());
   if (py::isinstance<py::tuple>(x)) {
     const auto csr = x.cast<py::tuple>();
-    const auto indices = csr[2].cast<py::array>();
-    if (indices.dtype().is(py::dtype::of<std::int32_t>()))
+    if (py::isinstance<py::array_t<std::int32_t>>(csr[2]))
       return value_or_raise(csr_dataset<std::int32_t>(csr, l, count, x_name, y_name));
     return value_or_raise(csr_dataset<std::int64_t>(csr, l, count, x_name, y_name));
   }
@@ -112,9 +112,10 @@ io::raw_dataset dataset(const py::object& x, const py::object& y, const std::str
   if (a.ndim() != 2)
     throw py::value_error(x_name + " must be 2-D (examples x features), got " + std::to_string(a.ndim()) +
                           " dimensions");
-  if (a.dtype().is(py::dtype::of<float>()))
+  // isinstance compares dtypes by equivalence (an unpickled float64 dtype is another object).
+  if (py::isinstance<py::array_t<float>>(a))
     return value_or_raise(io::dataset_from_arrays(strided<float>(a, x_name), l, count, x_name, y_name));
-  if (a.dtype().is(py::dtype::of<double>()))
+  if (py::isinstance<py::array_t<double>>(a))
     return value_or_raise(io::dataset_from_arrays(strided<double>(a, x_name), l, count, x_name, y_name));
   throw py::value_error(x_name + " must hold float32 or float64 values");
 }
@@ -170,6 +171,7 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
   apps::train_controls controls;
   controls.data = memory ? &*memory : nullptr;
   controls.interrupt = &interrupt;
+  controls.keep_history = true;
   if (!callback.is_none())
     controls.on_row = [&shared](const nlohmann::json& row) {
       std::unique_lock lock{shared.mutex};
@@ -190,13 +192,35 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
       result<apps::train_report> outcome = failure{"no result"};
       try {
         outcome = apps::train(options, controls);
+      } catch (const std::bad_alloc&) {
+        outcome = failure{"out of memory", failure_kind::failed};
       } catch (const std::exception& e) {
         outcome = failure{e.what(), failure_kind::failed};
+      } catch (...) {
+        outcome = failure{"unknown exception", failure_kind::failed};
       }
       std::lock_guard lock{shared.mutex};
       shared.outcome.emplace(std::move(outcome));
       shared.changed.notify_all();
     }};
+    // Should anything below throw, the run is stopped, a waiting row answered and the thread
+    // joined before the exception leaves (a joinable std::thread must not be destroyed).
+    struct stop_and_join {
+      std::thread& worker;
+      bridge& shared;
+      std::atomic<bool>& interrupt;
+      ~stop_and_join() {
+        if (!worker.joinable())
+          return;
+        interrupt = true;
+        {
+          std::lock_guard lock{shared.mutex};
+          shared.answer = false;
+          shared.changed.notify_all();
+        }
+        worker.join();
+      }
+    } guard{worker, shared, interrupt};
     std::unique_lock lock{shared.mutex};
     while (!shared.outcome) {
       // Wake for a row, the end, or every 50 ms to let Python's signal handlers run.
@@ -223,11 +247,13 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
           }
         }
         if (PyErr_CheckSignals() != 0) {
+          // A signal handler raised: the run stops. Ctrl-C's KeyboardInterrupt returns the result
+          // so far; any other exception (a SIGTERM handler's SystemExit, ...) is raised as it is.
           py::error_already_set e;
+          interrupt = true;
+          interrupted = interrupted || e.matches(PyExc_KeyboardInterrupt);
           if (!raised)
             raised = std::move(e);
-          interrupt = true;
-          interrupted = true;
         }
       }
       lock.lock();
@@ -247,6 +273,8 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
       throw std::move(*raised);
     raise(outcome.error());
   }
+  if (outcome->metrics_error)
+    raise(*outcome->metrics_error);
   report out;
   out.summary = outcome->summary.dump();
   out.history = nlohmann::json(outcome->history).dump();

@@ -104,10 +104,15 @@ def _features(X, name):
     """X as _core takes it: a float32/float64 array (2-D, any order) or a CSR tuple."""
     if getattr(X, "format", None) is not None and hasattr(X, "tocsr"):  # a SciPy sparse matrix
         X = X.tocsr()
+        if X.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must hold real numbers, not {X.dtype}")
         if not X.has_canonical_format:
             X = X.copy()
             X.sum_duplicates()
-        return ("csr", X.data, X.indices, X.indptr, tuple(int(n) for n in X.shape))
+        indices, indptr = X.indices, X.indptr
+        if indices.dtype != indptr.dtype:  # one index type for both, as _core reads them
+            indices, indptr = indices.astype(_np.int64), indptr.astype(_np.int64)
+        return ("csr", X.data, indices, indptr, tuple(int(n) for n in X.shape))
     X = _np.asarray(X)
     if X.dtype not in (_np.float32, _np.float64):
         if X.dtype.kind not in "biuf":
@@ -137,6 +142,12 @@ def _option_value(name, value):
     return value
 
 
+# The reading options of `train`, which have no meaning for arrays in memory (the scaling options,
+# scale and standardize, do).
+_FILE_OPTIONS = {"test", "format", "label_column", "header", "features", "limit", "test_limit",
+                 "max_decompressed_gib"}
+
+
 def train(X=None, y=None, *, X_test=None, y_test=None, callback=None, lam=None, **options):
     """Trains a model; returns a `Result`.
 
@@ -156,6 +167,11 @@ def train(X=None, y=None, *, X_test=None, y_test=None, callback=None, lam=None, 
     options.setdefault("quiet", True)
     if X is not None and "data" in options:
         raise ValueError("pass either arrays (X, y) or data=..., not both")
+    if X is not None:
+        reading = sorted(k for k in options if k in _FILE_OPTIONS and options[k] is not None)
+        if reading:
+            raise ValueError(f"option '{reading[0]}' is about reading files; with arrays X and y, "
+                             "pass the rows you want (slice them) and the test set as X_test, y_test")
     if X is None and (y is not None or X_test is not None):
         raise ValueError("y and X_test need X")
     if X is not None and y is None:

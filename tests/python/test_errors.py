@@ -1,7 +1,10 @@
 """Bad arrays, options and files raise the exception of their kind with the CLI's message."""
 
+import pickle
+
 import numpy as np
 import pytest
+import scipy.sparse
 
 import shardopt
 from conftest import classification, write_csv
@@ -84,3 +87,27 @@ def test_an_unreachable_node_is_a_runtime_error():
     # Port 1 on loopback: nothing listens there, the connection is refused at once.
     with pytest.raises(RuntimeError, match="127.0.0.1:1"):
         shardopt.train(X, y, nodes=["127.0.0.1:1"], shards=2)
+
+
+def test_sparse_structure_is_checked_through_the_module():
+    # SciPy does not check column indices by default: the module does, naming the row.
+    bad = scipy.sparse.csr_matrix((np.array([1.0, 2.0]), np.array([0, 5]), np.array([0, 1, 2])), shape=(2, 3))
+    with pytest.raises(ValueError, match=r"^X: row 1 has column 5, outside 0..2$"):
+        shardopt.train(bad, np.array([0.0, 1.0]))
+    with pytest.raises(ValueError, match="real numbers"):
+        shardopt.train(scipy.sparse.csr_matrix(np.eye(3) * 1j), np.array([0.0, 1.0, 2.0]))
+
+
+def test_unpickled_arrays_and_strided_views_are_accepted():
+    X, y = classification(rows=60, features=6)
+    expected = shardopt.train(np.ascontiguousarray(X[:, ::2]), y, shards=2, max_iter=10)
+    view = shardopt.train(X[:, ::2], y, shards=2, max_iter=10)  # a view, not copied by Python
+    assert view.objective == expected.objective
+    thawed = pickle.loads(pickle.dumps(np.ascontiguousarray(X[:, ::2])))  # an equal, separate dtype
+    assert shardopt.train(thawed, y, shards=2, max_iter=10).objective == expected.objective
+
+
+def test_reading_options_are_refused_with_arrays():
+    X, y = classification(rows=20)
+    with pytest.raises(ValueError, match="option 'limit' is about reading files"):
+        shardopt.train(X, y, limit=10)

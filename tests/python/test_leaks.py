@@ -1,8 +1,7 @@
 """Many runs in one process do not grow its memory: no references or actor systems left behind."""
 
 import gc
-
-import numpy as np
+import weakref
 
 import shardopt
 from conftest import classification
@@ -26,6 +25,14 @@ def test_a_hundred_runs_do_not_grow_the_resident_set():
 
     for _ in range(10):  # warm up: allocator pools, thread stacks, first imports
         run()
+    # Nothing keeps a result's model (and the theta its views share) alive once the result is gone.
+    result = shardopt.train(X, y, lam=1e-3, shards=2, max_iter=5, callback=lambda info: None)
+    model, weights = weakref.ref(result.model), result.weights
+    del result
+    assert model() is not None  # the weights view holds its model
+    del weights
+    gc.collect()
+    assert model() is None
     gc.collect()
     before = resident_kib()
     for _ in range(100):
