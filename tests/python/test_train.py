@@ -104,3 +104,17 @@ def test_fashion_mnist_by_name():
     result = shardopt.train(data="fashion-mnist", limit=2000, test_limit=500, max_iter=10, shards=2)
     assert result.features == 784 and result.examples == 2000
     assert 0.5 < result.test_accuracy <= 1
+
+
+def test_the_example_script_runs(tmp_path):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+    script = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "lambdas.py"
+    done = subprocess.run([sys.executable, str(script), "--lambdas", "1e-3", "--max-iter", "3", "--shards", "2",
+                           "--plot", str(tmp_path / "curves.png")],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("lambda 0.001: objective ")
+    assert "after 3 iterations (max_iterations" in done.stdout
