@@ -3,11 +3,11 @@
 #include "apps/architecture.hpp"
 #include "apps/lbfgs_checkpoints.hpp"
 #include "apps/progress.hpp"
+#include "apps/ps_train.hpp"
 #include "apps/shards.hpp"
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"
 #include "optimizer/newton_cg.hpp"
-#include "apps/ps_train.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,5 +1,11 @@
 """shardopt.train on arrays and files: the CLI's objective, the documented layout, the options."""
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.sparse
@@ -72,7 +78,7 @@ def test_history_holds_the_metrics_rows(tmp_path):
     X, y = classification()
     metrics = tmp_path / "run.jsonl"
     result = shardopt.train(X, y, lam=1e-3, shards=2, max_iter=15, metrics=str(metrics))
-    rows = [__import__("json").loads(line) for line in metrics.read_text().splitlines()]
+    rows = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert len(result.history["objective"]) == result.iterations == len(rows)
     np.testing.assert_array_equal(result.history["objective"], [r["objective"] for r in rows])
     np.testing.assert_array_equal(result.history["iteration"], np.arange(1, len(rows) + 1))
@@ -107,10 +113,6 @@ def test_fashion_mnist_by_name():
 
 
 def test_the_example_script_runs(tmp_path):
-    import os
-    import pathlib
-    import subprocess
-    import sys
     script = pathlib.Path(__file__).resolve().parents[2] / "experiments" / "lambdas.py"
     done = subprocess.run([sys.executable, str(script), "--lambdas", "1e-3", "--max-iter", "3", "--shards", "2",
                            "--plot", str(tmp_path / "curves.png")],
