@@ -5,6 +5,7 @@
 #include "actors/shard.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -45,21 +46,51 @@ struct cluster::impl {
     });
   }
 
-  result<std::pair<shard_actor, std::int64_t>> spawn_part_on(std::size_t j,
-                                                             const part_shard_spec& spec) {
-    std::optional<std::pair<shard_actor, std::int64_t>> out;
+  /// A node-local shard and what its node read.
+  struct part_reply {
+    shard_actor shard;
+    std::int64_t rows = 0;
+    double max_feature = 0;
+    double max_label = 0;
+  };
+
+  result<part_reply> spawn_part_on(std::size_t j, const part_shard_spec& spec) {
+    std::optional<part_reply> out;
     auto done = nodes.round(
-      reply<shard_actor, std::int64_t>{}, j, j + 1, timeouts::control, "creating a shard",
+      reply<shard_actor, std::int64_t, double, double>{}, j, j + 1, timeouts::control,
+      "creating a shard",
       [&](std::size_t, std::uint64_t round) {
         self->send(nodes[j], spawnpart_atom::value, round, token, spec);
       },
-      [&](std::size_t, shard_actor shard, std::int64_t rows) -> result<void> {
-        out = std::make_pair(std::move(shard), rows);
+      [&](std::size_t, shard_actor shard, std::int64_t rows, double max_feature,
+          double max_label) -> result<void> {
+        if (!std::isfinite(max_feature) || !std::isfinite(max_label) || max_feature < 0
+            || max_label < 0)
+          return fail("reported impossible data bounds");
+        out = part_reply{std::move(shard), rows, max_feature, max_label};
         return {};
       });
     if (!done)
       return done.error();
     return std::move(*out);
+  }
+
+  /// Makes the peer of shards `members` on node j: each made by `spawn(j, shard)`, then grouped
+  /// on the node (a single shard is its own peer).
+  template <class Spawn>
+  result<shard_actor> peer_on(std::size_t j, const std::vector<std::size_t>& members, Spawn spawn) {
+    std::vector<shard_actor> shards;
+    for (const auto i : members) {
+      auto shard = spawn(j, i);
+      if (!shard)
+        return shard.error().with_context("creating shard " + std::to_string(i));
+      shards.push_back(std::move(*shard));
+    }
+    if (shards.size() == 1)
+      return shards.front();
+    return ask<shard_actor>(j, "grouping shards", [&](std::uint64_t round) {
+      self->send(nodes[j], group_atom::value, round, token, shards);
+    });
   }
 
   /// Whether node j still answers a hello within timeouts::probe (after one of its shards went
@@ -81,7 +112,7 @@ struct cluster::impl {
   std::vector<connected_node> info;
   std::vector<bool> alive;
   std::vector<std::size_t> load;  // shards per node
-  std::vector<std::size_t> home;  // node of each shard
+  std::vector<std::size_t> home;  // node of each peer
 };
 
 cluster::cluster(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
@@ -95,16 +126,62 @@ const std::vector<connected_node>& cluster::nodes() const {
 
 namespace {
 
-/// The shard factory of a cluster: a lost shard is made again, by `spawn(cluster, node, shard)`,
-/// on the live node with the fewest shards. Its own node stays live only if it still answers.
+/// "shards 4-7" or "shard 4".
+std::string shard_range(const std::vector<std::size_t>& members) {
+  return members.size() == 1 ? "shard " + std::to_string(members.front())
+                             : "shards " + std::to_string(members.front()) + "-"
+                                 + std::to_string(members.back());
+}
+
+/// The shards of each node in `plan`, one peer per node that has any, in node order.
+std::vector<std::vector<std::size_t>> peers_of(const std::vector<std::size_t>& plan,
+                                               std::size_t nodes) {
+  std::vector<std::vector<std::size_t>> by_node(nodes);
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    by_node[plan[i]].push_back(i);
+  std::vector<std::vector<std::size_t>> peers;
+  for (auto& members : by_node)
+    if (!members.empty())
+      peers.push_back(std::move(members));
+  return peers;
+}
+
+/// What the objective expects of each peer: the blocks of its shards, in runs.
+std::vector<peer_share> shares_of(const std::vector<std::vector<std::size_t>>& peers,
+                                  const std::vector<block_layout>& layouts,
+                                  const std::vector<std::int64_t>& blocks,
+                                  const std::vector<std::int64_t>& rows) {
+  std::vector<peer_share> shares;
+  for (const auto& members : peers) {
+    peer_share share;
+    for (const auto i : members) {
+      const auto first = layouts[i].first_block;
+      if (!share.runs.empty() && share.runs.back().first + share.runs.back().second == first)
+        share.runs.back().second += blocks[i];
+      else
+        share.runs.emplace_back(first, blocks[i]);
+      share.rows += rows[i];
+    }
+    share.name = shard_range(members);
+    shares.push_back(std::move(share));
+  }
+  return shares;
+}
+
+/// The peer factory of a cluster: a lost peer's shards are made again, by `spawn(cluster, node,
+/// shard)`, and grouped on the live node with the fewest shards. Its own node stays live only if
+/// it still answers.
+using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t, std::size_t)>;
+
 shard_factory replacer(std::shared_ptr<cluster::impl> state,
                        std::function<void(const std::string&)> log,
-                       std::function<result<shard_actor>(cluster::impl&, std::size_t, std::size_t)> spawn) {
-  return [state = std::move(state), log = std::move(log),
-          spawn = std::move(spawn)](std::size_t i) -> result<shard_actor> {
+                       std::vector<std::vector<std::size_t>> peers, spawn_fn spawn) {
+  return [state = std::move(state), log = std::move(log), peers = std::move(peers),
+          spawn = std::move(spawn)](std::size_t g) -> result<shard_actor> {
     auto& c = *state;
-    const auto lost = c.home[i];
-    --c.load[lost];
+    const auto& members = peers[g];
+    const auto lost = c.home[g];
+    c.load[lost] -= members.size();
     if (c.alive[lost] && !c.answers(lost)) {
       c.alive[lost] = false;
       if (log)
@@ -116,21 +193,69 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
         if (c.alive[j] && (best == c.info.size() || c.load[j] < c.load[best]))
           best = j;
       if (best == c.info.size())
-        return fail("no node left to recreate shard " + std::to_string(i) + " on (all "
+        return fail("no node left to recreate " + shard_range(members) + " on (all "
                     + std::to_string(c.info.size()) + " nodes lost)");
-      auto shard = spawn(c, best, i);
-      if (shard) {
-        c.home[i] = best;
-        ++c.load[best];
+      auto peer = c.peer_on(best, members,
+                            [&](std::size_t j, std::size_t i) { return spawn(c, j, i); });
+      if (peer) {
+        c.home[g] = best;
+        c.load[best] += members.size();
         if (log)
-          log("recreated shard " + std::to_string(i) + " on node " + c.info[best].endpoint.text());
-        return shard;
+          log("recreated " + shard_range(members) + " on node " + c.info[best].endpoint.text());
+        return peer;
       }
       c.alive[best] = false;
       if (log)
-        log("node " + c.info[best].endpoint.text() + " lost: " + shard.error().message());
+        log("node " + c.info[best].endpoint.text() + " lost: " + peer.error().message());
     }
   };
+}
+
+/// Each shard's place among the canonical blocks: block numbers follow the shards' order.
+std::vector<block_layout> layouts_of(const std::vector<std::int64_t>& rows, std::int64_t block_rows,
+                                     std::vector<std::int64_t>& blocks) {
+  std::vector<block_layout> layouts;
+  std::int64_t first = 0;
+  blocks.clear();
+  for (const auto count : rows) {
+    layouts.push_back(block_layout{first, block_rows});
+    blocks.push_back(model::block_count(count, block_rows));
+    first += blocks.back();
+  }
+  return layouts;
+}
+
+/// Creates every peer of a run (a node's shards, grouped) and the objective over them, with the
+/// data bounds as they are once every shard exists.
+result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state,
+                                            model::model_shape shape, double lambda,
+                                            const std::vector<std::size_t>& plan,
+                                            const std::vector<block_layout>& layouts,
+                                            const std::vector<std::int64_t>& blocks,
+                                            const std::vector<std::int64_t>& rows,
+                                            std::shared_ptr<const model::data_bounds> bounds,
+                                            std::chrono::milliseconds timeout,
+                                            std::function<void(const std::string&)> log,
+                                            spawn_fn spawn) {
+  auto& s = *state;
+  auto peers = peers_of(plan, s.info.size());
+  std::vector<shard_actor> handles;
+  s.home.clear();
+  for (const auto& members : peers) {
+    const auto j = plan[members.front()];
+    auto peer = s.peer_on(j, members, [&](std::size_t node, std::size_t i) {
+      return spawn(s, node, i);
+    });
+    if (!peer)
+      return peer.error();
+    handles.push_back(std::move(*peer));
+    s.home.push_back(j);
+    s.load[j] += members.size();
+  }
+  auto shares = shares_of(peers, layouts, blocks, rows);
+  auto replace = replacer(state, std::move(log), std::move(peers), std::move(spawn));
+  return make_sharded_objective(s.rt, std::move(shape), lambda, std::move(handles),
+                                std::move(shares), *bounds, s.token, timeout, std::move(replace));
 }
 
 } // namespace
@@ -171,41 +296,38 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     return fitted.error();
   const model::model_shape shape{architecture.kind, fitted->features, fitted->labels.outputs(),
                                  architecture.hidden, architecture.act};
-  auto spec_of = [=](std::size_t i) {
-    return part_shard_spec{part(i), shape, fitted->labels, fitted->scaling};
-  };
-  std::vector<shard_actor> shards;
   std::vector<std::int64_t> rows;
-  s.home.assign(plan.size(), 0);
-  for (std::size_t i = 0; i < plan.size(); ++i) {
-    auto shard = s.spawn_part_on(plan[i], spec_of(i));
-    if (!shard)
-      return shard.error().with_context("creating shard " + std::to_string(i));
-    if (shard->second != summaries[i].rows)
-      return fail("creating shard " + std::to_string(i) + ": node " + s.info[plan[i]].endpoint.text()
-                  + " read " + std::to_string(shard->second) + " rows, it summarised "
-                  + std::to_string(summaries[i].rows));
-    shards.push_back(std::move(shard->first));
-    rows.push_back(shard->second);
-    s.home[i] = plan[i];
-    ++s.load[plan[i]];
-  }
-  auto expected_rows = rows;
-  auto replace = replacer(impl_, std::move(log), [spec_of, expected_rows](impl& c, std::size_t node,
-                                                                          std::size_t i)
-                                                   -> result<shard_actor> {
+  for (const auto& summary : summaries)
+    rows.push_back(summary.rows);
+  std::vector<std::int64_t> blocks;
+  const auto layouts = layouts_of(rows, model::block_rows_for(fitted->rows), blocks);
+  auto spec_of = [=](std::size_t i) {
+    return part_shard_spec{part(i), shape, fitted->labels, fitted->scaling, layouts[i]};
+  };
+  // Every part's bounds, from the nodes' replies (and again from a recreated shard's).
+  auto bounds = std::make_shared<model::data_bounds>(
+    model::data_bounds{0, 0, layouts.empty() ? 1 : layouts.front().block_rows, 0});
+  for (const auto count : blocks)
+    bounds->blocks += count;
+  spawn_fn spawn = [spec_of, rows, bounds](impl& c, std::size_t node,
+                                           std::size_t i) -> result<shard_actor> {
     auto shard = c.spawn_part_on(node, spec_of(i));
     if (!shard)
       return shard.error();
-    if (shard->second != expected_rows[i])
-      return fail("it read " + std::to_string(shard->second) + " rows of part " + std::to_string(i + 1)
-                  + ", not " + std::to_string(expected_rows[i]));
-    return std::move(shard->first);
-  });
-  return node_local_run{make_sharded_objective(s.rt, shape, lambda, std::move(shards),
-                                               std::move(rows), s.token, timeout,
-                                               std::move(replace)),
-                        shape, fitted->labels, fitted->scaling, fitted->rows};
+    if (shard->rows != rows[i])
+      return fail("node " + c.info[node].endpoint.text() + " read " + std::to_string(shard->rows)
+                  + " rows of part " + std::to_string(i + 1) + ", it summarised "
+                  + std::to_string(rows[i]));
+    bounds->max_feature = std::max(bounds->max_feature, shard->max_feature);
+    bounds->max_label = std::max(bounds->max_label, shard->max_label);
+    return std::move(shard->shard);
+  };
+  auto objective = cluster_objective(impl_, shape, lambda, plan, layouts, blocks, rows, bounds,
+                                     timeout, std::move(log), spawn);
+  if (!objective)
+    return objective.error();
+  return node_local_run{std::move(*objective), shape, fitted->labels, fitted->scaling,
+                        fitted->rows};
 }
 
 result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {
@@ -257,31 +379,29 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
 
 result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
                                         std::shared_ptr<const model::dataset> data,
-                                        const std::vector<model::row_range>& blocks,
+                                        const std::vector<model::row_range>& ranges,
                                         const std::vector<std::size_t>& plan,
                                         std::chrono::milliseconds timeout,
                                         std::function<void(const std::string&)> log) {
-  auto& s = *impl_;
-  if (plan.size() != blocks.size())
+  if (plan.size() != ranges.size())
     return fail("placement plan does not cover every shard");
-  std::vector<shard_actor> shards;
   std::vector<std::int64_t> rows;
-  s.home.assign(blocks.size(), 0);
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    auto shard = s.spawn_on(plan[i], shard_spec{shape, data_block{data, blocks[i]}});
-    if (!shard)
-      return shard.error().with_context("creating shard " + std::to_string(i));
-    shards.push_back(std::move(*shard));
-    rows.push_back(blocks[i].size());
-    s.home[i] = plan[i];
-    ++s.load[plan[i]];
+  std::int64_t total = 0;
+  for (const auto& range : ranges) {
+    rows.push_back(range.size());
+    total += range.size();
   }
-  auto replace = replacer(impl_, std::move(log), [shape, data, blocks](impl& c, std::size_t node,
-                                                                          std::size_t i) {
-    return c.spawn_on(node, shard_spec{shape, data_block{data, blocks[i]}});
-  });
-  return make_sharded_objective(s.rt, shape, lambda, std::move(shards), std::move(rows), s.token,
-                                timeout, std::move(replace));
+  std::vector<std::int64_t> blocks;
+  const auto block_rows = model::block_rows_for(total);
+  const auto layouts = layouts_of(rows, block_rows, blocks);
+  auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{0, 0, block_rows, 0});
+  for (const auto& range : ranges)
+    *bounds += model::bounds_of(*data, range, block_rows);
+  spawn_fn spawn = [shape, data, ranges, layouts](impl& c, std::size_t node, std::size_t i) {
+    return c.spawn_on(node, shard_spec{shape, data_block{data, ranges[i]}, layouts[i]});
+  };
+  return cluster_objective(impl_, std::move(shape), lambda, plan, layouts, blocks, rows, bounds,
+                           timeout, std::move(log), std::move(spawn));
 }
 
 } // namespace shardopt::actors

@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 
@@ -100,8 +101,75 @@ caf::error inspect(caf::deserializer& f, dense_vector& x) {
   return {};
 }
 
+namespace {
+
+template <class T>
+caf::error save_raw(caf::serializer& f, std::vector<T>& values) {
+  auto length = values.size();
+  return caf::error::eval([&] { return f.begin_sequence(length); },
+                          [&] {
+                            return length == 0 ? caf::error{}
+                                               : f.apply_raw(length * sizeof(T), values.data());
+                          },
+                          [&] { return f.end_sequence(); });
+}
+
+template <class T>
+caf::error load_raw(caf::deserializer& f, std::vector<T>& values, const char* what) {
+  std::size_t length = 0;
+  if (auto err = f.begin_sequence(length))
+    return err;
+  if (length > max_wire_elements)
+    return make_error(errc::dimension_mismatch, std::string{"peer announced "} + what + " of "
+                                                  + std::to_string(length) + " entries, more than "
+                                                  + std::to_string(max_wire_elements));
+  if (auto err = expect_bytes(f, length * sizeof(T), what))
+    return err;
+  values.resize(length);
+  if (length > 0)
+    if (auto err = f.apply_raw(length * sizeof(T), values.data()))
+      return err;
+  return f.end_sequence();
+}
+
+} // namespace
+
+result<void> merge(block_sums& total, block_sums&& part) {
+  if (total.words.size() != part.words.size() || total.exponent != part.exponent)
+    return fail("sums of " + std::to_string(part.words.size()) + " entries on the grid 2^"
+                + std::to_string(part.exponent) + " cannot be added to sums of "
+                + std::to_string(total.words.size()) + " entries on the grid 2^"
+                + std::to_string(total.exponent));
+  total.runs.insert(total.runs.end(), part.runs.begin(), part.runs.end());
+  total.values.insert(total.values.end(), part.values.begin(), part.values.end());
+  for (std::size_t i = 0; i < total.words.size(); ++i)  // wrapping: see model/exact_sum.hpp
+    total.words[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(total.words[i])
+                                               + static_cast<std::uint64_t>(part.words[i]));
+  if (std::isnan(part.max_abs) || part.max_abs > total.max_abs)
+    total.max_abs = part.max_abs;
+  total.correct += part.correct;
+  total.count += part.count;
+  return {};
+}
+
+caf::error inspect(caf::serializer& f, block_sums& x) {
+  return caf::error::eval([&] { return save_raw(f, x.runs); },
+                          [&] { return save_raw(f, x.values); },
+                          [&] { return save_raw(f, x.words); },
+                          [&] { return f(x.exponent, x.max_abs, x.correct, x.count); });
+}
+
+caf::error inspect(caf::deserializer& f, block_sums& x) {
+  return caf::error::eval([&] { return load_raw(f, x.runs, "block runs"); },
+                          [&] { return load_raw(f, x.values, "block values"); },
+                          [&] { return load_raw(f, x.words, "exact sums"); },
+                          [&] { return f(x.exponent, x.max_abs, x.correct, x.count); });
+}
+
 void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<dense_vector>("shardopt::dense_vector");
+  config.add_message_type<block_sums>("shardopt::block_sums");
+  config.add_message_type<std::vector<shard_actor>>("shardopt::shard_actors");
   config.add_message_type<data_block>("shardopt::data_block");
   config.add_message_type<shard_spec>("shardopt::shard_spec");
   config.add_message_type<node_info>("shardopt::node_info");

@@ -2,17 +2,18 @@
 
 // # Shard protocol
 //
-// A shard actor owns one block of a dataset and answers two questions about a flat parameter
-// vector theta (layout: see model::model_shape), each carrying the token of the driver that created
-// the shard (a capability: any other token is refused, so another driver can neither read this
-// shard's gradients nor use it):
+// A shard actor owns consecutive canonical blocks of a dataset (model/exact_sum.hpp) and answers
+// three questions about a flat parameter vector theta (layout: see model::model_shape), each
+// carrying the token of the driver that created the shard (a capability: any other token is
+// refused, so another driver can neither read this shard's gradients nor use it):
 //
-//   (eval_atom, access_token, uint64 round, dense_vector theta)
-//       -> (uint64 round, double loss_sum, dense_vector grad_sum, int64 count)
+//   (eval_atom, access_token, uint64 round, int32 grid, dense_vector theta)
+//       -> (uint64 round, block_sums)   losses per block, gradient sums on the grid 2^grid
 //   (quality_atom, access_token, uint64 round, dense_vector theta)
-//       -> (uint64 round, double correct, double squared_error, int64 count)
-//   (hessvec_atom, access_token, uint64 round, uint64 at, dense_vector theta, dense_vector v)
-//       -> (uint64 round, dense_vector hv_sum, int64 count)
+//       -> (uint64 round, block_sums)   squared errors per block, correct predictions
+//   (hessvec_atom, access_token, uint64 round, uint64 at, int32 grid, dense_vector theta,
+//    dense_vector v)
+//       -> (uint64 round, block_sums)   Hessian-vector sums on the grid 2^grid
 //
 // The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
 // evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
@@ -22,10 +23,13 @@
 // theta (the first product of a run, or to a shard recreated after its node went down) it first
 // rebuilds the curvature at that theta.
 //
-// Replies carry *sums* over the shard's examples and the example count; the driver adds shards in
-// shard order, divides by the total count and adds the regulariser once. `round` is echoed so the
-// driver can drop a late reply to an evaluation it has already given up on. A request whose theta
-// has the wrong dimension is answered with an error (errc::dimension_mismatch), never a crash.
+// Replies carry *sums* over the shard's blocks: scalars per block, vectors as exact fixed-point
+// sums (integers on a grid the driver chose from the data and theta), so a node's *group* actor
+// can add its shards' replies and answer once per node (the same protocol, the same bits), and the
+// driver adds peers in any order and gets the bits of one shard holding everything. The driver
+// divides by the total count and adds the regulariser once. `round` is echoed so the driver can
+// drop a late reply to an evaluation it has already given up on. A request whose theta has the
+// wrong dimension is answered with an error (errc::dimension_mismatch), never a crash.
 // A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
 #include "model/linear_model.hpp"
@@ -62,7 +66,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 4;  // 4: shards answer Hessian-vector products
+constexpr std::uint32_t protocol_version = 5;  // 5: exact block sums, one group per node
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -156,14 +160,56 @@ inspect(Inspector& f, dense_vector& x) {
   return f(caf::meta::type_name("dense_vector"), length);
 }
 
-/// The typed interface of a shard actor (see the protocol above).
+/// Where a shard's canonical blocks are: its first block's number and the rows per block.
+struct block_layout {
+  std::int64_t first_block = 0;
+  std::int64_t block_rows = 1;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, block_layout& x) {
+  return f(caf::meta::type_name("block_layout"), x.first_block, x.block_rows);
+}
+
+/// Sums over some canonical blocks, as a shard or a group answers them (see the protocol above and
+/// model/exact_sum.hpp). Vectors travel as raw blocks.
+struct block_sums {
+  std::vector<std::int64_t> runs;   ///< (first block, block count) pairs, flattened
+  std::vector<double> values;       ///< one scalar per block (loss sum, squared error), runs' order
+  std::vector<std::int64_t> words;  ///< exact sums on the grid 2^exponent; empty for quality
+  std::int32_t exponent = 0;
+  double max_abs = 0;               ///< largest |block sum entry| in `words`; NaN: not finite
+  double correct = 0;               ///< quality: correctly predicted examples
+  std::int64_t count = 0;           ///< examples covered
+};
+
+/// Adds `part` to `total`: runs and values appended, exact sums added, counts added. Fails when
+/// their grids or sizes differ.
+result<void> merge(block_sums& total, block_sums&& part);
+
+/// Serialises the vectors as lengths and raw blocks.
+caf::error inspect(caf::serializer& f, block_sums& x);
+
+/// Deserialises, checking every length against `max_wire_elements` and the bytes received.
+caf::error inspect(caf::deserializer& f, block_sums& x);
+
+template <class Inspector>
+std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
+                   && !std::is_base_of_v<caf::deserializer, Inspector>,
+                 typename Inspector::result_type>
+inspect(Inspector& f, block_sums& x) {
+  auto blocks = x.values.size();
+  return f(caf::meta::type_name("block_sums"), blocks, x.count);
+}
+
+/// The typed interface of a shard actor, and of a group of shards (see the protocol above).
 using shard_actor = caf::typed_actor<
-  caf::replies_to<eval_atom, access_token, std::uint64_t, dense_vector>::with<
-    std::uint64_t, double, dense_vector, std::int64_t>,
-  caf::replies_to<quality_atom, access_token, std::uint64_t, dense_vector>::with<
-    std::uint64_t, double, double, std::int64_t>,
-  caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, dense_vector,
-                  dense_vector>::with<std::uint64_t, dense_vector, std::int64_t>>;
+  caf::replies_to<eval_atom, access_token, std::uint64_t, std::int32_t, dense_vector>::with<
+    std::uint64_t, block_sums>,
+  caf::replies_to<quality_atom, access_token, std::uint64_t, dense_vector>::with<std::uint64_t,
+                                                                                 block_sums>,
+  caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, std::int32_t,
+                  dense_vector, dense_vector>::with<std::uint64_t, block_sums>>;
 
 /// Announces the project's message types and error category. Call on every config before the
 /// actor system is created, in drivers and nodes alike.

@@ -118,11 +118,21 @@ auto shielded(F body) -> decltype(body()) {
   }
 }
 
-/// The shards and bytes one driver holds on this node.
+/// The shards, groups and bytes one driver holds on this node.
 struct driver_share {
   std::vector<shard_actor> shards;
+  std::vector<shard_actor> groups;
   std::int64_t bytes = 0;
 };
+
+/// Checks a block layout from a peer: a first block and rows per block a dataset can have.
+result<void> check_layout(const block_layout& layout) {
+  if (layout.first_block < 0 || layout.first_block > (std::int64_t{1} << 40) || layout.block_rows < 1
+      || layout.block_rows > (std::int64_t{1} << 20))
+    return fail("invalid block layout (first block " + std::to_string(layout.first_block) + ", "
+                + std::to_string(layout.block_rows) + " rows per block)");
+  return {};
+}
 
 class node_impl : public guarded<node_actor::base> {
 public:
@@ -178,21 +188,33 @@ public:
           return {round, summary_message{io::summarize(*part)}};
         });
       },
-      [this](spawnpart_atom, std::uint64_t round, const access_token& token,
-             part_shard_spec& spec) -> caf::result<std::uint64_t, shard_actor, std::int64_t> {
-        return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t> {
+      [this](spawnpart_atom, std::uint64_t round, const access_token& token, part_shard_spec& spec)
+        -> caf::result<std::uint64_t, shard_actor, std::int64_t, double, double> {
+        return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, double, double> {
           auto shard = spawn_part(token, spec);
           if (!shard)
             return std::move(shard.error());
-          return {round, std::move(shard->first), shard->second};
+          return {round, std::move(shard->shard), shard->rows, shard->bounds.max_feature,
+                  shard->bounds.max_label};
+        });
+      },
+      [this](group_atom, std::uint64_t round, const access_token& token,
+             const std::vector<shard_actor>& members) -> caf::result<std::uint64_t, shard_actor> {
+        return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
+          auto group = spawn_group_of(token, members);
+          if (!group)
+            return std::move(group.error());
+          return {round, std::move(*group)};
         });
       },
     };
   }
 
   void on_exit() override {
-    for (auto& [driver, share] : drivers_)
+    for (auto& [driver, share] : drivers_) {
+      end_shards(share.groups);
       end_shards(share.shards);
+    }
     drivers_.clear();
   }
 
@@ -222,9 +244,9 @@ private:
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
   shard_actor host(const caf::actor_addr& driver, const model::model_shape& shape,
                    std::shared_ptr<const model::dataset> data, model::row_range rows,
-                   const access_token& token) {
+                   const block_layout& layout, const access_token& token) {
     const auto bytes = bytes_of(*data);
-    auto shard = spawn_shard(system(), shape, std::move(data), rows, token);
+    auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token);
     auto& share = drivers_[driver];
     if (share.shards.empty())
       monitor(driver);
@@ -247,16 +269,49 @@ private:
     auto it = drivers_.find(driver);
     if (it == drivers_.end())
       return;
+    end_shards(it->second.groups);
     end_shards(it->second.shards);
     shards_ -= static_cast<std::int64_t>(it->second.shards.size());
     bytes_ -= it->second.bytes;
     drivers_.erase(it);
   }
 
+  /// A group over shards the requesting driver holds here (see the protocol).
+  caf::expected<shard_actor> spawn_group_of(const access_token& token,
+                                            const std::vector<shard_actor>& members) {
+    const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
+    const auto it = drivers_.find(driver);
+    if (!driver || it == drivers_.end())
+      return refuse("invalid group request: this driver holds no shards here");
+    auto& share = it->second;
+    if (members.empty() || members.size() > share.shards.size())
+      return refuse("invalid group request: " + std::to_string(members.size())
+                    + " members for a driver holding " + std::to_string(share.shards.size())
+                    + " shards here");
+    if (static_cast<std::int64_t>(share.groups.size()) >= limits_.shards_per_driver)
+      return refuse("this node allows " + std::to_string(limits_.shards_per_driver)
+                    + " groups per driver");
+    std::vector<caf::actor_addr> seen;
+    for (const auto& member : members) {
+      const auto addr = caf::actor_cast<caf::actor_addr>(member);
+      const bool owned = std::any_of(share.shards.begin(), share.shards.end(), [&](const auto& s) {
+        return caf::actor_cast<caf::actor_addr>(s) == addr;
+      });
+      if (!owned || std::find(seen.begin(), seen.end(), addr) != seen.end())
+        return refuse("invalid group request: a member is not a distinct shard of this driver here");
+      seen.push_back(addr);
+    }
+    auto group = spawn_group(system(), members, token);
+    share.groups.push_back(group);
+    return group;
+  }
+
   caf::expected<shard_actor> spawn_shipped(const access_token& token, const shard_spec& spec) {
     const auto& shape = spec.shape;
     const auto& block = spec.block;
     if (auto ok = check_shape(shape, limits_); !ok)
+      return refuse("invalid shard request: " + ok.error().message());
+    if (auto ok = check_layout(spec.layout); !ok)
       return refuse("invalid shard request: " + ok.error().message());
     if (!block.data)
       return make_error(errc::dimension_mismatch, "invalid shard request: no data");
@@ -274,13 +329,21 @@ private:
     auto driver = admit(bytes_of(*block.data));
     if (!driver)
       return refuse(driver.error().message());
-    return host(*driver, shape, block.data, block.rows, token);
+    return host(*driver, shape, block.data, block.rows, spec.layout, token);
   }
 
-  caf::expected<std::pair<shard_actor, std::int64_t>> spawn_part(const access_token& token,
-                                                                const part_shard_spec& spec) {
+  /// A node-local shard, its rows and its data's bounds.
+  struct part_shard {
+    shard_actor shard;
+    std::int64_t rows = 0;
+    model::data_bounds bounds;
+  };
+
+  caf::expected<part_shard> spawn_part(const access_token& token, const part_shard_spec& spec) {
     const auto& shape = spec.shape;
     if (auto ok = check_shape(shape, limits_); !ok)
+      return refuse("invalid shard request: " + ok.error().message());
+    if (auto ok = check_layout(spec.layout); !ok)
       return refuse("invalid shard request: " + ok.error().message());
     const auto d = static_cast<Eigen::Index>(shape.features);
     if (spec.labels.kind != shape.kind || spec.labels.outputs() != shape.outputs
@@ -308,9 +371,10 @@ private:
     auto driver = admit(bytes_of(*data));
     if (!driver)
       return refuse(driver.error().message());
-    const auto rows = data->rows();
-    return std::make_pair(host(*driver, shape, std::move(data), model::row_range{0, rows}, token),
-                          rows);
+    const model::row_range rows{0, data->rows()};
+    const auto bounds = model::bounds_of(*data, rows, spec.layout.block_rows);
+    return part_shard{host(*driver, shape, std::move(data), rows, spec.layout, token), rows.size(),
+                      bounds};
   }
 
   std::uint32_t threads_;

@@ -16,14 +16,22 @@
 //       Sends the vector back: measures the link (latency, bandwidth) without any computation.
 //   (spawn_atom, round, access_token, shard_spec) -> (round, shard_actor)
 //       Creates one shard from a shipped block of data, answering only requests that carry the
-//       token. The block is checked first (shape, label values) and counted against the limits.
+//       token. The block is checked first (shape, label values, block layout) and counted against
+//       the limits.
+//   (group_atom, round, access_token, vector<shard_actor> members) -> (round, shard_actor)
+//       Creates a group over shards this driver holds on this node (each named once): it answers
+//       the shard protocol with the exact sum of its members' replies, so the driver sends theta
+//       to the node once and gets one reply. Members that are not this driver's shards here are
+//       refused. At most one group per shard the driver may hold.
 //   (scan_atom, round, access_token, part_message) -> (round, summary_message)
 //       Node-local data: reads part p of P of a dataset under the node's --data-root and
 //       summarises it (rows, distinct labels, feature sums), so the driver can fit label encoding
 //       and scaling. Refused when the node has no data root or the path leaves it.
-//   (spawnpart_atom, round, access_token, part_shard_spec) -> (round, shard_actor, int64 rows)
+//   (spawnpart_atom, round, access_token, part_shard_spec)
+//       -> (round, shard_actor, int64 rows, double max_feature, double max_label)
 //       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
-//       creates a shard on it, answering with the rows it holds.
+//       creates a shard on it, answering with the rows it holds and its largest |feature| and
+//       |label| (what the driver's grid bounds need, model/block_bounds.hpp).
 //
 // Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
 // when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one
@@ -48,6 +56,7 @@ using spawn_atom = caf::atom_constant<caf::atom("spawnshard")>;
 using echo_atom = caf::atom_constant<caf::atom("echo")>;
 using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
+using group_atom = caf::atom_constant<caf::atom("group")>;
 
 /// What a node allows its drivers: shards and bytes of data (shipped or read) per driver and in
 /// total, the largest model, and node-local data confined to `data_root`.
@@ -77,6 +86,7 @@ struct part_shard_spec {
   model::model_shape shape;
   io::label_encoding labels;
   io::feature_scaling scaling;
+  block_layout layout;
 };
 
 // Field by field, vectors as raw blocks; checked against the bytes received when loading.
@@ -140,12 +150,13 @@ inspect(Inspector& f, data_block& x) {
 struct shard_spec {
   model::model_shape shape;
   data_block block;
+  block_layout layout;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, shard_spec& x) {
   return f(caf::meta::type_name("shard_spec"), x.shape.kind, x.shape.features, x.shape.outputs,
-           x.shape.hidden, x.shape.act, x.block);
+           x.shape.hidden, x.shape.act, x.block, x.layout);
 }
 
 /// The typed interface of a node actor (see the protocol above).
@@ -158,7 +169,9 @@ using node_actor = caf::typed_actor<
   caf::replies_to<scan_atom, std::uint64_t, access_token, part_message>::with<std::uint64_t,
                                                                               summary_message>,
   caf::replies_to<spawnpart_atom, std::uint64_t, access_token, part_shard_spec>::with<
-    std::uint64_t, shard_actor, std::int64_t>>;
+    std::uint64_t, shard_actor, std::int64_t, double, double>,
+  caf::replies_to<group_atom, std::uint64_t, access_token, std::vector<shard_actor>>::with<
+    std::uint64_t, shard_actor>>;
 
 /// Spawns a node actor whose shards run on `system`, within `limits`.
 node_actor spawn_node(caf::actor_system& system, std::uint32_t threads, node_limits limits);

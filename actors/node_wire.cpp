@@ -81,7 +81,8 @@ caf::error apply_part_spec(Processor& f, part_shard_spec& x) {
     [&] { return f(x.labels.kind, x.labels.classes); },
     [&] { return f(x.scaling.factor); },
     [&] { return apply_vector(f, x.scaling.mean); },
-    [&] { return apply_vector(f, x.scaling.inv_std); });
+    [&] { return apply_vector(f, x.scaling.inv_std); },
+    [&] { return f(x.layout.first_block, x.layout.block_rows); });
 }
 
 } // namespace

@@ -2,6 +2,9 @@
 
 #include "actors/guard.hpp"
 
+#include <cmath>
+#include <optional>
+
 namespace shardopt::actors {
 
 namespace {
@@ -15,13 +18,23 @@ caf::error refused_token() {
   return make_error(errc::refused, "this shard belongs to another driver");
 }
 
-/// A shard: rows of a shared dataset, served to the holder of one token. Guarded (guard.hpp): a
-/// peer's exit message cannot end it; its node or its driver's objective ends it.
+/// Grids a shard accepts: every double on them is finite (see model::grid_for).
+bool valid_grid(std::int32_t exponent) {
+  return exponent >= -1100 && exponent <= 1100;
+}
+
+using sums_result = caf::result<std::uint64_t, block_sums>;
+
+/// A shard: consecutive canonical blocks of a shared dataset, served to the holder of one token.
+/// Guarded (guard.hpp): a peer's exit message cannot end it; its node or its driver's objective
+/// (or its group) ends it.
 class shard_impl : public guarded<shard_actor::base> {
 public:
   shard_impl(caf::actor_config& config, model::model_shape shape,
-             std::shared_ptr<const model::dataset> data, model::row_range rows, access_token token)
-    : guarded<shard_actor::base>(config), shape_(shape), data_(std::move(data)), rows_(rows),
+             std::shared_ptr<const model::dataset> data, model::row_range rows,
+             block_layout layout, access_token token)
+    : guarded<shard_actor::base>(config), shape_(std::move(shape)), data_(std::move(data)),
+      rows_(rows), blocks_(model::blocks_of(rows, layout.block_rows)), first_(layout.first_block),
       token_(token) {}
 
   behavior_type make_behavior() override {
@@ -29,24 +42,25 @@ public:
     const auto dimension = shape_.dimension();
     return {
       [this, dimension](eval_atom, const access_token& token, std::uint64_t round,
-                        const dense_vector& theta)
-        -> caf::result<std::uint64_t, double, dense_vector, std::int64_t> {
+                        std::int32_t grid, const dense_vector& theta) -> sums_result {
         if (token != token_)
           return refused_token();
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-        auto grad = std::make_shared<Eigen::VectorXd>(dimension);
+        if (!valid_grid(grid))
+          return make_error(errc::bad_request, "no grid 2^" + std::to_string(grid));
+        model::exact_sum grad(static_cast<std::size_t>(dimension), grid);
         const bool keep = keep_curvature_;
-        const double loss = model::loss_grad_sum(shape_, *data_, rows_, theta.map(), *grad,
-                                                 keep ? &curvature_ : nullptr);
+        block_sums out = sums();
+        model::block_loss_grad(shape_, *data_, blocks_, theta.map(), out.values, grad,
+                               keep ? &curvature_ : nullptr);
         cached_ = keep;
         cached_round_ = round;
-        return {round, loss, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(grad)}},
-                rows_.size()};
+        return {round, finish(std::move(out), grad)};
       },
       [this, dimension](hessvec_atom, const access_token& token, std::uint64_t round,
-                        std::uint64_t at, const dense_vector& theta, const dense_vector& v)
-        -> caf::result<std::uint64_t, dense_vector, std::int64_t> {
+                        std::uint64_t at, std::int32_t grid, const dense_vector& theta,
+                        const dense_vector& v) -> sums_result {
         if (token != token_)
           return refused_token();
         if (!model::has_hessian(shape_))
@@ -56,12 +70,14 @@ public:
           return make_error(errc::dimension_mismatch, "the product's v has " + std::to_string(v.size())
                                                         + " entries, the shard's model expects "
                                                         + std::to_string(dimension));
+        if (!valid_grid(grid))
+          return make_error(errc::bad_request, "no grid 2^" + std::to_string(grid));
         // From the first product on, evaluations keep the curvature (L-BFGS never pays for it).
         keep_curvature_ = true;
         if (theta.size() != 0) {
           if (static_cast<std::int64_t>(theta.size()) != dimension)
             return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-          curvature_ = model::curvature_at(shape_, *data_, rows_, theta.map());
+          curvature_ = model::block_curvature(shape_, *data_, blocks_, theta.map());
           cached_ = true;
           cached_round_ = at;
         }
@@ -70,40 +86,160 @@ public:
                             "a product at the evaluation of round " + std::to_string(at)
                               + ", but this shard's last evaluation "
                               + (cached_ ? "was round " + std::to_string(cached_round_) : "kept nothing"));
-        auto hv = std::make_shared<Eigen::VectorXd>(dimension);
-        model::hessian_vector_sum(shape_, *data_, rows_, curvature_, v.map(), *hv);
-        return {round, dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(hv)}}, rows_.size()};
+        model::exact_sum hv(static_cast<std::size_t>(dimension), grid);
+        model::block_hessian_vector(shape_, *data_, blocks_, curvature_, v.map(), hv);
+        return {round, finish(sums(), hv)};
       },
       [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
-                        const dense_vector& theta)
-        -> caf::result<std::uint64_t, double, double, std::int64_t> {
+                        const dense_vector& theta) -> sums_result {
         if (token != token_)
           return refused_token();
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-        const auto sums = model::quality(shape_, *data_, rows_, theta.map());
-        return {round, sums.correct, sums.squared_error, sums.count};
+        block_sums out = sums();
+        for (const auto& block : blocks_) {
+          const auto part = model::quality(shape_, *data_, block, theta.map());
+          out.values.push_back(part.squared_error);
+          out.correct += part.correct;
+        }
+        return {round, std::move(out)};
       },
     };
   }
 
 private:
+  /// The shard's blocks and count, with no sums yet.
+  block_sums sums() const {
+    block_sums out;
+    out.runs = {first_, static_cast<std::int64_t>(blocks_.size())};
+    out.count = rows_.size();
+    return out;
+  }
+
+  static block_sums finish(block_sums out, model::exact_sum& exact) {
+    out.exponent = exact.exponent();
+    out.max_abs = exact.max_abs();
+    out.words = exact.take_words();
+    return out;
+  }
+
   model::model_shape shape_;
   std::shared_ptr<const model::dataset> data_;
   model::row_range rows_;
+  std::vector<model::row_range> blocks_;
+  std::int64_t first_;
   access_token token_;
-  model::curvature curvature_;       // of the last evaluation, for products
-  bool keep_curvature_ = false;      // set by the first product request
+  std::vector<model::curvature> curvature_;  // of the last evaluation, per block, for products
+  bool keep_curvature_ = false;              // set by the first product request
   bool cached_ = false;
-  std::uint64_t cached_round_ = 0;   // the round of that evaluation
+  std::uint64_t cached_round_ = 0;           // the round of that evaluation
+};
+
+/// A node's group of shards of one driver: forwards each request to every member (in-process, so
+/// theta is shared, not copied), adds their replies (`merge`: exact, so in any order) and answers
+/// once. Ends when any member goes down, and ends its members when it ends: the driver sees one
+/// peer go down and recreates the group.
+class group_impl : public guarded<shard_actor::base> {
+public:
+  group_impl(caf::actor_config& config, std::vector<shard_actor> members, access_token token)
+    : guarded<shard_actor::base>(config), members_(std::move(members)), token_(token) {}
+
+  behavior_type make_behavior() override {
+    guard_behavior(this);
+    for (const auto& member : members_)
+      monitor(member);
+    set_down_handler([this](caf::down_msg&) { quit(caf::exit_reason::user_shutdown); });
+    return {
+      [this](eval_atom atom, const access_token& token, std::uint64_t round, std::int32_t grid,
+             const dense_vector& theta) -> sums_result {
+        if (token != token_)
+          return refused_token();
+        return gather(round, [=](const shard_actor& member) {
+          return request(member, caf::infinite, atom, token, round, grid, theta);
+        });
+      },
+      [this](hessvec_atom atom, const access_token& token, std::uint64_t round, std::uint64_t at,
+             std::int32_t grid, const dense_vector& theta, const dense_vector& v) -> sums_result {
+        if (token != token_)
+          return refused_token();
+        return gather(round, [=](const shard_actor& member) {
+          return request(member, caf::infinite, atom, token, round, at, grid, theta, v);
+        });
+      },
+      [this](quality_atom atom, const access_token& token, std::uint64_t round,
+             const dense_vector& theta) -> sums_result {
+        if (token != token_)
+          return refused_token();
+        return gather(round, [=](const shard_actor& member) {
+          return request(member, caf::infinite, atom, token, round, theta);
+        });
+      },
+    };
+  }
+
+  void on_exit() override {
+    caf::scoped_actor reaper{system()};  // unnameable: guarded members accept its exit
+    for (const auto& member : members_)
+      reaper->send_exit(member, caf::exit_reason::user_shutdown);
+    members_.clear();
+  }
+
+private:
+  /// Sends `ask(member)` to every member and answers with the sum of their replies, or the first
+  /// error.
+  template <class Ask>
+  sums_result gather(std::uint64_t round, Ask ask) {
+    struct pending {
+      caf::typed_response_promise<std::uint64_t, block_sums> promise;
+      std::size_t left = 0;
+      std::optional<block_sums> total;
+      bool done = false;
+    };
+    auto state = std::make_shared<pending>();
+    state->promise = make_response_promise<std::uint64_t, block_sums>();
+    state->left = members_.size();
+    for (const auto& member : members_)
+      ask(member).then(
+        [state, round](std::uint64_t, block_sums& part) {
+          if (state->done)
+            return;
+          if (!state->total) {
+            state->total = std::move(part);
+          } else if (auto ok = merge(*state->total, std::move(part)); !ok) {
+            state->done = true;
+            state->promise.deliver(make_error(errc::shard_failed, ok.error().message()));
+            return;
+          }
+          if (--state->left == 0) {
+            state->done = true;
+            state->promise.deliver(round, std::move(*state->total));
+          }
+        },
+        [state](caf::error& err) {
+          if (state->done)
+            return;
+          state->done = true;
+          state->promise.deliver(std::move(err));
+        });
+    return state->promise;
+  }
+
+  std::vector<shard_actor> members_;
+  access_token token_;
 };
 
 } // namespace
 
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows,
+                        block_layout layout, const access_token& token) {
+  return system.spawn<shard_impl, caf::detached>(std::move(shape), std::move(data), rows, layout,
+                                                 token);
+}
+
+shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
                         const access_token& token) {
-  return system.spawn<shard_impl, caf::detached>(shape, std::move(data), rows, token);
+  return system.spawn<group_impl>(std::move(members), token);
 }
 
 } // namespace shardopt::actors

@@ -5,39 +5,56 @@
 
 #include "actors/messages.hpp"
 #include "actors/sharded_objective.hpp"
+#include "model/block_bounds.hpp"
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace shardopt::actors {
 
-/// Spawns a shard actor that owns rows `rows` of `data` (shared, never copied) and answers the shard
-/// protocol (messages.hpp) for a model of shape `shape`, to requests that carry `token` only. Each
-/// shard runs detached, on a thread of its own: its work is long and CPU-bound, and on the shared
-/// scheduler the idle workers' polling cost about 8% of a single-shard evaluation (bench/), against
-/// under 1% detached.
+/// Spawns a shard actor that owns rows `rows` of `data` (shared, never copied), cut into canonical
+/// blocks as `layout` says, and answers the shard protocol (messages.hpp) for a model of shape
+/// `shape`, to requests that carry `token` only. Each shard runs detached, on a thread of its own:
+/// its work is long and CPU-bound, and on the shared scheduler the idle workers' polling cost about
+/// 8% of a single-shard evaluation (bench/), against under 1% detached.
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows,
+                        block_layout layout, const access_token& token);
+
+/// Spawns a group over shards of this process: it answers the shard protocol with the sum of its
+/// members' replies (one request and one reply per node instead of per shard), goes down when a
+/// member does, and ends its members when it ends.
+shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
                         const access_token& token);
 
-/// Makes a replacement for shard `index` after it went down (for example on a surviving node), or
+/// Makes a replacement for peer `index` after it went down (for example on a surviving node), or
 /// fails saying why. Called on the driver thread, inside an evaluation.
 using shard_factory = std::function<result<shard_actor>(std::size_t index)>;
 
-/// A sharded objective over existing shard handles, queried in the given order with `token`.
-/// `rows[i]` is how many examples shard i holds: every reply must say so, and be finite. The
-/// objective monitors every shard; with a factory, a shard that goes down is recreated and its
-/// part of the interrupted evaluation asked again, so the result is the same as without the
-/// failure.
+/// What the driver expects of one peer (a shard or a group): the blocks it holds, as (first block,
+/// count) runs, its examples, and its name in messages (empty: "shard i of n").
+struct peer_share {
+  std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+  std::int64_t rows = 0;
+  std::string name;
+};
+
+/// A sharded objective over existing peers (shards or groups), queried in the given order with
+/// `token`. Every reply must cover exactly the peer's share and be finite; the peers' blocks must
+/// cover blocks 0..bounds.blocks-1 once. The objective monitors every peer; with a factory, a peer
+/// that goes down is recreated and its part of the interrupted evaluation asked again, so the
+/// result is the same as without the failure.
 sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,
-                                         std::vector<shard_actor> shards,
-                                         std::vector<std::int64_t> rows, access_token token,
-                                         std::chrono::milliseconds timeout,
+                                         std::vector<shard_actor> peers,
+                                         std::vector<peer_share> shares, model::data_bounds bounds,
+                                         access_token token, std::chrono::milliseconds timeout,
                                          shard_factory replace = {});
 
-/// The shard handles behind an objective, in shard order.
+/// The peers (shards or groups) behind an objective, in order.
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective);
 
 /// The token the objective's requests carry (for tests that talk to its shards directly).

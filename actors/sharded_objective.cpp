@@ -8,76 +8,166 @@
 
 namespace shardopt::actors {
 
-namespace {
-
-std::vector<std::string> shard_names(std::size_t n) {
-  std::vector<std::string> names;
-  for (std::size_t i = 0; i < n; ++i)
-    names.push_back("shard " + std::to_string(i) + " of " + std::to_string(n));
-  return names;
-}
-
-} // namespace
 
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
-       std::vector<std::int64_t> shard_rows, access_token run_token,
-       std::chrono::milliseconds limit, shard_factory make_shard)
-    : system(rt.system()), self(system), shape(model_shape), lambda(l2),
-      shards(self.ptr(), std::move(handles), shard_names(shard_rows.size())),
-      rows(std::move(shard_rows)), token(run_token), timeout(limit),
-      replace(std::move(make_shard)) {}
-
-  ~impl() {
-    for (const auto& shard : shards.handles())
-      self->send_exit(shard, caf::exit_reason::user_shutdown);
+       std::vector<peer_share> peer_shares, model::data_bounds data, access_token run_token,
+       std::chrono::milliseconds limit, shard_factory make_peer)
+    : system(rt.system()), self(system), shape(std::move(model_shape)), lambda(l2),
+      peers(self.ptr(), std::move(handles), peer_names(peer_shares)),
+      shares(std::move(peer_shares)), bounds(data), token(run_token), timeout(limit),
+      replace(std::move(make_peer)) {
+    for (const auto& share : shares)
+      rows += share.rows;
   }
 
-  /// A shard that went down mid-round: recreated through the factory and asked again.
+  ~impl() {
+    for (const auto& peer : peers.handles())
+      self->send_exit(peer, caf::exit_reason::user_shutdown);
+  }
+
+  /// Each peer's name, "shard 2 of 4" unless its share names it.
+  static std::vector<std::string> peer_names(const std::vector<peer_share>& shares) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < shares.size(); ++i)
+      names.push_back(!shares[i].name.empty() ? shares[i].name
+                                              : "shard " + std::to_string(i) + " of "
+                                                  + std::to_string(shares.size()));
+    return names;
+  }
+
+  /// A peer that went down mid-round: recreated through the factory and asked again.
   result<down_action> recreate(std::size_t i) {
     if (!replace)
       return down_action::fail;
     auto fresh = replace(i);
     if (!fresh)
       return fresh.error().with_context("recreating it failed");
-    shards.replace(i, std::move(*fresh));
+    peers.replace(i, std::move(*fresh));
     ++recreated;
     if (i < needs_theta.size())
       needs_theta[i] = true;  // it has served no evaluation: products must bring the theta
     return down_action::resend;
   }
 
-  /// Checks what shard i says of itself: its example count.
-  result<void> check_count(std::size_t i, std::int64_t count) const {
-    if (count != rows[i])
-      return fail("answered for " + std::to_string(count) + " examples, it holds "
-                  + std::to_string(rows[i]));
+  /// Starts a round's totals: `words` exact sums on the grid 2^grid.
+  void begin(std::size_t words, std::int32_t grid) {
+    block_values.assign(static_cast<std::size_t>(bounds.blocks), 0.0);
+    seen.assign(static_cast<std::size_t>(bounds.blocks), 0);
+    total = model::exact_sum(words, grid);
+    correct = 0;
+  }
+
+  /// Checks peer i's reply and adds it to the round's totals: its example count, its blocks (in
+  /// range, each once in the round, as many as its share), one finite value per block when
+  /// `values`, and `words` finite exact sums on the round's grid.
+  result<void> take(std::size_t i, block_sums sums, bool values) {
+    const auto& share = shares[i];
+    if (sums.count != share.rows)
+      return fail("answered for " + std::to_string(sums.count) + " examples, it holds "
+                  + std::to_string(share.rows));
+    if (sums.words.size() != total.size() || (total.size() > 0 && sums.exponent != total.exponent()))
+      return fail("returned " + std::to_string(sums.words.size()) + " sums on the grid 2^"
+                  + std::to_string(sums.exponent) + ", expected " + std::to_string(total.size())
+                  + " on the grid 2^" + std::to_string(total.exponent()));
+    if (sums.runs.size() % 2 != 0)
+      return fail("returned a malformed list of blocks");
+    std::int64_t expected = 0;
+    for (const auto& run : share.runs)
+      expected += run.second;
+    std::size_t next = 0;
+    std::int64_t covered = 0;
+    for (std::size_t r = 0; r < sums.runs.size(); r += 2) {
+      const auto first = sums.runs[r];
+      const auto count = sums.runs[r + 1];
+      if (first < 0 || count < 0 || count > bounds.blocks || first > bounds.blocks - count)
+        return fail("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
+      for (auto b = first; b < first + count; ++b) {
+        if (seen[static_cast<std::size_t>(b)])
+          return fail("answered for block " + std::to_string(b) + ", which another reply covers");
+        seen[static_cast<std::size_t>(b)] = 1;
+        if (values) {
+          if (next >= sums.values.size())
+            return fail("returned fewer values than blocks");
+          if (!std::isfinite(sums.values[next]))
+            return fail("returned a non-finite sum for block " + std::to_string(b));
+          block_values[static_cast<std::size_t>(b)] = sums.values[next++];
+        }
+      }
+      covered += count;
+    }
+    if (covered != expected || (values && next != sums.values.size()))
+      return fail("answered for " + std::to_string(covered) + " blocks with "
+                  + std::to_string(sums.values.size()) + " values, it holds "
+                  + std::to_string(expected) + " blocks");
+    if (!std::isfinite(sums.max_abs) || !std::isfinite(sums.correct) || sums.correct < 0
+        || sums.correct > static_cast<double>(sums.count))
+      return fail("returned a non-finite gradient or impossible counts");
+    total.merge(sums.words.data(), sums.max_abs);
+    correct += sums.correct;
     return {};
   }
 
-  /// Sends (atom, token, round, theta) to every shard; `on_reply(i, values...)` takes each reply.
-  template <class Atom, class... Ts, class OnReply>
-  result<void> fan_out(reply<Ts...> shape_of_reply, Atom atom, const dense_vector& theta,
-                       const std::string& what, OnReply on_reply) {
-    return shards.round(
-      shape_of_reply, timeout, what,
-      [&](std::size_t i, std::uint64_t round) { self->send(shards[i], atom, token, round, theta); },
-      std::move(on_reply), [this](std::size_t i) { return recreate(i); });
+  /// Whether every block was answered for; the first missing one otherwise.
+  result<void> covered() const {
+    for (std::size_t b = 0; b < seen.size(); ++b)
+      if (!seen[b])
+        return fail("no shard answered for block " + std::to_string(b));
+    return {};
+  }
+
+  /// The per-block values added in block order: the same bits whatever the peers.
+  double value_sum() const {
+    double sum = 0;
+    for (const double value : block_values)
+      sum += value;
+    return sum;
+  }
+
+  /// Runs rounds of `ask(i, round, grid)` on the grid `grid` until the largest block sum fits it:
+  /// the grid comes from a bound, so a second round means the bound failed, and is on the grid of
+  /// the largest block sum (a function of the data, like the bound).
+  template <class Ask>
+  result<void> exact_round(const std::string& what, std::int32_t grid, bool values, Ask ask) {
+    const auto words = static_cast<std::size_t>(shape.dimension());
+    for (int attempt = 0;; ++attempt) {
+      begin(words, grid);
+      auto done = peers.round(
+        reply<block_sums>{}, timeout, what,
+        [&](std::size_t i, std::uint64_t round) { ask(i, round, grid); },
+        [&](std::size_t i, block_sums sums) { return take(i, std::move(sums), values); },
+        [this](std::size_t i) { return recreate(i); });
+      if (!done)
+        return done.error();
+      if (auto all = covered(); !all)
+        return all;
+      if (model::fits_grid(total.max_abs(), bounds.blocks, grid))
+        return {};
+      if (attempt > 0)
+        return fail(what + ": block sums of " + std::to_string(total.max_abs())
+                    + " overflow the grid 2^" + std::to_string(grid));
+      grid = model::grid_exponent(total.max_abs(), bounds.blocks);
+    }
   }
 
   caf::actor_system& system;
   caf::scoped_actor self;
   model::model_shape shape;
   double lambda;
-  peer_group<shard_actor> shards;
-  std::vector<std::int64_t> rows;
+  peer_group<shard_actor> peers;
+  std::vector<peer_share> shares;
+  model::data_bounds bounds;
+  std::int64_t rows = 0;
   access_token token;
   std::chrono::milliseconds timeout;
   shard_factory replace;
   std::size_t recreated = 0;
-  std::vector<double> losses;
-  std::vector<dense_vector> grads;
-  // The last successful evaluation, where products are taken, and which shards have not served it.
+  // A round's totals.
+  std::vector<double> block_values;
+  std::vector<char> seen;
+  model::exact_sum total;
+  double correct = 0;
+  // The last successful evaluation, where products are taken, and which peers have not served it.
   dense_vector evaluated_theta;
   std::uint64_t evaluated_round = 0;
   std::vector<bool> needs_theta;
@@ -94,14 +184,22 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
                                            const std::vector<model::row_range>& blocks,
                                            std::chrono::milliseconds timeout) {
   const auto token = access_token::random();
+  std::int64_t total_rows = 0;
+  for (const auto& range : blocks)
+    total_rows += range.size();
+  const auto block_rows = model::block_rows_for(total_rows);
   std::vector<shard_actor> shards;
-  std::vector<std::int64_t> rows;
-  for (const auto& block : blocks) {
-    shards.push_back(spawn_shard(rt.system(), shape, data, block, token));
-    rows.push_back(block.size());
+  std::vector<peer_share> shares;
+  model::data_bounds bounds{0, 0, block_rows, 0};
+  for (const auto& range : blocks) {
+    const auto count = model::block_count(range.size(), block_rows);
+    shards.push_back(
+      spawn_shard(rt.system(), shape, data, range, block_layout{bounds.blocks, block_rows}, token));
+    shares.push_back(peer_share{{{bounds.blocks, count}}, range.size(), {}});
+    bounds += model::bounds_of(*data, range, block_rows);
   }
-  return make_sharded_objective(rt, shape, lambda, std::move(shards), std::move(rows), token,
-                                timeout);
+  return make_sharded_objective(rt, std::move(shape), lambda, std::move(shards), std::move(shares),
+                                bounds, token, timeout);
 }
 
 std::int64_t sharded_objective::dimension() const {
@@ -109,7 +207,7 @@ std::int64_t sharded_objective::dimension() const {
 }
 
 std::size_t sharded_objective::shard_count() const {
-  return impl_->shards.size();
+  return impl_->peers.size();
 }
 
 std::size_t sharded_objective::recreated_shards() const {
@@ -122,51 +220,30 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   if (theta.size() != dimension)
     return fail("theta has " + std::to_string(theta.size()) + " entries, the model expects "
                 + std::to_string(dimension));
-  const auto n = s.shards.size();
-  s.losses.assign(n, 0.0);
-  s.grads.assign(n, dense_vector{});
+  if (s.rows <= 0)
+    return fail("the shards hold no examples");
   const dense_vector shared_theta{theta};  // one copy, shared by every request in this process
   s.evaluated_theta = dense_vector{};
-  s.needs_theta.assign(n, false);
+  s.needs_theta.assign(s.peers.size(), false);
   std::uint64_t this_round = 0;
-  auto done = s.shards.round(
-    reply<double, dense_vector, std::int64_t>{}, s.timeout, "evaluation",
-    [&](std::size_t i, std::uint64_t round) {
-      this_round = round;
-      s.self->send(s.shards[i], eval_atom::value, s.token, round, shared_theta);
-    },
-    [&](std::size_t i, double loss, dense_vector g, std::int64_t count) -> result<void> {
-      if (auto ok = s.check_count(i, count); !ok)
-        return ok;
-      if (static_cast<std::int64_t>(g.size()) != dimension)
-        return fail("returned a gradient of " + std::to_string(g.size()) + " entries, expected "
-                    + std::to_string(dimension));
-      if (!std::isfinite(loss) || !g.map().allFinite())
-        return fail("returned a non-finite loss or gradient");
-      s.losses[i] = loss;
-      s.grads[i] = std::move(g);
-      // Shards keep the curvature once they were asked for a product: until then, products bring
-      // the theta. A shard recreated mid-round was asked again, so it served this round too.
-      s.needs_theta[i] = !s.products_asked;
-      return {};
-    },
-    [&s](std::size_t i) { return s.recreate(i); });
+  const auto grid = model::grid_for(model::gradient_bound(s.shape, s.bounds, theta), s.bounds.blocks);
+  auto done = s.exact_round("evaluation", grid, true,
+                            [&](std::size_t i, std::uint64_t round, std::int32_t on) {
+                              this_round = round;
+                              // Shards keep the curvature once they were asked for a product:
+                              // until then, products bring the theta, as they do to a peer
+                              // recreated in this round (`recreate` marks it).
+                              s.needs_theta[i] = s.needs_theta[i] || !s.products_asked;
+                              s.self->send(s.peers[i], eval_atom::value, s.token, round, on,
+                                           shared_theta);
+                            });
   if (!done)
     return done.error();
   s.evaluated_theta = shared_theta;
   s.evaluated_round = this_round;
-  // Add up in shard order: the same bits whatever order the replies arrived in.
-  grad.setZero(dimension);
-  double loss = 0;
-  std::int64_t count = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    loss += s.losses[i];
-    grad += s.grads[i].map();
-    count += s.rows[i];
-  }
-  if (count <= 0)
-    return fail("the shards hold no examples");
-  return model::finish_objective(s.shape, s.lambda, count, loss, theta, grad);
+  grad.resize(dimension);
+  s.total.to_doubles(grad);
+  return model::finish_objective(s.shape, s.lambda, s.rows, s.value_sum(), theta, grad);
 }
 
 result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
@@ -180,74 +257,55 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
   if (v.size() != dimension)
     return fail("v has " + std::to_string(v.size()) + " entries, the model expects "
                 + std::to_string(dimension));
-  const auto n = s.shards.size();
-  s.grads.assign(n, dense_vector{});
   const dense_vector shared_v{v};
   const auto at = s.evaluated_round;
-  auto done = s.shards.round(
-    reply<dense_vector, std::int64_t>{}, s.timeout, "Hessian-vector product",
-    [&](std::size_t i, std::uint64_t round) {
-      s.self->send(s.shards[i], hessvec_atom::value, s.token, round, at,
-                   s.needs_theta[i] ? s.evaluated_theta : dense_vector{}, shared_v);
-    },
-    [&](std::size_t i, dense_vector part, std::int64_t count) -> result<void> {
-      if (auto ok = s.check_count(i, count); !ok)
-        return ok;
-      if (static_cast<std::int64_t>(part.size()) != dimension || !part.map().allFinite())
-        return fail("returned a product of " + std::to_string(part.size())
-                    + " entries or with non-finite values, expected " + std::to_string(dimension)
-                    + " finite values");
-      s.grads[i] = std::move(part);
-      s.needs_theta[i] = false;
-      return {};
-    },
-    [&s](std::size_t i) { return s.recreate(i); });
+  const auto grid = model::grid_for(model::hessian_vector_bound(s.shape, s.bounds, v), s.bounds.blocks);
+  auto done = s.exact_round("Hessian-vector product", grid, false,
+                            [&](std::size_t i, std::uint64_t round, std::int32_t on) {
+                              s.self->send(s.peers[i], hessvec_atom::value, s.token, round, at, on,
+                                           s.needs_theta[i] ? s.evaluated_theta : dense_vector{},
+                                           shared_v);
+                            });
   if (!done)
     return done.error();
+  s.needs_theta.assign(s.peers.size(), false);  // every peer now keeps the curvature
   s.products_asked = true;
-  // Add up in shard order, as evaluate does.
-  hv.setZero(dimension);
-  std::int64_t count = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    hv += s.grads[i].map();
-    count += s.rows[i];
-  }
-  model::finish_hessian_vector(s.shape, s.lambda, count, v, hv);
+  hv.resize(dimension);
+  s.total.to_doubles(hv);
+  model::finish_hessian_vector(s.shape, s.lambda, s.rows, v, hv);
   return {};
 }
 
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {
   auto& s = *impl_;
-  std::vector<model::quality_sums> parts(s.shards.size());
-  auto done = s.fan_out(
-    reply<double, double, std::int64_t>{}, quality_atom::value, dense_vector{theta}, "quality",
-    [&](std::size_t i, double correct, double squared_error, std::int64_t count) -> result<void> {
-      if (auto ok = s.check_count(i, count); !ok)
-        return ok;
-      if (!std::isfinite(correct) || !std::isfinite(squared_error) || correct < 0
-          || correct > static_cast<double>(count))
-        return fail("returned impossible accuracy counts");
-      parts[i] = model::quality_sums{correct, squared_error, count};
-      return {};
-    });
+  const dense_vector shared_theta{theta};
+  s.begin(0, 0);
+  auto done = s.peers.round(
+    reply<block_sums>{}, s.timeout, "quality",
+    [&](std::size_t i, std::uint64_t round) {
+      s.self->send(s.peers[i], quality_atom::value, s.token, round, shared_theta);
+    },
+    [&](std::size_t i, block_sums sums) { return s.take(i, std::move(sums), true); },
+    [&s](std::size_t i) { return s.recreate(i); });
   if (!done)
     return done.error();
-  model::quality_sums total;
-  for (const auto& part : parts)
-    total += part;
-  return total;
+  if (auto all = s.covered(); !all)
+    return all.error();
+  return model::quality_sums{s.correct, s.value_sum(), s.rows};
 }
 
 sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,
-                                         std::vector<shard_actor> shards,
-                                         std::vector<std::int64_t> rows, access_token token,
-                                         std::chrono::milliseconds timeout, shard_factory replace) {
+                                         std::vector<shard_actor> peers,
+                                         std::vector<peer_share> shares, model::data_bounds bounds,
+                                         access_token token, std::chrono::milliseconds timeout,
+                                         shard_factory replace) {
   return sharded_objective{std::make_unique<sharded_objective::impl>(
-    rt, shape, lambda, std::move(shards), std::move(rows), token, timeout, std::move(replace))};
+    rt, std::move(shape), lambda, std::move(peers), std::move(shares), bounds, token, timeout,
+    std::move(replace))};
 }
 
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective) {
-  return objective.state().shards.handles();
+  return objective.state().peers.handles();
 }
 
 access_token token_of(const sharded_objective& objective) {

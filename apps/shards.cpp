@@ -24,6 +24,16 @@ std::string shard_list(const std::vector<std::size_t>& plan, std::size_t node) {
                        : "shards " + std::to_string(first) + "-" + std::to_string(last);
 }
 
+/// Shards own whole canonical blocks (model/exact_sum.hpp): at most one shard per block.
+result<void> check_shard_count(int shards, std::int64_t rows) {
+  const auto blocks = model::block_count(rows, model::block_rows_for(rows));
+  if (shards > blocks)
+    return fail("--shards " + std::to_string(shards) + ": more shards than the "
+                + std::to_string(blocks) + " blocks of the " + std::to_string(rows)
+                + " training examples");
+  return {};
+}
+
 } // namespace
 
 result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& options,
@@ -39,11 +49,10 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   const auto n = data.train_rows;
   if (options.nodes.empty()) {
     setup.shards = options.shards > 0 ? options.shards : static_cast<int>(rt.worker_threads());
-    if (setup.shards > n)
-      return fail("--shards " + std::to_string(setup.shards) + ": more shards than the "
-                  + std::to_string(n) + " training examples");
+    if (auto ok = check_shard_count(setup.shards, n); !ok)
+      return ok.error();
     setup.objective = actors::sharded_objective::local(
-      rt, data.shape, lambda, data.train, io::partition_rows(n, setup.shards), options.timeout);
+      rt, data.shape, lambda, data.train, io::partition_blocks(n, setup.shards), options.timeout);
     return setup;
   }
 
@@ -61,9 +70,9 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   for (auto t : threads)
     total_threads += t;
   setup.shards = options.shards > 0 ? options.shards : static_cast<int>(std::max(1u, total_threads));
-  if (!node_local && setup.shards > n)
-    return fail("--shards " + std::to_string(setup.shards) + ": more shards than the "
-                + std::to_string(n) + " training examples");
+  if (!node_local)
+    if (auto ok = check_shard_count(setup.shards, n); !ok)
+      return ok.error();
   const auto plan = actors::place_shards(threads, static_cast<std::size_t>(setup.shards));
   if (!options.quiet)
     for (std::size_t j = 0; j < cluster->nodes().size(); ++j) {
@@ -96,7 +105,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     setup.objective = std::move(run->objective);
   } else {
     auto objective = cluster->ship(data.shape, lambda, data.train,
-                                   io::partition_rows(n, setup.shards), plan, options.timeout, log);
+                                   io::partition_blocks(n, setup.shards), plan, options.timeout, log);
     if (!objective)
       return objective.error().as(failure_kind::failed);
     setup.objective = std::move(*objective);

@@ -123,7 +123,7 @@ void BM_eval_actors(benchmark::State& state) {
   const auto& data = fashion();
   const auto shards = state.range(0);
   auto objective = actors::sharded_objective::local(
-    shared_runtime(), data.shape, 1e-4, data.train, io::partition_rows(data.train->rows(), shards),
+    shared_runtime(), data.shape, 1e-4, data.train, io::partition_blocks(data.train->rows(), shards),
     std::chrono::minutes{5});
   const auto theta = test_theta(data.shape.dimension());
   Eigen::VectorXd grad;
@@ -142,7 +142,7 @@ double best_objective(int max_iterations) {
     return it->second;
   const auto& data = fashion();
   auto objective = actors::sharded_objective::local(
-    shared_runtime(), data.shape, 1e-4, data.train, io::partition_rows(data.train->rows(), 2),
+    shared_runtime(), data.shape, 1e-4, data.train, io::partition_blocks(data.train->rows(), 2),
     std::chrono::minutes{5});
   Eigen::VectorXd theta = Eigen::VectorXd::Zero(data.shape.dimension());
   optimizer::lbfgs_options options;
@@ -163,7 +163,7 @@ void BM_time_to_target(benchmark::State& state) {
   int iterations = 0;
   for (auto _ : state) {
     auto objective = actors::sharded_objective::local(
-      shared_runtime(), data.shape, 1e-4, data.train, io::partition_rows(data.train->rows(), shards),
+      shared_runtime(), data.shape, 1e-4, data.train, io::partition_blocks(data.train->rows(), shards),
       std::chrono::minutes{5});
     Eigen::VectorXd theta = Eigen::VectorXd::Zero(data.shape.dimension());
     optimizer::lbfgs_options options;

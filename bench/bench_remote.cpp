@@ -81,7 +81,7 @@ void BM_eval_remote(benchmark::State& state) {
   const auto& data = bench::fashion();
   const auto shards = static_cast<std::size_t>(state.range(0));
   auto objective = setup.cluster->ship(data.shape, 1e-4, data.train,
-                                       io::partition_rows(data.train->rows(), shards),
+                                       io::partition_blocks(data.train->rows(), shards),
                                        actors::place_shards({1, 1}, shards),
                                        std::chrono::minutes{5}, {});
   if (!objective) {

@@ -1,5 +1,9 @@
 #include "io/partition.hpp"
 
+#include "model/exact_sum.hpp"
+
+#include <algorithm>
+
 namespace shardopt::io {
 
 std::vector<model::row_range> partition_rows(std::int64_t n, std::int64_t k) {
@@ -16,6 +20,14 @@ std::vector<model::row_range> partition_rows(std::int64_t n, std::int64_t k) {
     shards.push_back({begin, end});
     begin = end;
   }
+  return shards;
+}
+
+std::vector<model::row_range> partition_blocks(std::int64_t n, std::int64_t k) {
+  const auto block_rows = model::block_rows_for(n);
+  auto shards = partition_rows(model::block_count(n, block_rows), k);
+  for (auto& shard : shards)
+    shard = {std::min(shard.begin * block_rows, n), std::min(shard.end * block_rows, n)};
   return shards;
 }
 

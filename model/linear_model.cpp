@@ -69,6 +69,20 @@ public:
     grad_b += rt.rowwise().sum();
   }
 
+  /// Sparse data: rounds the accumulated gradient rows of the features in `touched` into `out`
+  /// (feature j, output k at entry k * features + j) and clears them.
+  void deposit_rows(const std::vector<std::int32_t>& touched, exact_sum& out) {
+    if (grad_rows_.size() == 0)
+      return;
+    const auto features = static_cast<std::size_t>(grad_rows_.rows());
+    for (const auto j : touched)
+      for (Eigen::Index k = 0; k < grad_rows_.cols(); ++k) {
+        out.deposit(static_cast<std::size_t>(k) * features + static_cast<std::size_t>(j),
+                    grad_rows_(j, k));
+        grad_rows_(j, k) = 0;
+      }
+  }
+
   /// Folds the sparse path's row-major accumulator into grad_w.
   void finish(Eigen::Ref<Eigen::MatrixXd> grad_w) {
     if (grad_rows_.size() != 0)
@@ -110,6 +124,53 @@ double loss_chunks(const model_shape& shape, const dataset& data, const row_sele
     then(c, rt);
   });
   return loss;
+}
+
+/// The features that a block's rows touch (sparse data), each once, in first-seen order.
+class touched_features {
+public:
+  explicit touched_features(std::int64_t features) : seen_(static_cast<std::size_t>(features), 0) {}
+
+  const std::vector<std::int32_t>& of(const sparse_features& x, row_range block) {
+    list_.clear();
+    for (auto row = block.begin; row < block.end; ++row)
+      for (sparse_features::InnerIterator it(x, row); it; ++it)
+        if (!seen_[static_cast<std::size_t>(it.index())]) {
+          seen_[static_cast<std::size_t>(it.index())] = 1;
+          list_.push_back(it.index());
+        }
+    for (const auto j : list_)
+      seen_[static_cast<std::size_t>(j)] = 0;
+    return list_;
+  }
+
+private:
+  std::vector<char> seen_;
+  std::vector<std::int32_t> list_;
+};
+
+/// Runs `each(k, grad_w, grad_b)` for every block k, accumulating its gradient-shaped sums there,
+/// then rounds them into `out` and clears them: every entry for dense data, the touched features'
+/// rows (kept by `products`) and the biases for sparse data.
+template <class Each>
+void per_block(const model_shape& shape, const dataset& data, const std::vector<row_range>& blocks,
+               chunk_products& products, exact_sum& out, Each each) {
+  const auto weights = shape.weight_count();
+  Eigen::VectorXd sums = Eigen::VectorXd::Zero(shape.dimension());
+  Eigen::Map<Eigen::MatrixXd> grad_w(sums.data(), shape.features, shape.outputs);
+  Eigen::Map<Eigen::VectorXd> grad_b(sums.data() + weights, shape.outputs);
+  touched_features touched{data.is_sparse() ? shape.features : 0};
+  for (std::size_t k = 0; k < blocks.size(); ++k) {
+    each(k, grad_w, grad_b);
+    if (data.is_sparse()) {
+      products.deposit_rows(touched.of(data.sparse(), blocks[k]), out);
+    } else {
+      out.deposit(0, sums.head(weights));
+      grad_w.setZero();
+    }
+    out.deposit(static_cast<std::size_t>(weights), grad_b);
+    grad_b.setZero();
+  }
 }
 
 } // namespace
@@ -288,6 +349,59 @@ void hessian_vector_sum(const model_shape& shape, const dataset& data, const row
     products.backward(c, qt, hv_w, hv_b);
   });
   products.finish(hv_w);
+}
+
+void block_loss_grad(const model_shape& shape, const dataset& data,
+                     const std::vector<row_range>& blocks, Eigen::Ref<const Eigen::VectorXd> theta,
+                     std::vector<double>& losses, exact_sum& grad, std::vector<curvature>* keep) {
+  losses.clear();
+  if (keep)
+    keep->assign(blocks.size(), curvature{});
+  if (shape.is_network()) {
+    Eigen::VectorXd sums(shape.dimension());
+    for (const auto& block : blocks) {
+      losses.push_back(detail::network_loss_grad_sum(shape, data, block, theta, sums));
+      grad.deposit(0, sums);
+    }
+    return;
+  }
+  chunk_products products{shape, data, theta};
+  per_block(shape, data, blocks, products, grad, [&](std::size_t k, auto& grad_w, auto& grad_b) {
+    const row_selection rows = blocks[k];
+    losses.push_back(loss_chunks(shape, data, rows, products, keep ? &(*keep)[k] : nullptr,
+                                 [&](const chunk& c, const Eigen::MatrixXd& rt) {
+                                   products.backward(c, rt, grad_w, grad_b);
+                                 }));
+  });
+}
+
+std::vector<curvature> block_curvature(const model_shape& shape, const dataset& data,
+                                       const std::vector<row_range>& blocks,
+                                       Eigen::Ref<const Eigen::VectorXd> theta) {
+  std::vector<curvature> out;
+  out.reserve(blocks.size());
+  for (const auto& block : blocks)
+    out.push_back(curvature_at(shape, data, block, theta));
+  return out;
+}
+
+void block_hessian_vector(const model_shape& shape, const dataset& data,
+                          const std::vector<row_range>& blocks, const std::vector<curvature>& at,
+                          Eigen::Ref<const Eigen::VectorXd> v, exact_sum& hv) {
+  chunk_products products{shape, data, v};
+  Eigen::MatrixXd ut;
+  Eigen::MatrixXd qt;
+  Eigen::MatrixXd ct;
+  per_block(shape, data, blocks, products, hv, [&](std::size_t k, auto& grad_w, auto& grad_b) {
+    const row_selection rows = blocks[k];
+    for_each_chunk(rows, [&](const chunk& c) {
+      products.forward(c, ut);
+      if (at[k].d.size() > 0)
+        ct = at[k].d.middleCols(c.first, c.count);
+      detail::chunk_curvature_product(shape.kind, ct, ut, qt);
+      products.backward(c, qt, grad_w, grad_b);
+    });
+  });
 }
 
 void finish_hessian_vector(const model_shape& shape, double lambda, std::int64_t count,

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "model/dataset.hpp"
+#include "model/exact_sum.hpp"
 
 #include <Eigen/Core>
 
@@ -149,6 +150,28 @@ curvature curvature_at(const model_shape& shape, const dataset& data, const row_
 void hessian_vector_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
                         const curvature& at, Eigen::Ref<const Eigen::VectorXd> v,
                         Eigen::Ref<Eigen::VectorXd> hv_sum);
+
+/// Loss and gradient sums of a shard's canonical blocks (see exact_sum.hpp): `losses` gets one
+/// loss sum per block, in order, and each block's gradient sum is rounded into `grad` (size
+/// `shape.dimension()`). A block's sums are the bits `loss_grad_sum` gives over that block alone,
+/// whichever shard owns it. With `keep` (linear models only), (*keep)[k] gets block k's curvature.
+/// Sparse data costs one conversion per touched feature and output, not per entry of theta.
+void block_loss_grad(const model_shape& shape, const dataset& data,
+                     const std::vector<row_range>& blocks, Eigen::Ref<const Eigen::VectorXd> theta,
+                     std::vector<double>& losses, exact_sum& grad,
+                     std::vector<curvature>* keep = nullptr);
+
+/// Each block's curvature at theta (see `curvature_at`).
+std::vector<curvature> block_curvature(const model_shape& shape, const dataset& data,
+                                       const std::vector<row_range>& blocks,
+                                       Eigen::Ref<const Eigen::VectorXd> theta);
+
+/// Hessian-vector sums of a shard's blocks at the curvature `at` kept for them, each block's sum
+/// rounded into `hv` (see `block_loss_grad`). Preconditions: `has_hessian(shape)`, one curvature
+/// per block.
+void block_hessian_vector(const model_shape& shape, const dataset& data,
+                          const std::vector<row_range>& blocks, const std::vector<curvature>& at,
+                          Eigen::Ref<const Eigen::VectorXd> v, exact_sum& hv);
 
 /// Turns a Hessian-vector sum over `count` examples into the full objective's product, in place:
 /// hv = hv_sum / count + lambda v_W, with v_W the weights' entries of v (see `finish_objective`).

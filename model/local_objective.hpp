@@ -1,8 +1,11 @@
 #pragma once
 
+#include "model/block_bounds.hpp"
 #include "model/linear_model.hpp"
 #include "model/result.hpp"
 
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -15,40 +18,56 @@ namespace shardopt::model {
 /// over several blocks (shards) of the same dataset:
 /// f(theta) = (1/n) sum_i loss_i(theta) + (lambda/2) ||W||^2.
 /// Satisfies the optimizer's objective concept, with Hessian-vector products for the linear
-/// models. Blocks are added in order, so the result is
-/// deterministic; the data is shared, never copied.
+/// models. Sums exactly as the sharded objective does (exact_sum.hpp): each shard is cut into
+/// blocks of `block_rows_for(n)` rows from its first row, losses are added per block in order and
+/// gradients on a fixed-point grid chosen from the data and theta (block_bounds.hpp). So shards of
+/// whole canonical blocks (io::partition_blocks) give the bits of one block holding everything,
+/// and the sharded objective over the same shards gives these bits. The data is shared, never
+/// copied.
 class local_objective {
 public:
   local_objective(model_shape shape, std::shared_ptr<const dataset> data, double lambda,
-                  std::vector<row_range> blocks = {})
-    : shape_(shape), data_(std::move(data)), lambda_(lambda), blocks_(std::move(blocks)) {
-    if (blocks_.empty())
-      blocks_.push_back(row_range{0, data_->rows()});
-    partial_.resize(shape_.dimension());
+                  std::vector<row_range> shards = {})
+    : shape_(shape), data_(std::move(data)), lambda_(lambda) {
+    if (shards.empty())
+      shards.push_back(row_range{0, data_->rows()});
+    for (const auto& shard : shards)
+      count_ += shard.size();
+    bounds_.block_rows = block_rows_for(count_);
+    for (const auto& shard : shards) {
+      blocks_.push_back(blocks_of(shard, bounds_.block_rows));
+      bounds_ += bounds_of(*data_, shard, bounds_.block_rows);
+    }
   }
 
   std::int64_t dimension() const { return shape_.dimension(); }
 
-  /// Full objective at theta; overwrites grad. Never fails.
+  /// Full objective at theta; overwrites grad. Never fails: a non-finite loss or gradient gives a
+  /// NaN objective and gradient.
   double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
-    grad.setZero(shape_.dimension());
-    double loss = 0;
-    std::int64_t count = 0;
     const bool keep = products_asked_;
     curvatures_.resize(keep ? blocks_.size() : 0);
     last_theta_ = theta;
-    for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      loss += loss_grad_sum(shape_, *data_, blocks_[b], theta, partial_, keep ? &curvatures_[b] : nullptr);
-      grad += partial_;
-      count += blocks_[b].size();
+    double loss = 0;
+    auto sum = exact([&](std::size_t b, exact_sum& into) {
+      block_loss_grad(shape_, *data_, blocks_[b], theta, losses_, into,
+                      keep ? &curvatures_[b] : nullptr);
+      for (const double value : losses_)
+        loss += value;
+    }, gradient_bound(shape_, bounds_, theta), loss);
+    grad.resize(shape_.dimension());
+    if (!std::isfinite(sum.max_abs())) {
+      grad.setConstant(std::numeric_limits<double>::quiet_NaN());
+      return std::numeric_limits<double>::quiet_NaN();
     }
-    return finish_objective(shape_, lambda_, count, loss, theta, grad);
+    sum.to_doubles(grad);
+    return finish_objective(shape_, lambda_, count_, loss, theta, grad);
   }
 
   /// The Hessian of the full objective at the theta of the last `evaluate` (full data, not a
-  /// minibatch) times v, into hv; blocks added in order. Evaluations keep the per-example curvature
-  /// from the first product on (the first one rebuilds it). Fails for networks (no Hessian here),
-  /// for a v of another size and before any evaluation.
+  /// minibatch) times v, into hv, summed as `evaluate` sums. Evaluations keep the per-example
+  /// curvature from the first product on (the first one rebuilds it). Fails for networks (no
+  /// Hessian here), for a v of another size and before any evaluation.
   result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
     if (!has_hessian(shape_))
       return fail("Hessian-vector products are defined for the linear models, not " + describe(shape_));
@@ -61,17 +80,16 @@ public:
     if (!products_asked_) {
       products_asked_ = true;
       curvatures_.clear();
-      for (const auto& block : blocks_)
-        curvatures_.push_back(curvature_at(shape_, *data_, block, last_theta_));
+      for (const auto& blocks : blocks_)
+        curvatures_.push_back(block_curvature(shape_, *data_, blocks, last_theta_));
     }
-    hv.setZero(shape_.dimension());
-    std::int64_t count = 0;
-    for (std::size_t b = 0; b < blocks_.size(); ++b) {
-      hessian_vector_sum(shape_, *data_, blocks_[b], curvatures_[b], v, partial_);
-      hv += partial_;
-      count += blocks_[b].size();
-    }
-    finish_hessian_vector(shape_, lambda_, count, v, hv);
+    double unused = 0;
+    auto sum = exact([&](std::size_t b, exact_sum& into) {
+      block_hessian_vector(shape_, *data_, blocks_[b], curvatures_[b], v, into);
+    }, hessian_vector_bound(shape_, bounds_, v), unused);
+    hv.resize(shape_.dimension());
+    sum.to_doubles(hv);
+    finish_hessian_vector(shape_, lambda_, count_, v, hv);
     return {};
   }
 
@@ -93,14 +111,34 @@ public:
   }
 
 private:
+  /// Runs `shard(b, sum)` over every shard on the grid of `bound`, and once more on the grid of the
+  /// largest block sum if the bound failed (as the sharded objective does); `reset` is zeroed
+  /// before each run.
+  template <class Shard>
+  exact_sum exact(Shard shard, double bound, double& reset) {
+    auto grid = grid_for(bound, bounds_.blocks);
+    for (int attempt = 0;; ++attempt) {
+      exact_sum sum(static_cast<std::size_t>(shape_.dimension()), grid);
+      reset = 0;
+      for (std::size_t b = 0; b < blocks_.size(); ++b)
+        shard(b, sum);
+      if (attempt > 0 || !std::isfinite(sum.max_abs())
+          || fits_grid(sum.max_abs(), bounds_.blocks, grid))
+        return sum;
+      grid = grid_exponent(sum.max_abs(), bounds_.blocks);
+    }
+  }
+
   model_shape shape_;
   std::shared_ptr<const dataset> data_;
   double lambda_;
-  std::vector<row_range> blocks_;
-  Eigen::VectorXd partial_;
-  std::vector<curvature> curvatures_;  // of the last full evaluation, per block
-  Eigen::VectorXd last_theta_;         // of the last full evaluation
-  bool products_asked_ = false;        // evaluations keep curvatures from the first product on
+  std::int64_t count_ = 0;
+  std::vector<std::vector<row_range>> blocks_;  // each shard's canonical blocks
+  data_bounds bounds_;
+  std::vector<double> losses_;
+  std::vector<std::vector<curvature>> curvatures_;  // of the last full evaluation, per shard
+  Eigen::VectorXd last_theta_;                      // of the last full evaluation
+  bool products_asked_ = false;  // evaluations keep curvatures from the first product on
 };
 
 } // namespace shardopt::model

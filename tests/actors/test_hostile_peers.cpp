@@ -86,7 +86,7 @@ std::vector<double> honest_run(actors::runtime& rt, const actors::endpoint& node
                                const std::function<void(actors::sharded_objective&, int)>& attack) {
   auto cluster = actors::cluster::connect(rt, {node});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
-  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_rows(data->rows(), 4),
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(data->rows(), 4),
                                  {0, 0, 0, 0}, 30s, {});
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   std::vector<double> bits;
@@ -165,7 +165,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
       }
       case 2: {  // Requests to another driver's shards, without its token.
         for (const auto& shard : shards) {
-          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, theta));
+          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, std::int32_t{-40}, theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));
           refusals.push_back(error_of(self, shard, actors::quality_atom::value, token, std::uint64_t{1}, theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));
@@ -224,14 +224,14 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         refusals.push_back(error_of(self, target, actors::spawnpart_atom::value, std::uint64_t{1}, token, huge));
         CHECK(contains(refusals.back(), "exceeds this node's limit"));
         actors::shard_spec overflow{{model::model_kind::softmax, std::int64_t{1} << 62, 4},
-                                    actors::data_block{data, {0, 10}}};
+                                    actors::data_block{data, {0, 10}}, {}};
         refusals.push_back(error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, overflow));
         CHECK(contains(refusals.back(), "exceeds this node's limit"));
         // Networks: too many layers, a layer of no units, layers whose product overflows, no such
         // activation.
         auto network = [&](std::vector<std::int64_t> hidden, int act) {
           actors::shard_spec spec{{model::model_kind::softmax, 4, 3, std::move(hidden), model::activation::relu},
-                                  actors::data_block{data, {0, 10}}};
+                                  actors::data_block{data, {0, 10}}, {}};
           spec.shape.act = static_cast<model::activation>(act);
           return error_of(self, target, actors::spawn_atom::value, std::uint64_t{1}, token, spec);
         };
@@ -247,7 +247,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         break;
       }
       case 6: {  // A spawn flood: per-driver, total and byte limits.
-        const actors::shard_spec small{shape, actors::data_block{data, {0, 20}}};
+        const actors::shard_spec small{shape, actors::data_block{data, {0, 20}}, {}};
         int created = 0;
         std::string refused;
         for (int i = 0; i < 20 && refused.empty(); ++i) {
@@ -260,14 +260,14 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         CHECK(created == 6);
         CHECK(contains(refused, "6 shards per driver"));
         caf::scoped_actor second{rt.system()};  // another driver: 4 + 6 + 1 = 11 shards in all
-        const actors::shard_spec tiny{shape, actors::data_block{data, {0, 2}}};
+        const actors::shard_spec tiny{shape, actors::data_block{data, {0, 2}}, {}};
         CHECK(error_of(second, target, actors::spawn_atom::value, std::uint64_t{1}, token, tiny) == "no error");
         CHECK(contains(error_of(second, target, actors::spawn_atom::value, std::uint64_t{1}, token, tiny),
                        "limit of 11 shards"));
         const auto big_data = make_problem(2, 4000, 20, 3);
         caf::scoped_actor third{rt.system()};
         evil.reset();  // this driver goes away: the node frees its 6 shards
-        const actors::shard_spec big{shape, actors::data_block{big_data, {0, 4000}}};
+        const actors::shard_spec big{shape, actors::data_block{big_data, {0, 4000}}, {}};
         std::string big_text;
         for (int attempt = 0; attempt < 500; ++attempt) {  // until the node has noticed
           big_text = error_of(third, target, actors::spawn_atom::value, std::uint64_t{1}, token, big);

@@ -48,6 +48,33 @@ std::vector<model::row_range> random_blocks(std::mt19937& rng, std::int64_t n, s
   return blocks;
 }
 
+/// Shard actors over `blocks` of `data`, and what an objective expects of them, as
+/// sharded_objective::local makes them: block numbers follow the shards.
+struct shard_set {
+  std::vector<actors::shard_actor> shards;
+  std::vector<actors::peer_share> shares;
+  std::vector<actors::block_layout> layouts;
+  model::data_bounds bounds;
+};
+
+shard_set spawn_shards(actors::runtime& rt, const model::model_shape& shape,
+                       const std::shared_ptr<const model::dataset>& data,
+                       const std::vector<model::row_range>& blocks, const actors::access_token& token) {
+  shard_set out;
+  std::int64_t rows = 0;
+  for (const auto& block : blocks)
+    rows += block.size();
+  out.bounds.block_rows = model::block_rows_for(rows);
+  for (const auto& block : blocks) {
+    const auto count = model::block_count(block.size(), out.bounds.block_rows);
+    out.layouts.push_back({out.bounds.blocks, out.bounds.block_rows});
+    out.shards.push_back(actors::spawn_shard(rt.system(), shape, data, block, out.layouts.back(), token));
+    out.shares.push_back({{{out.bounds.blocks, count}}, block.size(), {}});
+    out.bounds += model::bounds_of(*data, block, out.bounds.block_rows);
+  }
+  return out;
+}
+
 double relative_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   return (a - b).norm() / std::max(1.0, b.norm());
 }
@@ -130,8 +157,8 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
   const auto& shards = actors::shards_of(objective);
   bool got_error = false;
   self->request(shards[0], 10s, actors::eval_atom::value, actors::token_of(objective),
-                std::uint64_t{1}, actors::dense_vector{Eigen::VectorXd::Zero(3)})
-    .receive([&](std::uint64_t, double, const actors::dense_vector&, std::int64_t) {},
+                std::uint64_t{1}, std::int32_t{-60}, actors::dense_vector{Eigen::VectorXd::Zero(3)})
+    .receive([&](std::uint64_t, const actors::block_sums&) {},
              [&](caf::error& err) {
                got_error = true;
                CHECK(actors::describe(err, rt.system()).find("theta has 3 entries") != std::string::npos);
@@ -165,17 +192,17 @@ namespace {
 /// A shard that answers every request with an error.
 actors::shard_actor::behavior_type erring_shard() {
   return {
-    [](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::dense_vector&)
-      -> caf::result<std::uint64_t, double, actors::dense_vector, std::int64_t> {
+    [](actors::eval_atom, const actors::access_token&, std::uint64_t, std::int32_t,
+       const actors::dense_vector&) -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
     [](actors::quality_atom, const actors::access_token&, std::uint64_t, const actors::dense_vector&)
-      -> caf::result<std::uint64_t, double, double, std::int64_t> {
+      -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
-    [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
+    [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t, std::int32_t,
        const actors::dense_vector&, const actors::dense_vector&)
-      -> caf::result<std::uint64_t, actors::dense_vector, std::int64_t> {
+      -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
   };
@@ -184,20 +211,18 @@ actors::shard_actor::behavior_type erring_shard() {
 /// A shard that never answers (it keeps the promise and drops it).
 actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer self) {
   return {
-    [self](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::dense_vector&)
-      -> caf::result<std::uint64_t, double, actors::dense_vector, std::int64_t> {
-      return self->make_response_promise<std::uint64_t, double, actors::dense_vector,
-                                         std::int64_t>();
+    [self](actors::eval_atom, const actors::access_token&, std::uint64_t, std::int32_t,
+           const actors::dense_vector&) -> caf::result<std::uint64_t, actors::block_sums> {
+      return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },
     [self](actors::quality_atom, const actors::access_token&, std::uint64_t,
-           const actors::dense_vector&)
-      -> caf::result<std::uint64_t, double, double, std::int64_t> {
-      return self->make_response_promise<std::uint64_t, double, double, std::int64_t>();
+           const actors::dense_vector&) -> caf::result<std::uint64_t, actors::block_sums> {
+      return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },
     [self](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
-           const actors::dense_vector&, const actors::dense_vector&)
-      -> caf::result<std::uint64_t, actors::dense_vector, std::int64_t> {
-      return self->make_response_promise<std::uint64_t, actors::dense_vector, std::int64_t>();
+           std::int32_t, const actors::dense_vector&, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, actors::block_sums> {
+      return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },
   };
 }
@@ -209,9 +234,10 @@ TEST_CASE("a shard that answers with an error fails the evaluation with its mess
   const auto data = make_problem(3, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
   const auto token = actors::access_token::random();
-  std::vector<actors::shard_actor> shards{actors::spawn_shard(rt.system(), shape, data, {0, 20}, token),
-                                          rt.system().spawn(erring_shard)};
-  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), {20, 20}, token, 10s);
+  auto set = spawn_shards(rt, shape, data, {{0, 20}, {20, 40}}, token);
+  set.shards[1] = rt.system().spawn(erring_shard);
+  auto objective = actors::make_sharded_objective(rt, shape, 0, set.shards, set.shares, set.bounds,
+                                                  token, 10s);
   Eigen::VectorXd grad;
   auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
   REQUIRE_FALSE(f.ok());
@@ -223,9 +249,10 @@ TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
   const auto data = make_problem(4, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
   const auto token = actors::access_token::random();
-  std::vector<actors::shard_actor> shards{rt.system().spawn(silent_shard),
-                                          actors::spawn_shard(rt.system(), shape, data, {0, 40}, token)};
-  auto objective = actors::make_sharded_objective(rt, shape, 0, std::move(shards), {40, 40}, token, 300ms);
+  auto set = spawn_shards(rt, shape, data, {{0, 20}, {20, 40}}, token);
+  set.shards[0] = rt.system().spawn(silent_shard);
+  auto objective = actors::make_sharded_objective(rt, shape, 0, set.shards, set.shares, set.bounds,
+                                                  token, 300ms);
   const auto started = std::chrono::steady_clock::now();
   Eigen::VectorXd grad;
   auto f = objective.evaluate(Eigen::VectorXd::Zero(shape.dimension()), grad);
@@ -281,15 +308,14 @@ TEST_CASE("a shard that goes down is recreated through the factory and the resul
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   const std::vector<model::row_range> blocks{{0, 40}, {40, 80}, {80, 120}};
   const auto token = actors::access_token::random();
-  std::vector<actors::shard_actor> shards;
-  for (const auto& block : blocks)
-    shards.push_back(actors::spawn_shard(rt.system(), shape, data, block, token));
+  auto set = spawn_shards(rt, shape, data, blocks, token);
+  const auto& shards = set.shards;
   std::vector<std::size_t> replaced;
   auto objective = actors::make_sharded_objective(
-    rt, shape, 0.01, shards, {40, 40, 40}, token, 10s,
+    rt, shape, 0.01, set.shards, set.shares, set.bounds, token, 10s,
     [&](std::size_t i) -> shardopt::result<actors::shard_actor> {
       replaced.push_back(i);
-      return actors::spawn_shard(rt.system(), shape, data, blocks[i], token);
+      return actors::spawn_shard(rt.system(), shape, data, blocks[i], set.layouts[i], token);
     });
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.2, 0.3);
   Eigen::VectorXd before_grad;
@@ -350,13 +376,12 @@ TEST_CASE("a shard lost before a product is recreated, rebuilds its curvature at
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   const std::vector<model::row_range> blocks{{0, 50}, {50, 100}, {100, 150}};
   const auto token = actors::access_token::random();
-  std::vector<actors::shard_actor> shards;
-  for (const auto& block : blocks)
-    shards.push_back(actors::spawn_shard(rt.system(), shape, data, block, token));
+  auto set = spawn_shards(rt, shape, data, blocks, token);
+  const auto& shards = set.shards;
   auto objective = actors::make_sharded_objective(
-    rt, shape, 0.01, shards, {50, 50, 50}, token, 10s,
+    rt, shape, 0.01, set.shards, set.shares, set.bounds, token, 10s,
     [&](std::size_t i) -> shardopt::result<actors::shard_actor> {
-      return actors::spawn_shard(rt.system(), shape, data, blocks[i], token);
+      return actors::spawn_shard(rt.system(), shape, data, blocks[i], set.layouts[i], token);
     });
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.2, 0.3);
   const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, -0.5);
@@ -387,31 +412,32 @@ TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wr
   auto ask = [&](const actors::shard_actor& shard, auto... request) {
     std::string error;
     self->request(shard, 10s, request...).receive(
-      [](std::uint64_t, const actors::dense_vector&, std::int64_t) {},
+      [](std::uint64_t, const actors::block_sums&) {},
       [&](const caf::error& e) { error = actors::describe(e, rt.system()); });
     return error;
   };
   const model::model_shape shape{model::model_kind::softmax, 4, 3};
-  const auto shard = actors::spawn_shard(rt.system(), shape, data, {0, 60}, token);
+  const auto shard = actors::spawn_shard(rt.system(), shape, data, {0, 60}, {0, 1}, token);
+  const std::int32_t grid = -40;
   const actors::dense_vector v{Eigen::VectorXd::Ones(shape.dimension())};
   const actors::dense_vector none;
-  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{7}, none, v)
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{7}, grid, none, v)
           .find("kept nothing") != std::string::npos);
-  self->request(shard, 10s, actors::eval_atom::value, token, std::uint64_t{7}, v).receive(
-    [](std::uint64_t, double, const actors::dense_vector&, std::int64_t) {}, [](const caf::error&) {});
-  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{8}, std::uint64_t{7}, none, v).empty());
-  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{9}, std::uint64_t{6}, none, v)
+  self->request(shard, 10s, actors::eval_atom::value, token, std::uint64_t{7}, grid, v).receive(
+    [](std::uint64_t, const actors::block_sums&) {}, [](const caf::error&) {});
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{8}, std::uint64_t{7}, grid, none, v).empty());
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{9}, std::uint64_t{6}, grid, none, v)
           .find("was round 7") != std::string::npos);
   const actors::dense_vector short_v{Eigen::VectorXd::Ones(3)};
-  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{10}, std::uint64_t{7}, none, short_v)
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{10}, std::uint64_t{7}, grid, none, short_v)
           .find("v has 3 entries") != std::string::npos);
   CHECK(ask(shard, actors::hessvec_atom::value, actors::access_token::random(), std::uint64_t{11},
-            std::uint64_t{7}, none, v).find("another driver") != std::string::npos);
+            std::uint64_t{7}, grid, none, v).find("another driver") != std::string::npos);
 
   const model::model_shape network{model::model_kind::softmax, 4, 3, {5}};
-  const auto net_shard = actors::spawn_shard(rt.system(), network, data, {0, 60}, token);
+  const auto net_shard = actors::spawn_shard(rt.system(), network, data, {0, 60}, {0, 1}, token);
   const actors::dense_vector net_v{Eigen::VectorXd::Ones(network.dimension())};
-  CHECK(ask(net_shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{1}, net_v, net_v)
+  CHECK(ask(net_shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{1}, grid, net_v, net_v)
           .find("linear models") != std::string::npos);
   for (const auto& s : {shard, net_shard})
     self->send_exit(s, caf::exit_reason::user_shutdown);

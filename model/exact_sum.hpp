@@ -1,0 +1,102 @@
+#pragma once
+
+// # Sums that do not depend on the cluster
+//
+// Floating-point addition is not associative: adding the same shard sums in another grouping (four
+// shards instead of three, a node's shards summed on the node, a lost shard recreated elsewhere)
+// changes the last bits of the gradient, and with them every later iterate. shardopt's sums are
+// instead a function of the data and theta alone:
+//
+// - A dataset's rows are cut into *canonical blocks* of `block_rows_for(rows)` consecutive rows,
+//   aligned to global row numbers; shards own whole blocks. A block's loss and gradient sums are
+//   computed in double by the kernels, always over the same rows in the same order, so they are
+//   the same bits whichever shard computes them.
+// - Scalars (a block's loss sum) travel per block and are added in block order by the driver.
+// - Vectors (gradients, Hessian-vector products) are rounded, block by block, to a fixed-point
+//   grid of spacing 2^e shared by the whole evaluation, and added as 64-bit integers: integer
+//   addition is associative (wrapping is harmless while the true total fits), so any grouping of
+//   any blocks gives the same integers. `e` is chosen from a bound on the largest block sum so
+//   that the total cannot overflow (`grid_exponent`); the bound is a function of the data and
+//   theta alone (block_bounds.hpp), and a block past it (which the bound rules out) makes the
+//   caller evaluate again on the grid of the largest block sum, itself a function of the data.
+//
+// Precision: a block sum is rounded to 2^e, about 2^-(62 - log2 blocks) of the bound on block
+// sums: with 256 blocks, 2^-54 of it, the order of the rounding error of a plain double sum over
+// the same rows when the bound is tight, a few bits more when it is loose. The cost is one conversion per gradient entry per block
+// (dense data), or per touched feature (sparse data). (ReproBLAS's binned sums need no shared
+// grid but several words per entry; one word keeps the bytes on the wire those of a double.)
+
+#include "model/dataset.hpp"
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <vector>
+
+namespace shardopt::model {
+
+/// Rows per canonical block of a dataset of `rows` examples: rows / 256, clamped to 1..256. Data of
+/// 65,536 rows or more gets blocks of 256 rows (the kernels' chunk); smaller data still has 256
+/// blocks or one row per block, so it can be split into as many shards as before.
+std::int64_t block_rows_for(std::int64_t rows);
+
+/// `rows` cut into consecutive blocks of `block_rows` starting at rows.begin (the last one may be
+/// shorter). Empty for an empty range.
+std::vector<row_range> blocks_of(row_range rows, std::int64_t block_rows);
+
+/// How many blocks `blocks_of` makes of `rows` rows.
+std::int64_t block_count(std::int64_t rows, std::int64_t block_rows);
+
+/// Integer bits a fixed-point sum may use: every partial sum stays within 2^62 grid units.
+constexpr int fixed_bits = 62;
+
+/// The grid exponent for sums of `terms` values of magnitude up to `max_abs`: the smallest e with
+/// terms * max_abs < 2^(62 + e) (a zero `max_abs` counts as the smallest normal double).
+int grid_exponent(double max_abs, std::int64_t terms);
+
+/// Whether `terms` values of magnitude up to `max_abs` add up on the grid 2^e without leaving
+/// 2^62 units: when not (or when `max_abs` is not finite), the sum must be redone on a coarser grid.
+bool fits_grid(double max_abs, std::int64_t terms, int exponent);
+
+/// A vector of exact sums: each deposited value is rounded to the nearest multiple of 2^exponent
+/// and added as an integer, so the result is the same whatever order and grouping the values
+/// (or other `exact_sum`s) arrive in. Remembers the largest magnitude deposited (NaN once a
+/// non-finite value was). Not thread-safe.
+class exact_sum {
+public:
+  exact_sum() = default;
+  exact_sum(std::size_t size, int exponent);
+
+  std::size_t size() const { return words_.size(); }
+  int exponent() const { return exponent_; }
+
+  /// The largest |value| deposited so far: 0 before any, NaN after a non-finite one.
+  double max_abs() const { return max_abs_; }
+
+  /// Adds `value` to entry i (rounded to the grid; clamped when past 2^62 units, which
+  /// `fits_grid` on `max_abs` then reports).
+  void deposit(std::size_t i, double value);
+
+  /// Adds values[i] to entry `first + i` for every i.
+  void deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values);
+
+  /// Adds another sum's integers (of the same size and exponent, checked by the caller).
+  void merge(const std::int64_t* words, double max_abs);
+
+  /// The integers, for the wire; `take_words` leaves this sum empty.
+  const std::vector<std::int64_t>& words() const { return words_; }
+  std::vector<std::int64_t> take_words() { return std::move(words_); }
+
+  /// The sums as doubles, into `out` (size() entries): each integer times 2^exponent, rounded once.
+  void to_doubles(Eigen::Ref<Eigen::VectorXd> out) const;
+
+private:
+  std::vector<std::int64_t> words_;
+  int exponent_ = 0;
+  double max_abs_ = 0;
+};
+
+/// Integers words[i] * 2^exponent as doubles, into `out` (the wire form of an `exact_sum`).
+void fixed_to_doubles(const std::int64_t* words, int exponent, Eigen::Ref<Eigen::VectorXd> out);
+
+} // namespace shardopt::model
