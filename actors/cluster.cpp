@@ -50,24 +50,25 @@ struct cluster::impl {
   struct part_reply {
     shard_actor shard;
     std::int64_t rows = 0;
-    double max_feature = 0;
+    dense_vector feature_max;
     double max_label = 0;
   };
 
   result<part_reply> spawn_part_on(std::size_t j, const part_shard_spec& spec) {
     std::optional<part_reply> out;
     auto done = nodes.round(
-      reply<shard_actor, std::int64_t, double, double>{}, j, j + 1, timeouts::control,
+      reply<shard_actor, std::int64_t, dense_vector, double>{}, j, j + 1, timeouts::control,
       "creating a shard",
       [&](std::size_t, std::uint64_t round) {
         self->send(nodes[j], spawnpart_atom::value, round, token, spec);
       },
-      [&](std::size_t, shard_actor shard, std::int64_t rows, double max_feature,
+      [&](std::size_t, shard_actor shard, std::int64_t rows, dense_vector feature_max,
           double max_label) -> result<void> {
-        if (!std::isfinite(max_feature) || !std::isfinite(max_label) || max_feature < 0
-            || max_label < 0)
+        if (static_cast<std::int64_t>(feature_max.size()) != spec.shape.features
+            || !feature_max.map().allFinite() || feature_max.map().minCoeff() < 0
+            || !std::isfinite(max_label) || max_label < 0)
           return fail("reported impossible data bounds");
-        out = part_reply{std::move(shard), rows, max_feature, max_label};
+        out = part_reply{std::move(shard), rows, std::move(feature_max), max_label};
         return {};
       });
     if (!done)
@@ -306,7 +307,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
   };
   // Every part's bounds, from the nodes' replies (and again from a recreated shard's).
   auto bounds = std::make_shared<model::data_bounds>(
-    model::data_bounds{0, 0, layouts.empty() ? 1 : layouts.front().block_rows, 0});
+    model::data_bounds{{}, 0, layouts.empty() ? 1 : layouts.front().block_rows, 0});
   for (const auto count : blocks)
     bounds->blocks += count;
   spawn_fn spawn = [spec_of, rows, bounds](impl& c, std::size_t node,
@@ -318,8 +319,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
       return fail("node " + c.info[node].endpoint.text() + " read " + std::to_string(shard->rows)
                   + " rows of part " + std::to_string(i + 1) + ", it summarised "
                   + std::to_string(rows[i]));
-    bounds->max_feature = std::max(bounds->max_feature, shard->max_feature);
-    bounds->max_label = std::max(bounds->max_label, shard->max_label);
+    *bounds += model::data_bounds{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
     return std::move(shard->shard);
   };
   auto objective = cluster_objective(impl_, shape, lambda, plan, layouts, blocks, rows, bounds,
@@ -394,7 +394,7 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
   std::vector<std::int64_t> blocks;
   const auto block_rows = model::block_rows_for(total);
   const auto layouts = layouts_of(rows, block_rows, blocks);
-  auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{0, 0, block_rows, 0});
+  auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
   for (const auto& range : ranges)
     *bounds += model::bounds_of(*data, range, block_rows);
   spawn_fn spawn = [shape, data, ranges, layouts](impl& c, std::size_t node, std::size_t i) {

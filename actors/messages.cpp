@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -135,18 +136,16 @@ caf::error load_raw(caf::deserializer& f, std::vector<T>& values, const char* wh
 } // namespace
 
 result<void> merge(block_sums& total, block_sums&& part) {
-  if (total.words.size() != part.words.size() || total.exponent != part.exponent)
-    return fail("sums of " + std::to_string(part.words.size()) + " entries on the grid 2^"
-                + std::to_string(part.exponent) + " cannot be added to sums of "
-                + std::to_string(total.words.size()) + " entries on the grid 2^"
-                + std::to_string(total.exponent));
+  if (total.words.size() != part.words.size())
+    return fail("sums of " + std::to_string(part.words.size())
+                + " entries cannot be added to sums of " + std::to_string(total.words.size()));
   total.runs.insert(total.runs.end(), part.runs.begin(), part.runs.end());
   total.values.insert(total.values.end(), part.values.begin(), part.values.end());
   for (std::size_t i = 0; i < total.words.size(); ++i)  // wrapping: see model/exact_sum.hpp
     total.words[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(total.words[i])
                                                + static_cast<std::uint64_t>(part.words[i]));
-  if (std::isnan(part.max_abs) || part.max_abs > total.max_abs)
-    total.max_abs = part.max_abs;
+  if (std::isnan(part.max_units) || part.max_units > total.max_units)
+    total.max_units = part.max_units;
   total.correct += part.correct;
   total.count += part.count;
   return {};
@@ -156,19 +155,48 @@ caf::error inspect(caf::serializer& f, block_sums& x) {
   return caf::error::eval([&] { return save_raw(f, x.runs); },
                           [&] { return save_raw(f, x.values); },
                           [&] { return save_raw(f, x.words); },
-                          [&] { return f(x.exponent, x.max_abs, x.correct, x.count); });
+                          [&] { return f(x.max_units, x.correct, x.count); });
 }
 
 caf::error inspect(caf::deserializer& f, block_sums& x) {
   return caf::error::eval([&] { return load_raw(f, x.runs, "block runs"); },
                           [&] { return load_raw(f, x.values, "block values"); },
                           [&] { return load_raw(f, x.words, "exact sums"); },
-                          [&] { return f(x.exponent, x.max_abs, x.correct, x.count); });
+                          [&] { return f(x.max_units, x.correct, x.count); });
+}
+
+exact_grid encode_grid(const std::vector<int>& exponents) {
+  exact_grid grid;
+  grid.base = exponents.empty() ? 0 : *std::max_element(exponents.begin(), exponents.end());
+  grid.below.reserve(exponents.size());
+  for (const int e : exponents)
+    grid.below.push_back(static_cast<std::uint8_t>(std::min(grid.base - e, 255)));
+  return grid;
+}
+
+result<std::vector<int>> decode_grid(const exact_grid& grid) {
+  if (grid.base < model::lowest_grid || grid.base > model::highest_grid)
+    return fail("no grid 2^" + std::to_string(grid.base));
+  std::vector<int> exponents;
+  exponents.reserve(grid.below.size());
+  for (const auto below : grid.below)
+    exponents.push_back(std::max(grid.base - static_cast<int>(below), model::lowest_grid));
+  return exponents;
+}
+
+caf::error inspect(caf::serializer& f, exact_grid& x) {
+  return caf::error::eval([&] { return f(x.base); }, [&] { return save_raw(f, x.below); });
+}
+
+caf::error inspect(caf::deserializer& f, exact_grid& x) {
+  return caf::error::eval([&] { return f(x.base); },
+                          [&] { return load_raw(f, x.below, "grid"); });
 }
 
 void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<dense_vector>("shardopt::dense_vector");
   config.add_message_type<block_sums>("shardopt::block_sums");
+  config.add_message_type<exact_grid>("shardopt::exact_grid");
   config.add_message_type<std::vector<shard_actor>>("shardopt::shard_actors");
   config.add_message_type<data_block>("shardopt::data_block");
   config.add_message_type<shard_spec>("shardopt::shard_spec");

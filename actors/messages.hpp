@@ -7,13 +7,13 @@
 // carrying the token of the driver that created the shard (a capability: any other token is
 // refused, so another driver can neither read this shard's gradients nor use it):
 //
-//   (eval_atom, access_token, uint64 round, int32 grid, dense_vector theta)
-//       -> (uint64 round, block_sums)   losses per block, gradient sums on the grid 2^grid
+//   (eval_atom, access_token, uint64 round, exact_grid grid, dense_vector theta)
+//       -> (uint64 round, block_sums)   losses per block, gradient sums on the grids
 //   (quality_atom, access_token, uint64 round, dense_vector theta)
 //       -> (uint64 round, block_sums)   squared errors per block, correct predictions
-//   (hessvec_atom, access_token, uint64 round, uint64 at, int32 grid, dense_vector theta,
+//   (hessvec_atom, access_token, uint64 round, uint64 at, exact_grid grid, dense_vector theta,
 //    dense_vector v)
-//       -> (uint64 round, block_sums)   Hessian-vector sums on the grid 2^grid
+//       -> (uint64 round, block_sums)   Hessian-vector sums on the grids
 //
 // The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
 // evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
@@ -24,7 +24,7 @@
 // rebuilds the curvature at that theta.
 //
 // Replies carry *sums* over the shard's blocks: scalars per block, vectors as exact fixed-point
-// sums (integers on a grid the driver chose from the data and theta), so a node's *group* actor
+// sums (integers on per-entry grids the driver chose from the data and theta), so a node's *group* actor
 // can add its shards' replies and answer once per node (the same protocol, the same bits), and the
 // driver adds peers in any order and gets the bits of one shard holding everything. The driver
 // divides by the total count and adds the regulariser once. `round` is echoed so the driver can
@@ -171,20 +171,46 @@ typename Inspector::result_type inspect(Inspector& f, block_layout& x) {
   return f(caf::meta::type_name("block_layout"), x.first_block, x.block_rows);
 }
 
+/// The grids of an evaluation's exact sums (model/exact_sum.hpp): entry i on multiples of
+/// 2^(base - below[i]). One byte per entry on the wire (a grid more than 255 binades under the
+/// coarsest is sent as that one: coarser, still exact).
+struct exact_grid {
+  std::int32_t base = 0;
+  std::vector<std::uint8_t> below;
+};
+
+/// Encodes per-entry grid exponents.
+exact_grid encode_grid(const std::vector<int>& exponents);
+
+/// The per-entry exponents of a grid: what both the shards and the driver use. Fails on a base
+/// outside the grids a double allows.
+result<std::vector<int>> decode_grid(const exact_grid& grid);
+
+caf::error inspect(caf::serializer& f, exact_grid& x);
+caf::error inspect(caf::deserializer& f, exact_grid& x);
+
+template <class Inspector>
+std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
+                   && !std::is_base_of_v<caf::deserializer, Inspector>,
+                 typename Inspector::result_type>
+inspect(Inspector& f, exact_grid& x) {
+  auto entries = x.below.size();
+  return f(caf::meta::type_name("exact_grid"), x.base, entries);
+}
+
 /// Sums over some canonical blocks, as a shard or a group answers them (see the protocol above and
 /// model/exact_sum.hpp). Vectors travel as raw blocks.
 struct block_sums {
   std::vector<std::int64_t> runs;   ///< (first block, block count) pairs, flattened
   std::vector<double> values;       ///< one scalar per block (loss sum, squared error), runs' order
-  std::vector<std::int64_t> words;  ///< exact sums on the grid 2^exponent; empty for quality
-  std::int32_t exponent = 0;
-  double max_abs = 0;               ///< largest |block sum entry| in `words`; NaN: not finite
+  std::vector<std::int64_t> words;  ///< exact sums on the request's grids; empty for quality
+  double max_units = 0;             ///< largest |block sum entry| in grid units; NaN: not finite
   double correct = 0;               ///< quality: correctly predicted examples
   std::int64_t count = 0;           ///< examples covered
 };
 
-/// Adds `part` to `total`: runs and values appended, exact sums added, counts added. Fails when
-/// their grids or sizes differ.
+/// Adds `part` to `total`: runs and values appended, exact sums added (on the same grids), counts
+/// added. Fails when their sizes differ.
 result<void> merge(block_sums& total, block_sums&& part);
 
 /// Serialises the vectors as lengths and raw blocks.
@@ -204,11 +230,11 @@ inspect(Inspector& f, block_sums& x) {
 
 /// The typed interface of a shard actor, and of a group of shards (see the protocol above).
 using shard_actor = caf::typed_actor<
-  caf::replies_to<eval_atom, access_token, std::uint64_t, std::int32_t, dense_vector>::with<
+  caf::replies_to<eval_atom, access_token, std::uint64_t, exact_grid, dense_vector>::with<
     std::uint64_t, block_sums>,
   caf::replies_to<quality_atom, access_token, std::uint64_t, dense_vector>::with<std::uint64_t,
                                                                                  block_sums>,
-  caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, std::int32_t,
+  caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, exact_grid,
                   dense_vector, dense_vector>::with<std::uint64_t, block_sums>>;
 
 /// Announces the project's message types and error category. Call on every config before the

@@ -189,13 +189,13 @@ public:
         });
       },
       [this](spawnpart_atom, std::uint64_t round, const access_token& token, part_shard_spec& spec)
-        -> caf::result<std::uint64_t, shard_actor, std::int64_t, double, double> {
-        return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, double, double> {
+        -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
+        return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
           auto shard = spawn_part(token, spec);
           if (!shard)
             return std::move(shard.error());
-          return {round, std::move(shard->shard), shard->rows, shard->bounds.max_feature,
-                  shard->bounds.max_label};
+          return {round, std::move(shard->shard), shard->rows,
+                  dense_vector{shard->bounds.feature_max}, shard->bounds.max_label};
         });
       },
       [this](group_atom, std::uint64_t round, const access_token& token,

@@ -28,10 +28,10 @@
 //       summarises it (rows, distinct labels, feature sums), so the driver can fit label encoding
 //       and scaling. Refused when the node has no data root or the path leaves it.
 //   (spawnpart_atom, round, access_token, part_shard_spec)
-//       -> (round, shard_actor, int64 rows, double max_feature, double max_label)
+//       -> (round, shard_actor, int64 rows, dense_vector feature_max, double max_label)
 //       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
-//       creates a shard on it, answering with the rows it holds and its largest |feature| and
-//       |label| (what the driver's grid bounds need, model/block_bounds.hpp).
+//       creates a shard on it, answering with the rows it holds and its largest |feature| per
+//       feature and largest |label| (what the driver's grids need, model/block_bounds.hpp).
 //
 // Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
 // when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one
@@ -169,7 +169,7 @@ using node_actor = caf::typed_actor<
   caf::replies_to<scan_atom, std::uint64_t, access_token, part_message>::with<std::uint64_t,
                                                                               summary_message>,
   caf::replies_to<spawnpart_atom, std::uint64_t, access_token, part_shard_spec>::with<
-    std::uint64_t, shard_actor, std::int64_t, double, double>,
+    std::uint64_t, shard_actor, std::int64_t, dense_vector, double>,
   caf::replies_to<group_atom, std::uint64_t, access_token, std::vector<shard_actor>>::with<
     std::uint64_t, shard_actor>>;
 

@@ -18,9 +18,16 @@ caf::error refused_token() {
   return make_error(errc::refused, "this shard belongs to another driver");
 }
 
-/// Grids a shard accepts: every double on them is finite (see model::grid_for).
-bool valid_grid(std::int32_t exponent) {
-  return exponent >= -1100 && exponent <= 1100;
+/// An exact sum on a request's grids, or the error to answer with.
+caf::expected<model::exact_sum> sum_on(const exact_grid& grid, std::int64_t dimension) {
+  if (static_cast<std::int64_t>(grid.below.size()) != dimension)
+    return make_error(errc::dimension_mismatch, "the grid has " + std::to_string(grid.below.size())
+                                                  + " entries, the shard's model expects "
+                                                  + std::to_string(dimension));
+  auto exponents = decode_grid(grid);
+  if (!exponents)
+    return make_error(errc::bad_request, exponents.error().message());
+  return model::exact_sum{std::move(*exponents)};
 }
 
 using sums_result = caf::result<std::uint64_t, block_sums>;
@@ -42,24 +49,24 @@ public:
     const auto dimension = shape_.dimension();
     return {
       [this, dimension](eval_atom, const access_token& token, std::uint64_t round,
-                        std::int32_t grid, const dense_vector& theta) -> sums_result {
+                        const exact_grid& grid, const dense_vector& theta) -> sums_result {
         if (token != token_)
           return refused_token();
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-        if (!valid_grid(grid))
-          return make_error(errc::bad_request, "no grid 2^" + std::to_string(grid));
-        model::exact_sum grad(static_cast<std::size_t>(dimension), grid);
+        auto grad = sum_on(grid, dimension);
+        if (!grad)
+          return std::move(grad.error());
         const bool keep = keep_curvature_;
         block_sums out = sums();
-        model::block_loss_grad(shape_, *data_, blocks_, theta.map(), out.values, grad,
+        model::block_loss_grad(shape_, *data_, blocks_, theta.map(), out.values, *grad,
                                keep ? &curvature_ : nullptr);
         cached_ = keep;
         cached_round_ = round;
-        return {round, finish(std::move(out), grad)};
+        return {round, finish(std::move(out), *grad)};
       },
       [this, dimension](hessvec_atom, const access_token& token, std::uint64_t round,
-                        std::uint64_t at, std::int32_t grid, const dense_vector& theta,
+                        std::uint64_t at, const exact_grid& grid, const dense_vector& theta,
                         const dense_vector& v) -> sums_result {
         if (token != token_)
           return refused_token();
@@ -70,8 +77,9 @@ public:
           return make_error(errc::dimension_mismatch, "the product's v has " + std::to_string(v.size())
                                                         + " entries, the shard's model expects "
                                                         + std::to_string(dimension));
-        if (!valid_grid(grid))
-          return make_error(errc::bad_request, "no grid 2^" + std::to_string(grid));
+        auto hv = sum_on(grid, dimension);
+        if (!hv)
+          return std::move(hv.error());
         // From the first product on, evaluations keep the curvature (L-BFGS never pays for it).
         keep_curvature_ = true;
         if (theta.size() != 0) {
@@ -86,9 +94,8 @@ public:
                             "a product at the evaluation of round " + std::to_string(at)
                               + ", but this shard's last evaluation "
                               + (cached_ ? "was round " + std::to_string(cached_round_) : "kept nothing"));
-        model::exact_sum hv(static_cast<std::size_t>(dimension), grid);
-        model::block_hessian_vector(shape_, *data_, blocks_, curvature_, v.map(), hv);
-        return {round, finish(sums(), hv)};
+        model::block_hessian_vector(shape_, *data_, blocks_, curvature_, v.map(), *hv);
+        return {round, finish(sums(), *hv)};
       },
       [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
                         const dense_vector& theta) -> sums_result {
@@ -117,8 +124,7 @@ private:
   }
 
   static block_sums finish(block_sums out, model::exact_sum& exact) {
-    out.exponent = exact.exponent();
-    out.max_abs = exact.max_abs();
+    out.max_units = exact.max_units();
     out.words = exact.take_words();
     return out;
   }
@@ -150,8 +156,8 @@ public:
       monitor(member);
     set_down_handler([this](caf::down_msg&) { quit(caf::exit_reason::user_shutdown); });
     return {
-      [this](eval_atom atom, const access_token& token, std::uint64_t round, std::int32_t grid,
-             const dense_vector& theta) -> sums_result {
+      [this](eval_atom atom, const access_token& token, std::uint64_t round,
+             const exact_grid& grid, const dense_vector& theta) -> sums_result {
         if (token != token_)
           return refused_token();
         return gather(round, [=](const shard_actor& member) {
@@ -159,7 +165,8 @@ public:
         });
       },
       [this](hessvec_atom atom, const access_token& token, std::uint64_t round, std::uint64_t at,
-             std::int32_t grid, const dense_vector& theta, const dense_vector& v) -> sums_result {
+             const exact_grid& grid, const dense_vector& theta, const dense_vector& v)
+        -> sums_result {
         if (token != token_)
           return refused_token();
         return gather(round, [=](const shard_actor& member) {

@@ -50,11 +50,11 @@ struct sharded_objective::impl {
     return down_action::resend;
   }
 
-  /// Starts a round's totals: `words` exact sums on the grid 2^grid.
-  void begin(std::size_t words, std::int32_t grid) {
+  /// Starts a round's totals: exact sums on the grids `exponents` (none for quality).
+  void begin(std::vector<int> exponents) {
     block_values.assign(static_cast<std::size_t>(bounds.blocks), 0.0);
     seen.assign(static_cast<std::size_t>(bounds.blocks), 0);
-    total = model::exact_sum(words, grid);
+    total = model::exact_sum(std::move(exponents));
     correct = 0;
   }
 
@@ -66,10 +66,9 @@ struct sharded_objective::impl {
     if (sums.count != share.rows)
       return fail("answered for " + std::to_string(sums.count) + " examples, it holds "
                   + std::to_string(share.rows));
-    if (sums.words.size() != total.size() || (total.size() > 0 && sums.exponent != total.exponent()))
-      return fail("returned " + std::to_string(sums.words.size()) + " sums on the grid 2^"
-                  + std::to_string(sums.exponent) + ", expected " + std::to_string(total.size())
-                  + " on the grid 2^" + std::to_string(total.exponent()));
+    if (sums.words.size() != total.size())
+      return fail("returned " + std::to_string(sums.words.size()) + " sums, expected "
+                  + std::to_string(total.size()));
     if (sums.runs.size() % 2 != 0)
       return fail("returned a malformed list of blocks");
     std::int64_t expected = 0;
@@ -100,10 +99,10 @@ struct sharded_objective::impl {
       return fail("answered for " + std::to_string(covered) + " blocks with "
                   + std::to_string(sums.values.size()) + " values, it holds "
                   + std::to_string(expected) + " blocks");
-    if (!std::isfinite(sums.max_abs) || !std::isfinite(sums.correct) || sums.correct < 0
+    if (!std::isfinite(sums.max_units) || !std::isfinite(sums.correct) || sums.correct < 0
         || sums.correct > static_cast<double>(sums.count))
       return fail("returned a non-finite gradient or impossible counts");
-    total.merge(sums.words.data(), sums.max_abs);
+    total.merge(sums.words.data(), sums.max_units);
     correct += sums.correct;
     return {};
   }
@@ -124,14 +123,18 @@ struct sharded_objective::impl {
     return sum;
   }
 
-  /// Runs rounds of `ask(i, round, grid)` on the grid `grid` until the largest block sum fits it:
-  /// the grid comes from a bound, so a second round means the bound failed, and is on the grid of
-  /// the largest block sum (a function of the data, like the bound).
+  /// Runs rounds of `ask(i, round, grid)` on the grids `exponents` until every block sum fits
+  /// them: the grids come from bounds, so a second round means a bound failed, and is on grids
+  /// coarser by what the largest block sum needs (a function of the data, like the bounds).
   template <class Ask>
-  result<void> exact_round(const std::string& what, std::int32_t grid, bool values, Ask ask) {
-    const auto words = static_cast<std::size_t>(shape.dimension());
+  result<void> exact_round(const std::string& what, std::vector<int> exponents, bool values,
+                           Ask ask) {
     for (int attempt = 0;; ++attempt) {
-      begin(words, grid);
+      const auto grid = encode_grid(exponents);
+      auto decoded = decode_grid(grid);
+      if (!decoded)
+        return decoded.error();
+      begin(std::move(*decoded));
       auto done = peers.round(
         reply<block_sums>{}, timeout, what,
         [&](std::size_t i, std::uint64_t round) { ask(i, round, grid); },
@@ -141,12 +144,13 @@ struct sharded_objective::impl {
         return done.error();
       if (auto all = covered(); !all)
         return all;
-      if (model::fits_grid(total.max_abs(), bounds.blocks, grid))
+      if (model::fits_grid(total.max_units(), bounds.blocks))
         return {};
       if (attempt > 0)
-        return fail(what + ": block sums of " + std::to_string(total.max_abs())
-                    + " overflow the grid 2^" + std::to_string(grid));
-      grid = model::grid_exponent(total.max_abs(), bounds.blocks);
+        return fail(what + ": block sums overflow their grids");
+      const auto shift = model::grid_shift(total.max_units(), bounds.blocks);
+      for (auto& e : exponents)
+        e = std::min(e + shift, model::highest_grid);
     }
   }
 
@@ -190,7 +194,7 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   const auto block_rows = model::block_rows_for(total_rows);
   std::vector<shard_actor> shards;
   std::vector<peer_share> shares;
-  model::data_bounds bounds{0, 0, block_rows, 0};
+  model::data_bounds bounds{{}, 0, block_rows, 0};
   for (const auto& range : blocks) {
     const auto count = model::block_count(range.size(), block_rows);
     shards.push_back(
@@ -226,9 +230,8 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   s.evaluated_theta = dense_vector{};
   s.needs_theta.assign(s.peers.size(), false);
   std::uint64_t this_round = 0;
-  const auto grid = model::grid_for(model::gradient_bound(s.shape, s.bounds, theta), s.bounds.blocks);
-  auto done = s.exact_round("evaluation", grid, true,
-                            [&](std::size_t i, std::uint64_t round, std::int32_t on) {
+  auto done = s.exact_round("evaluation", model::gradient_grid(s.shape, s.bounds, theta), true,
+                            [&](std::size_t i, std::uint64_t round, const exact_grid& on) {
                               this_round = round;
                               // Shards keep the curvature once they were asked for a product:
                               // until then, products bring the theta, as they do to a peer
@@ -259,9 +262,8 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
                 + std::to_string(dimension));
   const dense_vector shared_v{v};
   const auto at = s.evaluated_round;
-  const auto grid = model::grid_for(model::hessian_vector_bound(s.shape, s.bounds, v), s.bounds.blocks);
-  auto done = s.exact_round("Hessian-vector product", grid, false,
-                            [&](std::size_t i, std::uint64_t round, std::int32_t on) {
+  auto done = s.exact_round("Hessian-vector product", model::hessian_vector_grid(s.shape, s.bounds, v),
+                            false, [&](std::size_t i, std::uint64_t round, const exact_grid& on) {
                               s.self->send(s.peers[i], hessvec_atom::value, s.token, round, at, on,
                                            s.needs_theta[i] ? s.evaluated_theta : dense_vector{},
                                            shared_v);
@@ -279,7 +281,7 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {
   auto& s = *impl_;
   const dense_vector shared_theta{theta};
-  s.begin(0, 0);
+  s.begin({});
   auto done = s.peers.round(
     reply<block_sums>{}, s.timeout, "quality",
     [&](std::size_t i, std::uint64_t round) {

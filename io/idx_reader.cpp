@@ -1,3 +1,4 @@
+#include "io/partition.hpp"
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
 
@@ -129,11 +130,10 @@ result<raw_dataset> detail::read_idx_range(const std::string& images_path,
                 std::to_string(width) + " pixels are too large");
   const std::uint64_t total =
       options.limit > 0 ? std::min(count, static_cast<std::uint64_t>(options.limit)) : count;
-  const auto share = [&](std::int64_t k) {
-    return total * static_cast<std::uint64_t>(k) / static_cast<std::uint64_t>(parts);
-  };
-  const std::uint64_t first = share(part);
-  const std::uint64_t rows = share(part + 1) - first;
+  // Parts of whole canonical blocks, as local shards are: the same rows, so the same sums.
+  const auto range = partition_blocks(static_cast<std::int64_t>(total), parts)[static_cast<std::size_t>(part)];
+  const auto first = static_cast<std::uint64_t>(range.begin);
+  const auto rows = static_cast<std::uint64_t>(range.size());
   if (rows == 0)
     return fail(images_path + ": no images");
   // Plain files must hold what their headers declare; compressed ones are read as far as they go.

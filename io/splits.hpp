@@ -25,7 +25,8 @@ struct part_request {
 ///   covers bytes [size*p/P, size*(p+1)/P) and owns every line whose first byte lies there, so the
 ///   parts together hold every line exactly once, in order. Only part 0 can have a header.
 ///   gzip-compressed text cannot be split by bytes: it is decompressed and split the same way.
-/// - IDX (MNIST layout) by record ranges [n*p/P, n*(p+1)/P).
+/// - IDX (MNIST layout) by record ranges of whole canonical blocks, as io::partition_blocks(n, P):
+///   the rows of local shards.
 /// The source names the part ("train.csv (part 2 of 4, bytes 1048576-2097152)") and line numbers
 /// count from the part's first line. Errors as for read_dataset, plus a part with no examples.
 result<raw_dataset> read_part(const part_request& request);

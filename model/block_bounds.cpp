@@ -4,30 +4,35 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace shardopt::model {
 
 data_bounds bounds_of(const dataset& data, row_range rows, std::int64_t block_rows) {
   data_bounds out;
   out.block_rows = block_rows;
-  out.blocks = block_count(rows.size(), out.block_rows);
+  out.blocks = block_count(rows.size(), block_rows);
+  out.feature_max = Eigen::VectorXd::Zero(data.cols());
   if (rows.size() <= 0)
     return out;
   if (data.is_sparse()) {
     const auto& x = data.sparse();
     for (auto row = rows.begin; row < rows.end; ++row)
       for (sparse_features::InnerIterator it(x, row); it; ++it)
-        out.max_feature = std::max(out.max_feature, std::fabs(static_cast<double>(it.value())));
+        out.feature_max[it.index()] =
+          std::max(out.feature_max[it.index()], std::fabs(static_cast<double>(it.value())));
   } else {
-    out.max_feature = static_cast<double>(data.dense().middleRows(rows.begin, rows.size()).cwiseAbs().maxCoeff());
+    out.feature_max = data.dense().middleRows(rows.begin, rows.size()).cwiseAbs().colwise()
+                        .maxCoeff().transpose().cast<double>();
   }
   out.max_label = data.y.segment(rows.begin, rows.size()).cwiseAbs().maxCoeff();
   return out;
 }
 
 data_bounds& operator+=(data_bounds& a, const data_bounds& b) {
-  a.max_feature = std::max(a.max_feature, b.max_feature);
+  if (a.feature_max.size() == 0)
+    a.feature_max = b.feature_max;
+  else if (b.feature_max.size() == a.feature_max.size())
+    a.feature_max = a.feature_max.cwiseMax(b.feature_max);
   a.max_label = std::max(a.max_label, b.max_label);
   a.blocks += b.blocks;
   return a;
@@ -35,70 +40,82 @@ data_bounds& operator+=(data_bounds& a, const data_bounds& b) {
 
 namespace {
 
-/// The largest absolute column sum of a layer's weights (one column per unit it feeds) plus that
-/// unit's |bias|: scores are at most this times the largest input.
-double forward_gain(Eigen::Ref<const Eigen::VectorXd> theta, const layer_span& layer, double input) {
-  const Eigen::Map<const Eigen::MatrixXd> w(theta.data() + layer.weights, layer.in, layer.out);
-  const auto b = theta.segment(layer.biases, layer.out);
-  double most = 0;
-  for (Eigen::Index o = 0; o < layer.out; ++o)
-    most = std::max(most, w.col(o).cwiseAbs().sum() * input + std::fabs(b[o]));
-  return most;
-}
-
-/// The largest absolute row sum of a layer's weights: a delta below is at most this times the
-/// largest delta above.
-double backward_gain(Eigen::Ref<const Eigen::VectorXd> theta, const layer_span& layer) {
-  const Eigen::Map<const Eigen::MatrixXd> w(theta.data() + layer.weights, layer.in, layer.out);
-  return layer.in == 0 ? 0.0 : w.cwiseAbs().rowwise().sum().maxCoeff();
-}
-
 /// Slack for the rounding of the bounds' own arithmetic.
 constexpr double slack = 2.0;
 
+using matrix_map = Eigen::Map<const Eigen::MatrixXd>;
+
+matrix_map weights_of(Eigen::Ref<const Eigen::VectorXd> theta, const layer_span& layer) {
+  return {theta.data() + layer.weights, layer.in, layer.out};
+}
+
+/// Per unit a layer feeds: the bound on its score given bounds on the layer's inputs.
+Eigen::VectorXd forward(Eigen::Ref<const Eigen::VectorXd> theta, const layer_span& layer,
+                        const Eigen::VectorXd& inputs) {
+  return weights_of(theta, layer).cwiseAbs().transpose() * inputs
+         + theta.segment(layer.biases, layer.out).cwiseAbs();
+}
+
+/// Writes the grids of a layer's entries: weight (in, out) bounded by rows * inputs[in] *
+/// deltas[out], bias out by rows * deltas[out].
+void layer_grids(const layer_span& layer, const Eigen::VectorXd& inputs, const Eigen::VectorXd& deltas,
+                 const data_bounds& bounds, std::vector<int>& grids) {
+  const double rows = slack * static_cast<double>(bounds.block_rows);
+  for (Eigen::Index o = 0; o < layer.out; ++o) {
+    for (Eigen::Index i = 0; i < layer.in; ++i)
+      grids[static_cast<std::size_t>(layer.weights + o * layer.in + i)] =
+        grid_exponent(rows * inputs[i] * deltas[o], bounds.blocks);
+    grids[static_cast<std::size_t>(layer.biases + o)] = grid_exponent(rows * deltas[o], bounds.blocks);
+  }
+}
+
+/// The features' maxima, or zeros when the bounds know none (no rows).
+Eigen::VectorXd features_of(const model_shape& shape, const data_bounds& bounds) {
+  if (bounds.feature_max.size() == shape.features)
+    return bounds.feature_max;
+  return Eigen::VectorXd::Zero(shape.features);
+}
+
 } // namespace
 
-double gradient_bound(const model_shape& shape, const data_bounds& bounds,
-                      Eigen::Ref<const Eigen::VectorXd> theta) {
+std::vector<int> gradient_grid(const model_shape& shape, const data_bounds& bounds,
+                               Eigen::Ref<const Eigen::VectorXd> theta) {
   const auto layers = shape.layers();
-  std::vector<double> inputs{bounds.max_feature};  // largest |input| of each layer
+  std::vector<Eigen::VectorXd> inputs{features_of(shape, bounds)};
   for (std::size_t l = 0; l + 1 < layers.size(); ++l) {
-    const double pre = forward_gain(theta, layers[l], inputs.back());
-    inputs.push_back(shape.act == activation::tanh ? std::min(1.0, pre) : pre);
+    Eigen::VectorXd pre = forward(theta, layers[l], inputs.back());
+    if (shape.act == activation::tanh)
+      pre = pre.cwiseMin(1.0);
+    inputs.push_back(std::move(pre));
   }
-  const double z = forward_gain(theta, layers.back(), inputs.back());
-  double delta = 1.0;  // logistic, softmax
+  const Eigen::VectorXd z = forward(theta, layers.back(), inputs.back());
+  Eigen::VectorXd delta = Eigen::VectorXd::Ones(z.size());  // logistic, softmax
   if (shape.kind == model_kind::linear)
-    delta = z + bounds.max_label;
+    delta = z.array() + bounds.max_label;
   else if (shape.kind == model_kind::svm)
-    delta = 2.0 * (1.0 + z);
-  double most = 0;
+    delta = 2.0 * (1.0 + z.array());
+  std::vector<int> grids(static_cast<std::size_t>(shape.dimension()), highest_grid);
   for (std::size_t l = layers.size(); l-- > 0;) {
-    most = std::max(most, std::max(inputs[l], 1.0) * delta);
+    layer_grids(layers[l], inputs[l], delta, bounds, grids);
     if (l > 0)
-      delta *= backward_gain(theta, layers[l]);
+      delta = weights_of(theta, layers[l]).cwiseAbs() * delta;
   }
-  const double bound = slack * static_cast<double>(bounds.block_rows) * most;
-  return std::isnan(bound) ? std::numeric_limits<double>::infinity() : bound;
+  return grids;
 }
 
-double hessian_vector_bound(const model_shape& shape, const data_bounds& bounds,
-                            Eigen::Ref<const Eigen::VectorXd> v) {
+std::vector<int> hessian_vector_grid(const model_shape& shape, const data_bounds& bounds,
+                                     Eigen::Ref<const Eigen::VectorXd> v) {
   const auto layer = shape.layers().back();
-  const double u = forward_gain(v, layer, bounds.max_feature);
-  const double curvature = shape.kind == model_kind::logistic ? 0.25
-                           : shape.kind == model_kind::linear ? 1.0
-                                                              : 2.0;
-  const double bound = slack * static_cast<double>(bounds.block_rows) * curvature * u
-                       * std::max(bounds.max_feature, 1.0);
-  return std::isnan(bound) ? std::numeric_limits<double>::infinity() : bound;
-}
-
-int grid_for(double bound, std::int64_t blocks) {
-  if (!(bound <= std::numeric_limits<double>::max()))
-    return std::numeric_limits<double>::max_exponent - fixed_bits;
-  return std::clamp(grid_exponent(bound, blocks), std::numeric_limits<double>::min_exponent - 60,
-                    std::numeric_limits<double>::max_exponent - fixed_bits);
+  const Eigen::VectorXd features = features_of(shape, bounds);
+  const Eigen::VectorXd u = forward(v, layer, features);
+  Eigen::VectorXd q;
+  if (shape.kind == model_kind::softmax)
+    q = Eigen::VectorXd::Constant(u.size(), 2.0 * u.maxCoeff());
+  else
+    q = (shape.kind == model_kind::logistic ? 0.25 : shape.kind == model_kind::linear ? 1.0 : 2.0) * u;
+  std::vector<int> grids(static_cast<std::size_t>(shape.dimension()), highest_grid);
+  layer_grids(layer, features, q, bounds, grids);
+  return grids;
 }
 
 } // namespace shardopt::model

@@ -23,34 +23,40 @@ std::vector<row_range> blocks_of(row_range rows, std::int64_t block_rows) {
 }
 
 int grid_exponent(double max_abs, std::int64_t terms) {
+  if (!(max_abs <= std::numeric_limits<double>::max()))
+    return highest_grid;
   const double bound = std::max(max_abs, std::numeric_limits<double>::min())
                        * static_cast<double>(std::max<std::int64_t>(terms, 1));
   // 2^ilogb(bound) <= bound < 2^(ilogb(bound) + 1) = 2^(62 + e).
-  return std::ilogb(bound) + 1 - fixed_bits;
+  return std::clamp(std::ilogb(bound) + 1 - fixed_bits, lowest_grid, highest_grid);
 }
 
-bool fits_grid(double max_abs, std::int64_t terms, int exponent) {
-  if (!std::isfinite(max_abs))
-    return false;
-  return max_abs * static_cast<double>(std::max<std::int64_t>(terms, 1))
-         < std::ldexp(1.0, fixed_bits + exponent);
+bool fits_grid(double units, std::int64_t terms) {
+  return std::isfinite(units)
+         && units * static_cast<double>(std::max<std::int64_t>(terms, 1)) < std::ldexp(1.0, fixed_bits);
 }
 
-exact_sum::exact_sum(std::size_t size, int exponent) : words_(size, 0), exponent_(exponent) {}
+int grid_shift(double units, std::int64_t terms) {
+  const double total = units * static_cast<double>(std::max<std::int64_t>(terms, 1));
+  return std::max(1, std::ilogb(total) + 1 - fixed_bits);
+}
+
+exact_sum::exact_sum(std::vector<int> exponents)
+  : words_(exponents.size(), 0), exponents_(std::move(exponents)) {}
 
 void exact_sum::deposit(std::size_t i, double value) {
-  const double magnitude = std::fabs(value);
-  if (!(magnitude <= std::numeric_limits<double>::max())) {
-    max_abs_ = std::numeric_limits<double>::quiet_NaN();
+  if (!(std::fabs(value) <= std::numeric_limits<double>::max())) {
+    max_units_ = std::numeric_limits<double>::quiet_NaN();
     return;
   }
-  if (magnitude > max_abs_)  // false once max_abs_ is NaN: it stays NaN
-    max_abs_ = magnitude;
   constexpr double limit = 4611686018427387904.0;  // 2^62
-  const double units = std::clamp(std::ldexp(value, -exponent_), -limit, limit);
+  const double units = std::ldexp(value, -exponents_[i]);
+  if (std::fabs(units) > max_units_)  // false once max_units_ is NaN: it stays NaN
+    max_units_ = std::fabs(units);
   // Unsigned arithmetic: wrapping is defined, and exact while the true total fits (fits_grid).
-  words_[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(words_[i])
-                                        + static_cast<std::uint64_t>(std::llrint(units)));
+  words_[i] = static_cast<std::int64_t>(
+    static_cast<std::uint64_t>(words_[i])
+    + static_cast<std::uint64_t>(std::llrint(std::clamp(units, -limit, limit))));
 }
 
 void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values) {
@@ -58,21 +64,18 @@ void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> val
     deposit(first + static_cast<std::size_t>(i), values[i]);
 }
 
-void exact_sum::merge(const std::int64_t* words, double max_abs) {
+void exact_sum::merge(const std::int64_t* words, double max_units) {
   for (std::size_t i = 0; i < words_.size(); ++i)
     words_[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(words_[i])
                                           + static_cast<std::uint64_t>(words[i]));
-  if (std::isnan(max_abs) || max_abs > max_abs_)
-    max_abs_ = max_abs;
+  if (std::isnan(max_units) || max_units > max_units_)
+    max_units_ = max_units;
 }
 
 void exact_sum::to_doubles(Eigen::Ref<Eigen::VectorXd> out) const {
-  fixed_to_doubles(words_.data(), exponent_, out);
-}
-
-void fixed_to_doubles(const std::int64_t* words, int exponent, Eigen::Ref<Eigen::VectorXd> out) {
   for (Eigen::Index i = 0; i < out.size(); ++i)
-    out[i] = std::ldexp(static_cast<double>(words[i]), exponent);
+    out[i] = std::ldexp(static_cast<double>(words_[static_cast<std::size_t>(i)]),
+                        exponents_[static_cast<std::size_t>(i)]);
 }
 
 } // namespace shardopt::model

@@ -12,17 +12,18 @@
 //   computed in double by the kernels, always over the same rows in the same order, so they are
 //   the same bits whichever shard computes them.
 // - Scalars (a block's loss sum) travel per block and are added in block order by the driver.
-// - Vectors (gradients, Hessian-vector products) are rounded, block by block, to a fixed-point
-//   grid of spacing 2^e shared by the whole evaluation, and added as 64-bit integers: integer
-//   addition is associative (wrapping is harmless while the true total fits), so any grouping of
-//   any blocks gives the same integers. `e` is chosen from a bound on the largest block sum so
-//   that the total cannot overflow (`grid_exponent`); the bound is a function of the data and
-//   theta alone (block_bounds.hpp), and a block past it (which the bound rules out) makes the
-//   caller evaluate again on the grid of the largest block sum, itself a function of the data.
+// - Vectors (gradients, Hessian-vector products) are rounded, block by block, to fixed-point
+//   grids (entry i to multiples of 2^e_i, the same for the whole evaluation) and added as 64-bit
+//   integers: integer addition is associative (wrapping is harmless while the true total fits),
+//   so any grouping of any blocks gives the same integers. Each e_i is chosen from a bound on
+//   entry i of any block sum, so that the total cannot overflow (`grid_exponent`); the bounds are
+//   a function of the data and theta alone (block_bounds.hpp), and a block past them (which they
+//   rule out) makes the caller evaluate again on grids coarser by `grid_shift`, itself a
+//   function of the data.
 //
-// Precision: a block sum is rounded to 2^e, about 2^-(62 - log2 blocks) of the bound on block
-// sums: with 256 blocks, 2^-54 of it, the order of the rounding error of a plain double sum over
-// the same rows when the bound is tight, a few bits more when it is loose. The cost is one conversion per gradient entry per block
+// Precision: a block sum is rounded to about 2^-(62 - log2 blocks) of its entry's bound: with 256
+// blocks, 2^-54 of it, the order of the rounding error of a plain double sum over the same rows
+// when the bound is tight, a few bits more when it is loose. The cost is one conversion per gradient entry per block
 // (dense data), or per touched feature (sparse data). (ReproBLAS's binned sums need no shared
 // grid but several words per entry; one word keeps the bytes on the wire those of a double.)
 
@@ -51,52 +52,58 @@ std::int64_t block_count(std::int64_t rows, std::int64_t block_rows);
 constexpr int fixed_bits = 62;
 
 /// The grid exponent for sums of `terms` values of magnitude up to `max_abs`: the smallest e with
-/// terms * max_abs < 2^(62 + e) (a zero `max_abs` counts as the smallest normal double).
+/// terms * max_abs < 2^(62 + e) (a zero `max_abs` counts as the smallest normal double), clamped to
+/// `lowest_grid`..`highest_grid`.
 int grid_exponent(double max_abs, std::int64_t terms);
 
-/// Whether `terms` values of magnitude up to `max_abs` add up on the grid 2^e without leaving
-/// 2^62 units: when not (or when `max_abs` is not finite), the sum must be redone on a coarser grid.
-bool fits_grid(double max_abs, std::int64_t terms, int exponent);
+/// The finest and coarsest grids: every multiple of 2^e up to 2^62 units is a finite double.
+constexpr int lowest_grid = -1080;
+constexpr int highest_grid = 1023 - fixed_bits;
 
-/// A vector of exact sums: each deposited value is rounded to the nearest multiple of 2^exponent
-/// and added as an integer, so the result is the same whatever order and grouping the values
-/// (or other `exact_sum`s) arrive in. Remembers the largest magnitude deposited (NaN once a
-/// non-finite value was). Not thread-safe.
+/// Whether `terms` values of at most `units` grid units each add up within 2^62 units: when not
+/// (or when `units` is not finite), the sum must be redone on coarser grids.
+bool fits_grid(double units, std::int64_t terms);
+
+/// How much coarser (a power of two) the grids must be for `terms` values of `units` to fit.
+int grid_shift(double units, std::int64_t terms);
+
+/// A vector of exact sums, each entry on its own grid: a deposited value is rounded to the nearest
+/// multiple of 2^exponents[i] and added as an integer, so the result is the same whatever order
+/// and grouping the values (or other `exact_sum`s on the same grids) arrive in. Remembers the
+/// largest deposit in grid units (NaN once a value was not finite). Not thread-safe.
 class exact_sum {
 public:
   exact_sum() = default;
-  exact_sum(std::size_t size, int exponent);
+  explicit exact_sum(std::vector<int> exponents);
 
   std::size_t size() const { return words_.size(); }
-  int exponent() const { return exponent_; }
+  const std::vector<int>& exponents() const { return exponents_; }
 
-  /// The largest |value| deposited so far: 0 before any, NaN after a non-finite one.
-  double max_abs() const { return max_abs_; }
+  /// The largest |value| / 2^exponent deposited so far: 0 before any, NaN after a non-finite one.
+  double max_units() const { return max_units_; }
 
-  /// Adds `value` to entry i (rounded to the grid; clamped when past 2^62 units, which
-  /// `fits_grid` on `max_abs` then reports).
+  /// Adds `value` to entry i (rounded to its grid; clamped at 2^62 units, which `fits_grid` on
+  /// `max_units` then reports).
   void deposit(std::size_t i, double value);
 
   /// Adds values[i] to entry `first + i` for every i.
   void deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values);
 
-  /// Adds another sum's integers (of the same size and exponent, checked by the caller).
-  void merge(const std::int64_t* words, double max_abs);
+  /// Adds another sum's integers (of the same size and grids, checked by the caller).
+  void merge(const std::int64_t* words, double max_units);
 
   /// The integers, for the wire; `take_words` leaves this sum empty.
   const std::vector<std::int64_t>& words() const { return words_; }
   std::vector<std::int64_t> take_words() { return std::move(words_); }
 
-  /// The sums as doubles, into `out` (size() entries): each integer times 2^exponent, rounded once.
+  /// The sums as doubles, into `out` (size() entries): each integer times its 2^exponent, rounded
+  /// once.
   void to_doubles(Eigen::Ref<Eigen::VectorXd> out) const;
 
 private:
   std::vector<std::int64_t> words_;
-  int exponent_ = 0;
-  double max_abs_ = 0;
+  std::vector<int> exponents_;
+  double max_units_ = 0;
 };
-
-/// Integers words[i] * 2^exponent as doubles, into `out` (the wire form of an `exact_sum`).
-void fixed_to_doubles(const std::int64_t* words, int exponent, Eigen::Ref<Eigen::VectorXd> out);
 
 } // namespace shardopt::model

@@ -54,9 +54,9 @@ public:
                       keep ? &curvatures_[b] : nullptr);
       for (const double value : losses_)
         loss += value;
-    }, gradient_bound(shape_, bounds_, theta), loss);
+    }, gradient_grid(shape_, bounds_, theta), loss);
     grad.resize(shape_.dimension());
-    if (!std::isfinite(sum.max_abs())) {
+    if (!std::isfinite(sum.max_units())) {
       grad.setConstant(std::numeric_limits<double>::quiet_NaN());
       return std::numeric_limits<double>::quiet_NaN();
     }
@@ -86,7 +86,7 @@ public:
     double unused = 0;
     auto sum = exact([&](std::size_t b, exact_sum& into) {
       block_hessian_vector(shape_, *data_, blocks_[b], curvatures_[b], v, into);
-    }, hessian_vector_bound(shape_, bounds_, v), unused);
+    }, hessian_vector_grid(shape_, bounds_, v), unused);
     hv.resize(shape_.dimension());
     sum.to_doubles(hv);
     finish_hessian_vector(shape_, lambda_, count_, v, hv);
@@ -111,21 +111,20 @@ public:
   }
 
 private:
-  /// Runs `shard(b, sum)` over every shard on the grid of `bound`, and once more on the grid of the
-  /// largest block sum if the bound failed (as the sharded objective does); `reset` is zeroed
-  /// before each run.
+  /// Runs `shard(b, sum)` over every shard on the grids `exponents`, and once more on coarser
+  /// grids if a bound failed (as the sharded objective does); `reset` is zeroed before each run.
   template <class Shard>
-  exact_sum exact(Shard shard, double bound, double& reset) {
-    auto grid = grid_for(bound, bounds_.blocks);
+  exact_sum exact(Shard shard, std::vector<int> exponents, double& reset) {
     for (int attempt = 0;; ++attempt) {
-      exact_sum sum(static_cast<std::size_t>(shape_.dimension()), grid);
+      exact_sum sum(exponents);
       reset = 0;
       for (std::size_t b = 0; b < blocks_.size(); ++b)
         shard(b, sum);
-      if (attempt > 0 || !std::isfinite(sum.max_abs())
-          || fits_grid(sum.max_abs(), bounds_.blocks, grid))
+      if (attempt > 0 || !std::isfinite(sum.max_units()) || fits_grid(sum.max_units(), bounds_.blocks))
         return sum;
-      grid = grid_exponent(sum.max_abs(), bounds_.blocks);
+      const auto shift = grid_shift(sum.max_units(), bounds_.blocks);
+      for (auto& e : exponents)
+        e = std::min(e + shift, highest_grid);
     }
   }
 

@@ -165,7 +165,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
       }
       case 2: {  // Requests to another driver's shards, without its token.
         for (const auto& shard : shards) {
-          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, std::int32_t{-40}, theta));
+          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, actors::exact_grid{-40, std::vector<std::uint8_t>(shape.dimension(), 0)}, theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));
           refusals.push_back(error_of(self, shard, actors::quality_atom::value, token, std::uint64_t{1}, theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));

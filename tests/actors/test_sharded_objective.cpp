@@ -157,7 +157,7 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
   const auto& shards = actors::shards_of(objective);
   bool got_error = false;
   self->request(shards[0], 10s, actors::eval_atom::value, actors::token_of(objective),
-                std::uint64_t{1}, std::int32_t{-60}, actors::dense_vector{Eigen::VectorXd::Zero(3)})
+                std::uint64_t{1}, actors::exact_grid{-60, std::vector<std::uint8_t>(3, 0)}, actors::dense_vector{Eigen::VectorXd::Zero(3)})
     .receive([&](std::uint64_t, const actors::block_sums&) {},
              [&](caf::error& err) {
                got_error = true;
@@ -192,7 +192,7 @@ namespace {
 /// A shard that answers every request with an error.
 actors::shard_actor::behavior_type erring_shard() {
   return {
-    [](actors::eval_atom, const actors::access_token&, std::uint64_t, std::int32_t,
+    [](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::exact_grid&,
        const actors::dense_vector&) -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
@@ -200,7 +200,7 @@ actors::shard_actor::behavior_type erring_shard() {
       -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
-    [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t, std::int32_t,
+    [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t, const actors::exact_grid&,
        const actors::dense_vector&, const actors::dense_vector&)
       -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
@@ -211,7 +211,7 @@ actors::shard_actor::behavior_type erring_shard() {
 /// A shard that never answers (it keeps the promise and drops it).
 actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer self) {
   return {
-    [self](actors::eval_atom, const actors::access_token&, std::uint64_t, std::int32_t,
+    [self](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::exact_grid&,
            const actors::dense_vector&) -> caf::result<std::uint64_t, actors::block_sums> {
       return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },
@@ -220,7 +220,7 @@ actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer sel
       return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },
     [self](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
-           std::int32_t, const actors::dense_vector&, const actors::dense_vector&)
+           const actors::exact_grid&, const actors::dense_vector&, const actors::dense_vector&)
       -> caf::result<std::uint64_t, actors::block_sums> {
       return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },
@@ -418,7 +418,7 @@ TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wr
   };
   const model::model_shape shape{model::model_kind::softmax, 4, 3};
   const auto shard = actors::spawn_shard(rt.system(), shape, data, {0, 60}, {0, 1}, token);
-  const std::int32_t grid = -40;
+  const actors::exact_grid grid{-40, std::vector<std::uint8_t>(shape.dimension(), 0)};
   const actors::dense_vector v{Eigen::VectorXd::Ones(shape.dimension())};
   const actors::dense_vector none;
   CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{7}, grid, none, v)
