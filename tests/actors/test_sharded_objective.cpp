@@ -3,6 +3,7 @@
 
 #include "actors/node.hpp"
 #include "actors/shard.hpp"
+#include "io/partition.hpp"
 #include "model/local_objective.hpp"
 #include "optimizer/lbfgs.hpp"
 
@@ -473,5 +474,57 @@ TEST_CASE("hostile data blocks and part summaries are refused before anything is
     auto err = source(loaded);
     REQUIRE(err);
     CHECK(actors::describe(err, rt.system()).find("inconsistent sizes") != std::string::npos);
+  }
+}
+
+TEST_CASE("the objective, gradient and products are the same bits for K = 1..7 shards of whole blocks and equal the local objective's, for every model") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const std::vector<model::model_shape> shapes{
+    {model::model_kind::linear, 13, 1},
+    {model::model_kind::logistic, 13, 1},
+    {model::model_kind::softmax, 13, 4},
+    {model::model_kind::svm, 13, 4},
+    {model::model_kind::softmax, 13, 4, {7, 5}, model::activation::tanh},
+  };
+  for (const auto& shape : shapes)
+  for (bool sparse : {false, true}) {
+    INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
+    // 1,500 rows: 250 blocks of 6 rows; labels fit every model (softmax/svm classes, +-1 binary).
+    auto data = std::make_shared<model::dataset>(*make_problem(11, 1500, 13, shape.outputs > 1 ? 4 : 2, sparse));
+    if (shape.outputs == 1)
+      data->y = (2.0 * data->y.array() - 1.0).matrix();
+    std::mt19937 rng{7};
+    std::normal_distribution<double> normal;
+    const Eigen::VectorXd theta =
+      Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.5 * normal(rng); });
+    const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return normal(rng); });
+    model::local_objective whole{shape, data, 0.01};
+    Eigen::VectorXd expected_grad;
+    const double expected = whole.evaluate(theta, expected_grad);
+    Eigen::VectorXd expected_hv;
+    const bool products = model::has_hessian(shape);
+    if (products)
+      REQUIRE(whole.hessian_vector(v, expected_hv).ok());
+    for (std::int64_t k = 1; k <= 7; ++k) {
+      INFO("K = " << k);
+      auto sharded = actors::sharded_objective::local(
+        rt, shape, 0.01, data, shardopt::io::partition_blocks(data->rows(), k), 30s);
+      Eigen::VectorXd grad;
+      auto f = sharded.evaluate(theta, grad);
+      REQUIRE(f.ok());
+      CHECK(std::memcmp(&*f, &expected, sizeof(double)) == 0);
+      CHECK(std::memcmp(grad.data(), expected_grad.data(), sizeof(double) * grad.size()) == 0);
+      if (products) {
+        Eigen::VectorXd hv;
+        REQUIRE(sharded.hessian_vector(v, hv).ok());
+        CHECK(std::memcmp(hv.data(), expected_hv.data(), sizeof(double) * hv.size()) == 0);
+      }
+    }
+    // And the exact sums are accurate: within 1e-13 of a plain double sum over all rows.
+    Eigen::VectorXd plain(shape.dimension());
+    const double loss = model::loss_grad_sum(shape, *data, model::row_range{0, data->rows()}, theta, plain);
+    const double plain_f = model::finish_objective(shape, 0.01, data->rows(), loss, theta, plain);
+    CHECK(std::abs(plain_f - expected) <= 1e-13 * std::abs(expected));
+    CHECK(relative_error(expected_grad, plain) <= 1e-13);
   }
 }

@@ -1,6 +1,7 @@
 // Node-local parts: for any number of parts, the parts of a file hold every example exactly once and
 // in order (Hadoop's split rule), and fitting from part summaries equals fitting on the whole.
 
+#include "io/partition.hpp"
 #include "io/splits.hpp"
 #include "support/datasets.hpp"
 #include "support/files.hpp"
@@ -95,16 +96,20 @@ TEST_CASE("read_part: gzip text is split the same way after decompression") {
   check_parts_cover(path, {});
 }
 
-TEST_CASE("read_part: Fashion-MNIST parts are record ranges") {
+TEST_CASE("read_part: Fashion-MNIST parts are record ranges of whole canonical blocks, as local shards") {
   shardopt::test::require_fashion_mnist();
   auto part = io::read_part(io::part_request{"fashion-mnist", {}, 2, 3});
   REQUIRE(part.ok());
-  CHECK(part->data.rows() == 20000);
-  CHECK(part->source.find("records 40000-60000") != std::string::npos);
+  // 60,000 rows in 257 blocks of 234 rows: 86, 86 and 85 blocks, so part 3 starts at row 40,248.
+  const auto expected = io::partition_blocks(60000, 3)[2];
+  CHECK(expected.begin == 172 * 234);
+  CHECK(expected.end == 60000);
+  CHECK(part->data.rows() == expected.size());
+  CHECK(part->source.find("records 40248-60000") != std::string::npos);
   auto whole = io::read_dataset("fashion-mnist", io::split::train, {});
   REQUIRE(whole.ok());
-  CHECK(part->data.dense().row(0) == whole->data.dense().row(40000));
-  CHECK(part->data.y[19999] == whole->data.y[59999]);
+  CHECK(part->data.dense().row(0) == whole->data.dense().row(40248));
+  CHECK(part->data.y[expected.size() - 1] == whole->data.y[59999]);
 }
 
 TEST_CASE("read_part: errors name the part; a part with no line is an error, not an empty shard") {

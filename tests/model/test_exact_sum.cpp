@@ -1,0 +1,115 @@
+// Exact block sums (model/exact_sum.hpp) and the bounds that choose their grids
+// (model/block_bounds.hpp): the same bits in any order and grouping, and bounds that hold.
+
+#include "model/block_bounds.hpp"
+#include "model/exact_sum.hpp"
+#include "model/linear_model.hpp"
+
+#include "support/problems.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+namespace model = shardopt::model;
+
+TEST_CASE("exact sums give the same bits in any order and grouping, unlike plain double sums") {
+  std::mt19937 rng{3};
+  std::normal_distribution<double> normal;
+  std::vector<double> values(1000);
+  for (auto& value : values)
+    value = std::ldexp(normal(rng), static_cast<int>(rng() % 40) - 20);  // 40 binades
+  double largest = 0;
+  for (const double value : values)
+    largest = std::max(largest, std::fabs(value));
+  const std::vector<int> grid{model::grid_exponent(largest, 1000)};
+  auto sum_of = [&](const std::vector<double>& order, std::size_t groups) {
+    model::exact_sum total(grid);
+    for (std::size_t g = 0; g < groups; ++g) {
+      model::exact_sum part(grid);
+      for (std::size_t i = g; i < order.size(); i += groups)
+        part.deposit(0, order[i]);
+      total.merge(part.words().data(), part.max_units());
+    }
+    Eigen::VectorXd out(1);
+    total.to_doubles(out);
+    return out[0];
+  };
+  const double reference = sum_of(values, 1);
+  bool plain_differs = false;
+  double plain_reference = 0;
+  for (const double value : values)
+    plain_reference += value;
+  for (int trial = 0; trial < 20; ++trial) {
+    auto order = values;
+    std::shuffle(order.begin(), order.end(), rng);
+    CHECK(sum_of(order, 1 + static_cast<std::size_t>(trial % 7)) == reference);
+    double plain = 0;
+    for (const double value : order)
+      plain += value;
+    plain_differs = plain_differs || plain != plain_reference;
+  }
+  CHECK(plain_differs);  // the property is not free
+  // Accurate to the grid: 1000 roundings of at most half a unit each.
+  long double exact = 0;
+  for (const double value : values)
+    exact += value;
+  CHECK(std::fabs(static_cast<double>(exact) - reference) <= 500 * std::ldexp(1.0, grid[0]));
+}
+
+TEST_CASE("a block past 2^62 units is reported, and a non-finite value poisons the sum") {
+  model::exact_sum sum(std::vector<int>{0, 0});
+  sum.deposit(0, 1e18);
+  CHECK(model::fits_grid(sum.max_units(), 4));
+  CHECK_FALSE(model::fits_grid(sum.max_units(), 8));  // 8e18 > 2^62
+  CHECK(model::grid_shift(sum.max_units(), 8) == 1);
+  sum.deposit(1, std::nan(""));
+  CHECK(std::isnan(sum.max_units()));
+  CHECK_FALSE(model::fits_grid(sum.max_units(), 1));
+}
+
+TEST_CASE("every model's gradient and product grids bound its block sums, for thetas small and large") {
+  const std::vector<model::model_shape> shapes{
+    {model::model_kind::linear, 9, 1},
+    {model::model_kind::logistic, 9, 1},
+    {model::model_kind::softmax, 9, 3},
+    {model::model_kind::svm, 9, 3},
+    {model::model_kind::softmax, 9, 3, {6, 4}, model::activation::relu},
+    {model::model_kind::linear, 9, 1, {5}, model::activation::tanh},
+  };
+  std::mt19937 rng{5};
+  std::normal_distribution<double> normal;
+  for (const auto& shape : shapes)
+  for (bool sparse : {false, true}) {
+    INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
+    auto data = std::make_shared<model::dataset>(
+      *shardopt::test::random_problem(2, 700, 9, shape.outputs > 1 ? 3 : 2, sparse));
+    if (shape.outputs == 1)
+      data->y = (2.0 * data->y.array() - 1.0).matrix();
+    const model::row_range rows{0, 700};
+    const auto block_rows = model::block_rows_for(700);
+    const auto bounds = model::bounds_of(*data, rows, block_rows);
+    const auto blocks = model::blocks_of(rows, block_rows);
+    CHECK(bounds.blocks == static_cast<std::int64_t>(blocks.size()));
+    for (const double scale : {1e-6, 1.0, 30.0}) {
+      const Eigen::VectorXd theta =
+        Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return scale * normal(rng); });
+      model::exact_sum grad(model::gradient_grid(shape, bounds, theta));
+      std::vector<double> losses;
+      std::vector<model::curvature> kept;
+      model::block_loss_grad(shape, *data, blocks, theta, losses, grad,
+                             model::has_hessian(shape) ? &kept : nullptr);
+      CHECK(model::fits_grid(grad.max_units(), bounds.blocks));
+      CHECK(grad.max_units() > 0);
+      if (!model::has_hessian(shape))
+        continue;
+      const Eigen::VectorXd v =
+        Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return scale * normal(rng); });
+      model::exact_sum hv(model::hessian_vector_grid(shape, bounds, v));
+      model::block_hessian_vector(shape, *data, blocks, kept, v, hv);
+      CHECK(model::fits_grid(hv.max_units(), bounds.blocks));
+    }
+  }
+}
