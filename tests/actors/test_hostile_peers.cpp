@@ -460,3 +460,49 @@ TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and t
                     sizeof(double) * attacked->theta.size()) == 0);
   CHECK(server.process->wait(30s).exit_code == 0);
 }
+
+TEST_CASE("2 nodes x 4 shards: one request and one reply per node per evaluation, serialised within 1.1x of 2 x 8 x dimension bytes each") {
+  node_process first;
+  node_process second;
+  auto rt = network_runtime();
+  const model::model_shape wide{model::model_kind::softmax, 1000, 100};  // 100,100 parameters
+  const auto data = make_problem(3, 1024, 1000, 100);
+  auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  auto objective = cluster->ship(wide, 1e-3, data, shardopt::io::partition_blocks(1024, 8),
+                                 {0, 0, 0, 0, 1, 1, 1, 1}, 60s, {});
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  CHECK(objective->shard_count() == 2);  // the driver talks to one group per node
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(wide.dimension(), -0.01, 0.01);
+  Eigen::VectorXd grad;
+  REQUIRE(objective->evaluate(theta, grad).ok());
+
+  // What one evaluation puts on each node's connection: the request and the group's reply.
+  caf::scoped_actor self{rt.system()};
+  const auto& peers = actors::shards_of(*objective);
+  const auto grid = actors::encode_grid(model::gradient_grid(
+    wide, model::bounds_of(*data, {0, 1024}, model::block_rows_for(1024)), theta));
+  const actors::dense_vector shared{theta};
+  std::size_t bytes = 0;
+  for (const auto& peer : peers) {
+    std::vector<char> request;
+    caf::binary_serializer request_sink{rt.system(), request};
+    auto message = caf::make_message(actors::eval_atom::value, actors::token_of(*objective),
+                                     std::uint64_t{99}, grid, shared);
+    REQUIRE_FALSE(message.save(request_sink));
+    actors::block_sums sums;
+    self->request(peer, 60s, actors::eval_atom::value, actors::token_of(*objective), std::uint64_t{99},
+                  grid, shared)
+      .receive([&](std::uint64_t, actors::block_sums& reply) { sums = std::move(reply); },
+               [](caf::error& err) { FAIL(to_string(err)); });
+    CHECK(sums.count == 512);  // the node's four shards, summed on the node
+    std::vector<char> reply;
+    caf::binary_serializer reply_sink{rt.system(), reply};
+    REQUIRE_FALSE(reply_sink(std::uint64_t{99}, sums));
+    bytes += request.size() + reply.size();
+  }
+  const double ideal = 2.0 * 8 * static_cast<double>(wide.dimension()) * 2;
+  INFO("bytes per evaluation: " << bytes << ", 2 x 8 x dimension x nodes: " << ideal);
+  CHECK(static_cast<double>(bytes) >= ideal);
+  CHECK(static_cast<double>(bytes) <= 1.1 * ideal);
+}
