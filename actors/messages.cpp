@@ -141,9 +141,7 @@ result<void> merge(block_sums& total, block_sums&& part) {
                 + " entries cannot be added to sums of " + std::to_string(total.words.size()));
   total.runs.insert(total.runs.end(), part.runs.begin(), part.runs.end());
   total.values.insert(total.values.end(), part.values.begin(), part.values.end());
-  for (std::size_t i = 0; i < total.words.size(); ++i)  // wrapping: see model/exact_sum.hpp
-    total.words[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(total.words[i])
-                                               + static_cast<std::uint64_t>(part.words[i]));
+  model::add_words(total.words.data(), part.words.data(), total.words.size());
   if (std::isnan(part.max_units) || part.max_units > total.max_units)
     total.max_units = part.max_units;
   total.correct += part.correct;

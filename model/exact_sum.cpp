@@ -64,10 +64,14 @@ void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> val
     deposit(first + static_cast<std::size_t>(i), values[i]);
 }
 
+void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i)  // unsigned: wrapping is defined
+    into[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(into[i])
+                                        + static_cast<std::uint64_t>(from[i]));
+}
+
 void exact_sum::merge(const std::int64_t* words, double max_units) {
-  for (std::size_t i = 0; i < words_.size(); ++i)
-    words_[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(words_[i])
-                                          + static_cast<std::uint64_t>(words[i]));
+  add_words(words_.data(), words, words_.size());
   if (std::isnan(max_units) || max_units > max_units_)
     max_units_ = max_units;
 }

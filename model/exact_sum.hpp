@@ -67,6 +67,10 @@ bool fits_grid(double units, std::int64_t terms);
 /// How much coarser (a power of two) the grids must be for `terms` values of `units` to fit.
 int grid_shift(double units, std::int64_t terms);
 
+/// Adds n fixed-point integers `from` into `into` (wrapping, which is exact while the true totals
+/// fit: see `fits_grid`).
+void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n);
+
 /// A vector of exact sums, each entry on its own grid: a deposited value is rounded to the nearest
 /// multiple of 2^exponents[i] and added as an integer, so the result is the same whatever order
 /// and grouping the values (or other `exact_sum`s on the same grids) arrive in. Remembers the
