@@ -186,7 +186,8 @@ void add_train_command(CLI::App& app, train_options& o) {
   add_ps_options(*train, o.ps);
   add_checkpoint_options(*train, o.checkpoints);
   train->add_option("--shards", o.shards,
-                    "Shard actors (default: one per hardware thread, or the nodes' threads)");
+                    "Shard actors, each of whole blocks of rows (default: one per hardware "
+                    "thread, or the nodes' threads)");
   train->add_option("--nodes", o.nodes,
                     "Run the shards on node processes: host:port,host:port (see `shardopt node`)");
   train->add_option("--data-placement", o.data_placement,
