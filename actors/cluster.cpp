@@ -114,6 +114,7 @@ struct cluster::impl {
   std::vector<bool> alive;
   std::vector<std::size_t> load;  // shards per node
   std::vector<std::size_t> home;  // node of each peer
+  bool per_node = true;           // one peer per node (its shards grouped), else one per shard
 };
 
 cluster::cluster(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
@@ -125,6 +126,10 @@ const std::vector<connected_node>& cluster::nodes() const {
   return impl_->info;
 }
 
+void cluster::group_per_node(bool on) {
+  impl_->per_node = on;
+}
+
 namespace {
 
 /// "shards 4-7" or "shard 4".
@@ -134,9 +139,16 @@ std::string shard_range(const std::vector<std::size_t>& members) {
                                  + std::to_string(members.back());
 }
 
-/// The shards of each node in `plan`, one peer per node that has any, in node order.
+/// The shards of each node in `plan`, one peer per node that has any, in node order; or, when not
+/// `per_node`, one peer per shard.
 std::vector<std::vector<std::size_t>> peers_of(const std::vector<std::size_t>& plan,
-                                               std::size_t nodes) {
+                                               std::size_t nodes, bool per_node) {
+  if (!per_node) {
+    std::vector<std::vector<std::size_t>> peers;
+    for (std::size_t i = 0; i < plan.size(); ++i)
+      peers.push_back({i});
+    return peers;
+  }
   std::vector<std::vector<std::size_t>> by_node(nodes);
   for (std::size_t i = 0; i < plan.size(); ++i)
     by_node[plan[i]].push_back(i);
@@ -239,7 +251,7 @@ result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state
                                             std::function<void(const std::string&)> log,
                                             spawn_fn spawn) {
   auto& s = *state;
-  auto peers = peers_of(plan, s.info.size());
+  auto peers = peers_of(plan, s.info.size(), s.per_node);
   std::vector<shard_actor> handles;
   s.home.clear();
   for (const auto& members : peers) {

@@ -43,6 +43,12 @@ public:
 
   const std::vector<connected_node>& nodes() const;
 
+  /// How the objectives made after this call reach their shards: one peer per node, the node's
+  /// shards grouped there so theta goes out and one sum comes back once per node (the default), or
+  /// one peer per shard (`false`: theta and a reply per shard; kept to measure the difference).
+  /// The sums are the same bits either way.
+  void group_per_node(bool on);
+
   /// Sends `values` to node `j` and waits for them to come back: one round trip of a vector as the
   /// shard protocol moves theta and gradients. Errors name the node.
   result<void> echo(std::size_t j, const Eigen::VectorXd& values);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <optional>
+#include <unordered_map>
 
 namespace shardopt::actors {
 
@@ -141,27 +142,111 @@ private:
   std::uint64_t cached_round_ = 0;           // the round of that evaluation
 };
 
-/// A node's group of shards of one driver: forwards each request to every member (in-process, so
-/// theta is shared, not copied), adds their replies (`merge`: exact, so in any order) and answers
-/// once. Ends when any member goes down, and ends its members when it ends: the driver sees one
+using gathered_atom = caf::atom_constant<caf::atom("gathered")>;
+
+/// A group as it is reached: the shard protocol, and the replies of its gatherer (below).
+using group_actor = shard_actor::extend<caf::reacts_to<gathered_atom, access_token, block_sums>,
+                                        caf::reacts_to<gathered_atom, access_token, caf::error>>;
+
+/// The half of a group that waits on the members: forwards each request to every member
+/// (in-process, so theta is shared, not copied), adds their replies (`merge`: exact, so in any
+/// order) and sends the sum, or the first error, to the group under the request's ticket. It is
+/// never handed to a peer, so no peer can name it: responses and down messages reach it only from
+/// this process. (A peer can name the group, and CAF matches a response by its id alone, so the
+/// group itself must not wait on anything.) Tells the group under the ticket `lost` when a member
+/// goes down.
+using gatherer_actor = caf::typed_actor<
+  caf::reacts_to<eval_atom, access_token, access_token, std::uint64_t, exact_grid, dense_vector>,
+  caf::reacts_to<hessvec_atom, access_token, access_token, std::uint64_t, std::uint64_t, exact_grid,
+                 dense_vector, dense_vector>,
+  caf::reacts_to<quality_atom, access_token, access_token, std::uint64_t, dense_vector>>;
+
+gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector<shard_actor> members,
+                                       group_actor group, access_token lost) {
+  for (const auto& member : members)
+    self->monitor(member);
+  self->set_down_handler([self, group, lost](caf::down_msg& down) {
+    self->send(group, gathered_atom::value, lost,
+               make_error(errc::shard_failed, "a shard of the group went down: " + to_string(down.reason)));
+    self->quit(down.reason);
+  });
+  auto gather = [self, members, group](const access_token& ticket, auto ask) {
+    struct pending {
+      std::size_t left = 0;
+      std::optional<block_sums> total;
+      bool done = false;
+    };
+    auto state = std::make_shared<pending>();
+    state->left = members.size();
+    for (const auto& member : members)
+      ask(member).then(
+        [self, group, ticket, state](std::uint64_t, block_sums& part) {
+          if (state->done)
+            return;
+          if (!state->total) {
+            state->total = std::move(part);
+          } else if (auto ok = merge(*state->total, std::move(part)); !ok) {
+            state->done = true;
+            self->send(group, gathered_atom::value, ticket,
+                       make_error(errc::shard_failed, ok.error().message()));
+            return;
+          }
+          if (--state->left == 0) {
+            state->done = true;
+            self->send(group, gathered_atom::value, ticket, std::move(*state->total));
+          }
+        },
+        [self, group, ticket, state](caf::error& err) {
+          if (state->done)
+            return;
+          state->done = true;
+          self->send(group, gathered_atom::value, ticket, std::move(err));
+        });
+  };
+  return {
+    [self, gather](eval_atom atom, const access_token& ticket, const access_token& token,
+                   std::uint64_t round, const exact_grid& grid, const dense_vector& theta) {
+      gather(ticket, [=](const shard_actor& member) {
+        return self->request(member, caf::infinite, atom, token, round, grid, theta);
+      });
+    },
+    [self, gather](hessvec_atom atom, const access_token& ticket, const access_token& token,
+                   std::uint64_t round, std::uint64_t at, const exact_grid& grid,
+                   const dense_vector& theta, const dense_vector& v) {
+      gather(ticket, [=](const shard_actor& member) {
+        return self->request(member, caf::infinite, atom, token, round, at, grid, theta, v);
+      });
+    },
+    [self, gather](quality_atom atom, const access_token& ticket, const access_token& token,
+                   std::uint64_t round, const dense_vector& theta) {
+      gather(ticket, [=](const shard_actor& member) {
+        return self->request(member, caf::infinite, atom, token, round, theta);
+      });
+    },
+  };
+}
+
+/// A node's group of shards of one driver: answers the shard protocol once for all of them. Each
+/// request goes to the gatherer with a fresh random ticket, and the gatherer's sum comes back under
+/// it; a message under any other ticket (a peer's forgery) is dropped. Ends when the gatherer
+/// reports a member lost, and ends the gatherer and the members when it ends: the driver sees one
 /// peer go down and recreates the group.
-class group_impl : public guarded<shard_actor::base> {
+class group_impl : public guarded<group_actor::base> {
 public:
   group_impl(caf::actor_config& config, std::vector<shard_actor> members, access_token token)
-    : guarded<shard_actor::base>(config), members_(std::move(members)), token_(token) {}
+    : guarded<group_actor::base>(config), members_(std::move(members)), token_(token),
+      lost_(access_token::random()) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
-    for (const auto& member : members_)
-      monitor(member);
-    set_down_handler([this](caf::down_msg&) { quit(caf::exit_reason::user_shutdown); });
+    gatherer_ = spawn(gatherer, members_, caf::actor_cast<group_actor>(this), lost_);
     return {
       [this](eval_atom atom, const access_token& token, std::uint64_t round,
              const exact_grid& grid, const dense_vector& theta) -> sums_result {
         if (token != token_)
           return refused_token();
-        return gather(round, [=](const shard_actor& member) {
-          return request(member, caf::infinite, atom, token, round, grid, theta);
+        return forward(round, [&](const access_token& ticket) {
+          send(gatherer_, atom, ticket, token, round, grid, theta);
         });
       },
       [this](hessvec_atom atom, const access_token& token, std::uint64_t round, std::uint64_t at,
@@ -169,70 +254,68 @@ public:
         -> sums_result {
         if (token != token_)
           return refused_token();
-        return gather(round, [=](const shard_actor& member) {
-          return request(member, caf::infinite, atom, token, round, at, grid, theta, v);
+        return forward(round, [&](const access_token& ticket) {
+          send(gatherer_, atom, ticket, token, round, at, grid, theta, v);
         });
       },
       [this](quality_atom atom, const access_token& token, std::uint64_t round,
              const dense_vector& theta) -> sums_result {
         if (token != token_)
           return refused_token();
-        return gather(round, [=](const shard_actor& member) {
-          return request(member, caf::infinite, atom, token, round, theta);
+        return forward(round, [&](const access_token& ticket) {
+          send(gatherer_, atom, ticket, token, round, theta);
         });
+      },
+      [this](gathered_atom, const access_token& ticket, block_sums& sums) {
+        if (auto it = waiting_.find(ticket); it != waiting_.end()) {
+          it->second.promise.deliver(it->second.round, std::move(sums));
+          waiting_.erase(it);
+        }
+      },
+      [this](gathered_atom, const access_token& ticket, caf::error& err) {
+        if (ticket == lost_) {
+          quit(caf::exit_reason::user_shutdown);
+        } else if (auto it = waiting_.find(ticket); it != waiting_.end()) {
+          it->second.promise.deliver(std::move(err));
+          waiting_.erase(it);
+        }
       },
     };
   }
 
   void on_exit() override {
     caf::scoped_actor reaper{system()};  // unnameable: guarded members accept its exit
+    reaper->send_exit(gatherer_, caf::exit_reason::user_shutdown);
     for (const auto& member : members_)
       reaper->send_exit(member, caf::exit_reason::user_shutdown);
     members_.clear();
+    waiting_.clear();
   }
 
 private:
-  /// Sends `ask(member)` to every member and answers with the sum of their replies, or the first
-  /// error.
-  template <class Ask>
-  sums_result gather(std::uint64_t round, Ask ask) {
-    struct pending {
-      caf::typed_response_promise<std::uint64_t, block_sums> promise;
-      std::size_t left = 0;
-      std::optional<block_sums> total;
-      bool done = false;
-    };
-    auto state = std::make_shared<pending>();
-    state->promise = make_response_promise<std::uint64_t, block_sums>();
-    state->left = members_.size();
-    for (const auto& member : members_)
-      ask(member).then(
-        [state, round](std::uint64_t, block_sums& part) {
-          if (state->done)
-            return;
-          if (!state->total) {
-            state->total = std::move(part);
-          } else if (auto ok = merge(*state->total, std::move(part)); !ok) {
-            state->done = true;
-            state->promise.deliver(make_error(errc::shard_failed, ok.error().message()));
-            return;
-          }
-          if (--state->left == 0) {
-            state->done = true;
-            state->promise.deliver(round, std::move(*state->total));
-          }
-        },
-        [state](caf::error& err) {
-          if (state->done)
-            return;
-          state->done = true;
-          state->promise.deliver(std::move(err));
-        });
-    return state->promise;
+  struct waiting {
+    std::uint64_t round = 0;
+    caf::typed_response_promise<std::uint64_t, block_sums> promise;
+  };
+  struct ticket_hash {
+    std::size_t operator()(const access_token& t) const noexcept { return t.high ^ t.low; }
+  };
+
+  /// Sends a request to the gatherer under a fresh ticket and promises its sum.
+  template <class Send>
+  sums_result forward(std::uint64_t round, Send send_under) {
+    const auto ticket = access_token::random();
+    auto promise = make_response_promise<std::uint64_t, block_sums>();
+    waiting_.emplace(ticket, waiting{round, promise});
+    send_under(ticket);
+    return promise;
   }
 
   std::vector<shard_actor> members_;
   access_token token_;
+  access_token lost_;  // the gatherer's ticket for "a member went down"
+  gatherer_actor gatherer_;
+  std::unordered_map<access_token, waiting, ticket_hash> waiting_;
 };
 
 } // namespace
@@ -246,7 +329,7 @@ shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
 
 shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
                         const access_token& token) {
-  return system.spawn<group_impl>(std::move(members), token);
+  return caf::actor_cast<shard_actor>(system.spawn<group_impl>(std::move(members), token));
 }
 
 } // namespace shardopt::actors

@@ -3,11 +3,41 @@
 #include "actors/fan_out.hpp"
 #include "actors/shard.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 namespace shardopt::actors {
 
+namespace {
+
+using block_runs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+/// `runs` sorted, empty runs dropped and adjacent runs joined: one form for one set of blocks.
+block_runs normalized(block_runs runs) {
+  std::sort(runs.begin(), runs.end());
+  block_runs out;
+  for (const auto& run : runs) {
+    if (run.second == 0)
+      continue;
+    if (!out.empty() && out.back().first + out.back().second == run.first)
+      out.back().second += run.second;
+    else
+      out.push_back(run);
+  }
+  return out;
+}
+
+/// Whether a reply's flattened (first, count) pairs name exactly the blocks of `expected` (a group
+/// lists its members' runs in the order they answered).
+bool runs_match(const std::vector<std::int64_t>& flat, const block_runs& expected) {
+  block_runs got;
+  for (std::size_t r = 0; r + 1 < flat.size(); r += 2)
+    got.emplace_back(flat[r], flat[r + 1]);
+  return normalized(std::move(got)) == normalized(expected);
+}
+
+} // namespace
 
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
@@ -71,6 +101,8 @@ struct sharded_objective::impl {
                   + std::to_string(total.size()));
     if (sums.runs.size() % 2 != 0)
       return fail("returned a malformed list of blocks");
+    if (!runs_match(sums.runs, share.runs))
+      return fail("answered for blocks that are not its own");
     std::int64_t expected = 0;
     for (const auto& run : share.runs)
       expected += run.second;
@@ -99,8 +131,10 @@ struct sharded_objective::impl {
       return fail("answered for " + std::to_string(covered) + " blocks with "
                   + std::to_string(sums.values.size()) + " values, it holds "
                   + std::to_string(expected) + " blocks");
-    if (!std::isfinite(sums.max_units) || !std::isfinite(sums.correct) || sums.correct < 0
-        || sums.correct > static_cast<double>(sums.count))
+    // Infinite units are honest (a grid far too fine: the round is redone on coarser ones); NaN
+    // means a non-finite term.
+    if (std::isnan(sums.max_units) || sums.max_units < 0 || !std::isfinite(sums.correct)
+        || sums.correct < 0 || sums.correct > static_cast<double>(sums.count))
       return fail("returned a non-finite gradient or impossible counts");
     total.merge(sums.words.data(), sums.max_units);
     correct += sums.correct;

@@ -2,7 +2,10 @@
 //   1. one full softmax loss+gradient evaluation on all 60,000 Fashion-MNIST images: direct
 //      single-threaded model call vs 1, 2, 4 local shard actors (actor overhead <= 3%; 2 shards on
 //      2 cores >= 1.8x faster than 1), against the two matrix products it needs (<= 1.5x);
-//   2. end-to-end L-BFGS time until the objective is within 1e-6 (relative) of the best value found.
+//   2. end-to-end L-BFGS time until the objective is within 1e-6 (relative) of the best value found;
+//   3. the same evaluation summed exactly (model::local_objective, one thread: canonical blocks and
+//      fixed-point gradient sums) against the direct call's plain sums (overhead <= 3%);
+//   4. the remote and parameter-server benchmarks of bench_remote.cpp and bench_ps.cpp.
 // Google Benchmark measures; a reporter collects the runs and prints the target table, which is also
 // written as JSON (--summary FILE). Run: scripts/bench (see README).
 
@@ -13,6 +16,7 @@
 #include "apps/data.hpp"
 #include "io/partition.hpp"
 #include "model/linear_model.hpp"
+#include "model/local_objective.hpp"
 #include "optimizer/lbfgs.hpp"
 
 #include <benchmark/benchmark.h>
@@ -37,7 +41,7 @@ namespace shardopt::bench {
 const apps::prepared_data& fashion() {
   static const apps::prepared_data data = [] {
     apps::data_options options;
-    auto prepared = apps::prepare_training_data(options, model::model_kind::softmax, 0);
+    auto prepared = apps::prepare_training_data(options, model::model_shape{model::model_kind::softmax, 0, 1}, 0);
     if (!prepared) {
       std::fprintf(stderr, "bench: %s\n", prepared.error().message().c_str());
       std::exit(1);
@@ -119,6 +123,15 @@ void BM_eval_direct(benchmark::State& state) {
       model::loss_grad_sum(data.shape, *data.train, model::row_range{0, data.train->rows()}, theta, grad));
 }
 
+void BM_eval_exact(benchmark::State& state) {
+  const auto& data = fashion();
+  model::local_objective objective{data.shape, data.train, 1e-4};
+  const auto theta = test_theta(data.shape.dimension());
+  Eigen::VectorXd grad(data.shape.dimension());
+  for (auto _ : state)
+    benchmark::DoNotOptimize(objective.evaluate(theta, grad));
+}
+
 void BM_eval_actors(benchmark::State& state) {
   const auto& data = fashion();
   const auto shards = state.range(0);
@@ -184,6 +197,7 @@ BENCHMARK(BM_square_dgemm)->Unit(benchmark::kMillisecond)->Repetitions(5);
 BENCHMARK_TEMPLATE(BM_two_products, float)->Unit(benchmark::kMillisecond)->Repetitions(5);
 BENCHMARK_TEMPLATE(BM_two_products, double)->Unit(benchmark::kMillisecond)->Repetitions(5);
 BENCHMARK(BM_eval_direct)->Unit(benchmark::kMillisecond)->Repetitions(9);
+BENCHMARK(BM_eval_exact)->Unit(benchmark::kMillisecond)->Repetitions(9);
 BENCHMARK(BM_eval_actors)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(9);
 BENCHMARK(BM_time_to_target)->Arg(1)->Arg(2)->Arg(4)->Iterations(1)->Repetitions(1)->Unit(benchmark::kSecond)->UseRealTime();
 
@@ -242,6 +256,7 @@ int main(int argc, char** argv) {
                                * static_cast<double>(shape.features) * static_cast<double>(shape.outputs);
   const double products_at_peak = product_flops / (gflops * 1e9);
   const double direct = get("BM_eval_direct");
+  const double exact = get("BM_eval_exact");
   const double one = get("BM_eval_actors/1");
   const double two = get("BM_eval_actors/2");
   const double four = get("BM_eval_actors/4");
@@ -259,6 +274,8 @@ int main(int argc, char** argv) {
   };
   std::vector<row> rows{
     {"direct evaluation (1 thread)", direct * 1e3, "ms", "", true},
+    {"exact sums (1 thread, local_objective)", exact * 1e3, "ms", "", true},
+    {"exact-sum overhead vs direct", (exact / direct - 1) * 100, "%", "<= 3", exact / direct - 1 <= 0.03},
     {"1 shard actor", one * 1e3, "ms", "", true},
     {"2 shard actors", two * 1e3, "ms", "", true},
     {"4 shard actors", four * 1e3, "ms", "", true},
@@ -270,10 +287,36 @@ int main(int argc, char** argv) {
     {"direct / two float products (Eigen)", direct / products_float, "x", "(info)", true},
     {"direct / two double products (Eigen)", direct / products_double, "x", "(info)", true},
   };
+  // Figures recorded by the benchmarks themselves (bytes, memory, PS throughput): their medians.
+  auto median = [](const std::string& name) {
+    auto it = bench::recorded().find(name);
+    if (it == bench::recorded().end() || it->second.empty())
+      return std::nan("");
+    auto values = it->second;
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
+    return values[values.size() / 2];
+  };
   const double remote_two = get("BM_eval_remote/2");
   rows.push_back({"2 remote nodes x 1 shard (loopback)", remote_two * 1e3, "ms", "", true});
   rows.push_back({"remote overhead vs 2 local shards", (remote_two - two) * 1e3, "ms", "<= 1",
                   remote_two - two <= 1e-3});
+  {
+    const double dimension = median("eval dimension");
+    const double ideal = 2 * 8 * dimension * 2;
+    const double per_shard_bytes = median("eval bytes, peer per shard");
+    const double per_node_bytes = median("eval bytes, peer per node");
+    rows.push_back({"2 nodes x 4 shards over loopback: dimension", dimension, "", "(info)", true});
+    rows.push_back({"  evaluation, one peer per shard (before)", get("BM_eval_nodes/0") * 1e3, "ms", "", true});
+    rows.push_back({"  evaluation, one peer per node (after)", get("BM_eval_nodes/1") * 1e3, "ms", "", true});
+    rows.push_back({"  socket bytes, one peer per shard", per_shard_bytes / 1e6, "MB", "", true});
+    rows.push_back({"  socket bytes, one peer per node", per_node_bytes / 1e6, "MB", "", true});
+    rows.push_back({"  per node / (2 x 8 x dimension x nodes)", per_node_bytes / ideal, "x", "<= 1.1",
+                    per_node_bytes / ideal <= 1.1});
+  }
+  for (const char* data : {"fashion", "synthetic"}) {
+    const double ratio = median(std::string{"shard memory / data, "} + data);
+    rows.push_back({std::string{"node memory / shard data, "} + data, ratio, "x", "<= 1.2", ratio <= 1.2});
+  }
   for (long n : {10'000L, 100'000L, 1'000'000L}) {
     const double t = get("BM_round_trip/" + std::to_string(n));
     rows.push_back({"round trip, " + std::to_string(n) + " doubles", t * 1e3, "ms", "", true});
@@ -286,14 +329,6 @@ int main(int argc, char** argv) {
                     get("BM_time_to_target/" + std::to_string(k)), "s", "",
                     true});
   // Parameter-server throughput: medians of the recorded runs.
-  auto median = [](const std::string& name) {
-    auto it = bench::recorded().find(name);
-    if (it == bench::recorded().end() || it->second.empty())
-      return std::nan("");
-    auto values = it->second;
-    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2), values.end());
-    return values[values.size() / 2];
-  };
   for (const char* where : {"local", "processes"})
     for (const char* mode : {"sync", "async"})
       for (int w : {1, 2, 4}) {

@@ -1,17 +1,29 @@
 // Remote benchmarks: node processes on loopback, started here and stopped at exit.
-//   BM_round_trip/N   a vector of N doubles to a node and back (target: >= 1 GB/s at 10^6)
-//   BM_eval_remote/2  one Fashion-MNIST softmax evaluation over 2 nodes x 1 shard, to compare with
-//                     BM_eval_actors/2 (2 local shards): overhead target <= 1 ms
+//   BM_round_trip/N    a vector of N doubles to a node and back (target: >= 1 GB/s at 10^6)
+//   BM_eval_remote/2   one Fashion-MNIST softmax evaluation over 2 nodes x 1 shard, to compare with
+//                      BM_eval_actors/2 (2 local shards): overhead target <= 1 ms
+//   BM_eval_nodes/G    one logistic evaluation at dimension 2^20 + 1 over 2 nodes x 4 shards, the
+//                      driver talking to one peer per node (G = 1: the node's shards grouped) or to
+//                      one per shard (G = 0, as before per-node sums); bytes counted on the
+//                      driver's sockets (target: within 1.1x of 2 x 8 x dimension x nodes)
+//   BM_shard_memory/D  resident memory that 2 fresh nodes x 4 shards add for their data, over the
+//                      bytes of that data (D = 0: Fashion-MNIST, D = 1: the synthetic set above;
+//                      target: <= 1.2x)
 
 #include "bench/fixtures.hpp"
 
 #include "actors/cluster.hpp"
 #include "actors/placement.hpp"
 #include "io/partition.hpp"
+#include "io/synthetic.hpp"
+#include "support/memory.hpp"
 #include "support/process.hpp"
+#include "support/sockets.hpp"
 
 #include <benchmark/benchmark.h>
 
+#include <cstdio>
+#include <filesystem>
 #include <regex>
 
 namespace {
@@ -22,6 +34,7 @@ using namespace shardopt;
 struct remote_setup {
   std::vector<std::unique_ptr<test::background_process>> processes;
   std::optional<actors::cluster> cluster;
+  std::vector<std::uint16_t> ports;
   std::string problem;
 
   explicit remote_setup(int nodes) {
@@ -36,7 +49,8 @@ struct remote_setup {
       std::smatch match;
       const auto out = processes.back()->out();
       std::regex_search(out, match, std::regex{"listening on 127\\.0\\.0\\.1:([0-9]+)"});
-      endpoints.push_back({"127.0.0.1", static_cast<std::uint16_t>(std::stoi(match[1]))});
+      ports.push_back(static_cast<std::uint16_t>(std::stoi(match[1])));
+      endpoints.push_back({"127.0.0.1", ports.back()});
     }
     auto connected = actors::cluster::connect(bench::runtime(), endpoints);
     if (!connected)
@@ -95,6 +109,114 @@ void BM_eval_remote(benchmark::State& state) {
       state.SkipWithError(f.error().message().c_str());
 }
 
+/// A sparse logistic problem at dimension 2^20 + 1: `shardopt generate`'s planted model, 16,384 rows
+/// of 40 non-zeros (256 canonical blocks of 64 rows), read as `shardopt train` reads it.
+const apps::prepared_data& synthetic() {
+  static const apps::prepared_data data = [] {
+    const auto path = std::filesystem::temp_directory_path()
+                      / ("shardopt-bench-" + std::to_string(::getpid()) + ".svm");
+    io::synthetic_spec spec;
+    spec.rows = 16384;
+    spec.features = std::int64_t{1} << 20;
+    if (auto written = io::write_synthetic(spec, path.string()); !written) {
+      std::fprintf(stderr, "bench: %s\n", written.error().message().c_str());
+      std::exit(1);
+    }
+    apps::data_options options;
+    options.data = path.string();
+    options.features = spec.features;
+    options.scale = "none";
+    auto prepared = apps::prepare_training_data(options, model::model_shape{model::model_kind::logistic, 0, 1}, 0);
+    std::filesystem::remove(path);
+    if (!prepared) {
+      std::fprintf(stderr, "bench: %s\n", prepared.error().message().c_str());
+      std::exit(1);
+    }
+    return std::move(*prepared);
+  }();
+  return data;
+}
+
+/// Bytes of the rows of `data` in `range`: features as stored (float32 values, and for CSR 32-bit
+/// column indices and row starts) and labels.
+double data_bytes(const model::dataset& data, model::row_range range) {
+  const auto rows = static_cast<double>(range.size());
+  if (!data.is_sparse())
+    return rows * static_cast<double>(data.cols()) * sizeof(float) + rows * sizeof(double);
+  const auto& x = data.sparse();
+  const auto nonzeros = static_cast<double>(x.outerIndexPtr()[range.end] - x.outerIndexPtr()[range.begin]);
+  return nonzeros * (sizeof(float) + sizeof(std::int32_t)) + (rows + 1) * sizeof(std::int32_t)
+         + rows * sizeof(double);
+}
+
+const std::vector<std::size_t> two_by_four{0, 0, 0, 0, 1, 1, 1, 1};
+
+void BM_eval_nodes(benchmark::State& state) {
+  auto& setup = two_nodes();
+  if (!setup.cluster) {
+    state.SkipWithError(setup.problem.c_str());
+    return;
+  }
+  const auto& data = synthetic();
+  const bool per_node = state.range(0) == 1;
+  setup.cluster->group_per_node(per_node);
+  auto objective = setup.cluster->ship(data.shape, 1e-5, data.train,
+                                       io::partition_blocks(data.train->rows(), two_by_four.size()),
+                                       two_by_four, std::chrono::minutes{5}, {});
+  setup.cluster->group_per_node(true);
+  if (!objective) {
+    state.SkipWithError(objective.error().message().c_str());
+    return;
+  }
+  const auto theta = bench::test_theta(data.shape.dimension());
+  Eigen::VectorXd grad;
+  auto bytes = [&] {
+    std::uint64_t total = 0;
+    for (const auto port : setup.ports)
+      total += test::connection_bytes(port).total();
+    return total;
+  };
+  const auto before = bytes();
+  for (auto _ : state)
+    if (auto f = objective->evaluate(theta, grad); !f)
+      state.SkipWithError(f.error().message().c_str());
+  const double per_evaluation = static_cast<double>(bytes() - before) / static_cast<double>(state.iterations());
+  state.counters["bytes"] = per_evaluation;
+  bench::record(per_node ? "eval bytes, peer per node" : "eval bytes, peer per shard", per_evaluation);
+  bench::record("eval dimension", static_cast<double>(data.shape.dimension()));
+}
+
+void BM_shard_memory(benchmark::State& state) {
+  const auto& data = state.range(0) == 0 ? bench::fashion() : synthetic();
+  const auto blocks = io::partition_blocks(data.train->rows(), two_by_four.size());
+  for (auto _ : state) {
+    remote_setup fresh{2};
+    if (!fresh.cluster) {
+      state.SkipWithError(fresh.problem.c_str());
+      return;
+    }
+    std::vector<std::int64_t> before;
+    for (const auto& process : fresh.processes)
+      before.push_back(test::resident_bytes(process->pid()));
+    auto objective = fresh.cluster->ship(data.shape, 1e-4, data.train, blocks, two_by_four,
+                                         std::chrono::minutes{5}, {});
+    Eigen::VectorXd grad;
+    if (!objective || !objective->evaluate(bench::test_theta(data.shape.dimension()), grad)) {
+      state.SkipWithError("shipping or evaluating failed");
+      return;
+    }
+    for (std::size_t j = 0; j < fresh.processes.size(); ++j) {
+      double held = 0;
+      for (std::size_t i = 0; i < blocks.size(); ++i)
+        if (two_by_four[i] == j)
+          held += data_bytes(*data.train, blocks[i]);
+      const auto grown = test::resident_bytes(fresh.processes[j]->pid()) - before[j];
+      bench::record(std::string{"shard memory / data, "} + (state.range(0) == 0 ? "fashion" : "synthetic"),
+                    static_cast<double>(grown) / held);
+    }
+  }
+}
+
 } // namespace
 
 void shardopt::bench::release_remote() {
@@ -106,5 +228,7 @@ namespace {
 BENCHMARK(BM_round_trip)->Arg(10'000)->Arg(100'000)->Arg(1'000'000)->Unit(benchmark::kMicrosecond)
   ->UseRealTime()->Repetitions(5);
 BENCHMARK(BM_eval_remote)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(9);
+BENCHMARK(BM_eval_nodes)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->Repetitions(5);
+BENCHMARK(BM_shard_memory)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
 
 } // namespace

@@ -2,9 +2,25 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace shardopt::model {
+
+namespace {
+
+/// value * 2^k, as std::ldexp gives it (correctly rounded), without its cost where 2^k is a normal
+/// double: a product with an exact power of two is rounded once, as ldexp rounds.
+inline double scaled(double value, int k) {
+  if (k < -1022 || k > 1023)
+    return std::ldexp(value, k);
+  const auto bits = static_cast<std::uint64_t>(k + 1023) << 52;
+  double power;
+  std::memcpy(&power, &bits, sizeof power);
+  return value * power;
+}
+
+} // namespace
 
 std::int64_t block_rows_for(std::int64_t rows) {
   return std::clamp<std::int64_t>(rows / 256, 1, 256);
@@ -38,7 +54,10 @@ bool fits_grid(double units, std::int64_t terms) {
 
 int grid_shift(double units, std::int64_t terms) {
   const double total = units * static_cast<double>(std::max<std::int64_t>(terms, 1));
-  return std::max(1, std::ilogb(total) + 1 - fixed_bits);
+  if (!(total <= std::numeric_limits<double>::max()))  // infinite (or NaN): as coarse as grids go
+    return highest_grid - lowest_grid;
+  const int log = std::ilogb(total);  // FP_ILOGB0 (INT_MIN) for 0
+  return log < fixed_bits ? 1 : std::min(log + 1 - fixed_bits, highest_grid - lowest_grid);
 }
 
 exact_sum::exact_sum(std::vector<int> exponents)
@@ -50,7 +69,7 @@ void exact_sum::deposit(std::size_t i, double value) {
     return;
   }
   constexpr double limit = 4611686018427387904.0;  // 2^62
-  const double units = std::ldexp(value, -exponents_[i]);
+  const double units = scaled(value, -exponents_[i]);
   if (std::fabs(units) > max_units_)  // false once max_units_ is NaN: it stays NaN
     max_units_ = std::fabs(units);
   // Unsigned arithmetic: wrapping is defined, and exact while the true total fits (fits_grid).
@@ -78,8 +97,8 @@ void exact_sum::merge(const std::int64_t* words, double max_units) {
 
 void exact_sum::to_doubles(Eigen::Ref<Eigen::VectorXd> out) const {
   for (Eigen::Index i = 0; i < out.size(); ++i)
-    out[i] = std::ldexp(static_cast<double>(words_[static_cast<std::size_t>(i)]),
-                        exponents_[static_cast<std::size_t>(i)]);
+    out[i] = scaled(static_cast<double>(words_[static_cast<std::size_t>(i)]),
+                    exponents_[static_cast<std::size_t>(i)]);
 }
 
 } // namespace shardopt::model

@@ -64,7 +64,8 @@ constexpr int highest_grid = 1023 - fixed_bits;
 /// (or when `units` is not finite), the sum must be redone on coarser grids.
 bool fits_grid(double units, std::int64_t terms);
 
-/// How much coarser (a power of two) the grids must be for `terms` values of `units` to fit.
+/// How much coarser (a power of two) the grids must be for `terms` values of `units` to fit: at
+/// least 1, at most the whole range of grids (for infinite units, from a grid far too fine).
 int grid_shift(double units, std::int64_t terms);
 
 /// Adds n fixed-point integers `from` into `into` (wrapping, which is exact while the true totals

@@ -42,8 +42,8 @@ public:
 
   std::int64_t dimension() const { return shape_.dimension(); }
 
-  /// Full objective at theta; overwrites grad. Never fails: a non-finite loss or gradient gives a
-  /// NaN objective and gradient.
+  /// Full objective at theta; overwrites grad. Never fails: a non-finite loss or gradient (or sums
+  /// that overflow even the coarser grids) gives a NaN objective and gradient.
   double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
     const bool keep = products_asked_;
     curvatures_.resize(keep ? blocks_.size() : 0);
@@ -56,7 +56,7 @@ public:
         loss += value;
     }, gradient_grid(shape_, bounds_, theta), loss);
     grad.resize(shape_.dimension());
-    if (!std::isfinite(sum.max_units())) {
+    if (!fits_grid(sum.max_units(), bounds_.blocks)) {
       grad.setConstant(std::numeric_limits<double>::quiet_NaN());
       return std::numeric_limits<double>::quiet_NaN();
     }
@@ -87,6 +87,8 @@ public:
     auto sum = exact([&](std::size_t b, exact_sum& into) {
       block_hessian_vector(shape_, *data_, blocks_[b], curvatures_[b], v, into);
     }, hessian_vector_grid(shape_, bounds_, v), unused);
+    if (!fits_grid(sum.max_units(), bounds_.blocks))
+      return fail("the Hessian-vector product is not finite (or overflows its grids)");
     hv.resize(shape_.dimension());
     sum.to_doubles(hv);
     finish_hessian_vector(shape_, lambda_, count_, v, hv);
@@ -120,7 +122,8 @@ private:
       reset = 0;
       for (std::size_t b = 0; b < blocks_.size(); ++b)
         shard(b, sum);
-      if (attempt > 0 || !std::isfinite(sum.max_units()) || fits_grid(sum.max_units(), bounds_.blocks))
+      // NaN: a non-finite term, which no grid mends; infinite units: a grid far too fine.
+      if (attempt > 0 || std::isnan(sum.max_units()) || fits_grid(sum.max_units(), bounds_.blocks))
         return sum;
       const auto shift = grid_shift(sum.max_units(), bounds_.blocks);
       for (auto& e : exponents)

@@ -14,6 +14,7 @@
 #include "io/partition.hpp"
 #include "support/node_process.hpp"
 #include "support/process.hpp"
+#include "support/sockets.hpp"
 
 #include "support/problems.hpp"
 
@@ -80,14 +81,17 @@ const model::model_shape shape{model::model_kind::softmax, 20, 3};
 const std::string job_model = model::describe(shape) + ", lambda 0.001";
 
 /// An honest driver: 4 shards of `data` shipped to the node, the objective and gradient at 8 fixed
-/// thetas; `attack(cluster, objective, k)` runs before evaluation k. Returns every bit it saw.
+/// thetas; `attack(cluster, objective, k)` runs before evaluation k. Returns every bit it saw, and
+/// checks that it never had to recreate its shards (no attack ended them).
 std::vector<double> honest_run(actors::runtime& rt, const actors::endpoint& node,
                                const std::shared_ptr<const model::dataset>& data,
                                const std::function<void(actors::sharded_objective&, int)>& attack) {
   auto cluster = actors::cluster::connect(rt, {node});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  auto events = std::make_shared<std::vector<std::string>>();
   auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(data->rows(), 4),
-                                 {0, 0, 0, 0}, 30s, {});
+                                 {0, 0, 0, 0}, 30s,
+                                 [events](const std::string& event) { events->push_back(event); });
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   std::vector<double> bits;
   for (int k = 0; k < 8; ++k) {
@@ -100,6 +104,8 @@ std::vector<double> honest_run(actors::runtime& rt, const actors::endpoint& node
     bits.push_back(*f);
     bits.insert(bits.end(), grad.data(), grad.data() + grad.size());
   }
+  for (const auto& event : *events)
+    FAIL_CHECK("the honest driver had to recover: " << event);
   return bits;
 }
 
@@ -282,6 +288,25 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         CHECK(contains(big_text, "bytes per driver"));
         break;
       }
+      case 0: {  // Forgeries to the group that answers for the honest driver's shards: a down
+                 // message naming it, replies under made-up tickets, and responses to made-up
+                 // request ids (CAF matches a response by id alone).
+        using gathered_atom = caf::atom_constant<caf::atom("gathered")>;
+        for (const auto& group : shards) {
+          const auto untyped = caf::actor_cast<caf::actor>(group);
+          self->send(untyped, caf::down_msg{caf::actor_cast<caf::actor_addr>(group), caf::exit_reason::kill});
+          self->send(untyped, gathered_atom::value, actors::access_token::random(),
+                     caf::make_error(caf::sec::runtime_error));
+          self->send(untyped, gathered_atom::value, actors::access_token::random(), actors::block_sums{});
+          for (std::uint64_t id = 1; id <= 64; ++id)
+            caf::actor_cast<caf::abstract_actor*>(untyped)->enqueue(
+              caf::make_mailbox_element(self->ctrl(), caf::make_message_id(id).response_id(), {},
+                                        caf::make_error(caf::sec::runtime_error)),
+              nullptr);
+        }
+        REQUIRE(node_serves(self, target));
+        break;
+      }
       default:
         break;
     }
@@ -461,7 +486,7 @@ TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and t
   CHECK(server.process->wait(30s).exit_code == 0);
 }
 
-TEST_CASE("2 nodes x 4 shards: one request and one reply per node per evaluation, serialised within 1.1x of 2 x 8 x dimension bytes each") {
+TEST_CASE("2 nodes x 4 shards: per evaluation each node's sockets carry 1.0-1.1x of 2 x 8 x dimension bytes, and 4x that with one peer per shard, for the same bits") {
   node_process first;
   node_process second;
   auto rt = network_runtime();
@@ -469,40 +494,57 @@ TEST_CASE("2 nodes x 4 shards: one request and one reply per node per evaluation
   const auto data = make_problem(3, 1024, 1000, 100);
   auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
-  auto objective = cluster->ship(wide, 1e-3, data, shardopt::io::partition_blocks(1024, 8),
-                                 {0, 0, 0, 0, 1, 1, 1, 1}, 60s, {});
-  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
-  CHECK(objective->shard_count() == 2);  // the driver talks to one group per node
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(wide.dimension(), -0.01, 0.01);
-  Eigen::VectorXd grad;
-  REQUIRE(objective->evaluate(theta, grad).ok());
+  const std::vector<std::uint16_t> ports{static_cast<std::uint16_t>(first.port),
+                                         static_cast<std::uint16_t>(second.port)};
+  // Bytes on this process's connection to each node over `evaluations` evaluations, per evaluation.
+  auto measure = [&](actors::sharded_objective& objective, Eigen::VectorXd& grad, double& f) {
+    const int evaluations = 4;
+    std::vector<shardopt::test::tcp_bytes> before;
+    for (const auto port : ports)
+      before.push_back(shardopt::test::connection_bytes(port));
+    for (int e = 0; e < evaluations; ++e) {
+      auto value = objective.evaluate(theta, grad);
+      REQUIRE_MESSAGE(value.ok(), value.error().message());
+      f = *value;
+    }
+    std::vector<double> per_node;
+    for (std::size_t j = 0; j < ports.size(); ++j) {
+      const auto after = shardopt::test::connection_bytes(ports[j]);
+      per_node.push_back(static_cast<double>(after.total() - before[j].total()) / evaluations);
+    }
+    return per_node;
+  };
+  const double ideal = 2.0 * 8 * static_cast<double>(wide.dimension());  // per node
 
-  // What one evaluation puts on each node's connection: the request and the group's reply.
-  caf::scoped_actor self{rt.system()};
-  const auto& peers = actors::shards_of(*objective);
-  const auto grid = actors::encode_grid(model::gradient_grid(
-    wide, model::bounds_of(*data, {0, 1024}, model::block_rows_for(1024)), theta));
-  const actors::dense_vector shared{theta};
-  std::size_t bytes = 0;
-  for (const auto& peer : peers) {
-    std::vector<char> request;
-    caf::binary_serializer request_sink{rt.system(), request};
-    auto message = caf::make_message(actors::eval_atom::value, actors::token_of(*objective),
-                                     std::uint64_t{99}, grid, shared);
-    REQUIRE_FALSE(message.save(request_sink));
-    actors::block_sums sums;
-    self->request(peer, 60s, actors::eval_atom::value, actors::token_of(*objective), std::uint64_t{99},
-                  grid, shared)
-      .receive([&](std::uint64_t, actors::block_sums& reply) { sums = std::move(reply); },
-               [](caf::error& err) { FAIL(to_string(err)); });
-    CHECK(sums.count == 512);  // the node's four shards, summed on the node
-    std::vector<char> reply;
-    caf::binary_serializer reply_sink{rt.system(), reply};
-    REQUIRE_FALSE(reply_sink(std::uint64_t{99}, sums));
-    bytes += request.size() + reply.size();
+  auto grouped = cluster->ship(wide, 1e-3, data, shardopt::io::partition_blocks(1024, 8),
+                               {0, 0, 0, 0, 1, 1, 1, 1}, 60s, {});
+  REQUIRE_MESSAGE(grouped.ok(), grouped.error().message());
+  CHECK(grouped->shard_count() == 2);  // the driver talks to one group per node
+  Eigen::VectorXd grad;
+  double f = 0;
+  const auto per_node = measure(*grouped, grad, f);
+  for (const double bytes : per_node) {
+    INFO("bytes per evaluation on a node's connection: " << bytes << ", 2 x 8 x dimension: " << ideal);
+    CHECK(bytes >= ideal);
+    CHECK(bytes <= 1.1 * ideal);
   }
-  const double ideal = 2.0 * 8 * static_cast<double>(wide.dimension()) * 2;
-  INFO("bytes per evaluation: " << bytes << ", 2 x 8 x dimension x nodes: " << ideal);
-  CHECK(static_cast<double>(bytes) >= ideal);
-  CHECK(static_cast<double>(bytes) <= 1.1 * ideal);
+
+  cluster->group_per_node(false);
+  auto separate = cluster->ship(wide, 1e-3, data, shardopt::io::partition_blocks(1024, 8),
+                                {0, 0, 0, 0, 1, 1, 1, 1}, 60s, {});
+  REQUIRE_MESSAGE(separate.ok(), separate.error().message());
+  CHECK(separate->shard_count() == 8);
+  Eigen::VectorXd separate_grad;
+  double separate_f = 0;
+  const auto per_node_separate = measure(*separate, separate_grad, separate_f);
+  for (std::size_t j = 0; j < ports.size(); ++j) {
+    INFO("node " << j << ": " << per_node_separate[j] << " bytes per evaluation with a peer per shard, "
+                  << per_node[j] << " with one per node");
+    CHECK(per_node_separate[j] >= 3.9 * per_node[j]);
+    CHECK(per_node_separate[j] <= 4.1 * per_node[j]);
+  }
+  CHECK(std::memcmp(&separate_f, &f, sizeof f) == 0);
+  REQUIRE(separate_grad.size() == grad.size());
+  CHECK(std::memcmp(separate_grad.data(), grad.data(), sizeof(double) * grad.size()) == 0);
 }

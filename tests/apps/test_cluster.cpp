@@ -231,7 +231,7 @@ std::vector<std::string> tls_args(const std::filesystem::path& dir, const std::s
 
 } // namespace
 
-TEST_CASE("mutual TLS: the right role certificate connects; another CA's, the wrong role's and plain TCP are refused") {
+TEST_CASE("mutual TLS: the right role certificate connects, another CA's, the wrong role's and plain TCP are refused") {
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
   make_certs(dir / "good");

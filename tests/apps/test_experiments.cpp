@@ -293,7 +293,7 @@ TEST_CASE("a sweep makes one folder and row per run, records failures, and resum
   }
 }
 
-TEST_CASE("a sweep names a failed write on one line and goes on; a truncated status.json means not finished") {
+TEST_CASE("a sweep names a failed write on one line and goes on, a truncated status.json means not finished") {
   temp_dir dir;
   const auto file = (dir.path() / "failing.toml").string();
   // Three runs that fail at once (no such data file): no dataset needed.

@@ -234,7 +234,7 @@ TEST_CASE("a full disk keeps the previous model file and checkpoints intact and 
   CHECK(::umount2(mount_point.c_str(), MNT_DETACH) == 0);
 }
 
-TEST_CASE("concurrent writers to one file never share a temporary; the file is one whole version") {
+TEST_CASE("concurrent writers to one file never share a temporary, the file is one whole version") {
   temp_dir dir;
   const auto target = dir / "summary.json";
   constexpr int writers = 4;

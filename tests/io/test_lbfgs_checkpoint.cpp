@@ -88,7 +88,7 @@ TEST_CASE("an L-BFGS checkpoint round-trips settings, counts, theta, gradient an
   CHECK(std::signbit(b.theta[1]));
 }
 
-TEST_CASE("the newest readable L-BFGS checkpoint is used; corrupt newer ones and PS checkpoints are not") {
+TEST_CASE("the newest readable L-BFGS checkpoint is used, corrupt newer ones and PS checkpoints are not") {
   temp_dir dir;
   for (const int k : {3, 7, 9})
     REQUIRE(io::save_lbfgs_checkpoint(dir.path().string(), sample(k), 2).ok());

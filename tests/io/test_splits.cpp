@@ -112,7 +112,7 @@ TEST_CASE("read_part: Fashion-MNIST parts are record ranges of whole canonical b
   CHECK(part->data.y[expected.size() - 1] == whole->data.y[59999]);
 }
 
-TEST_CASE("read_part: errors name the part; a part with no line is an error, not an empty shard") {
+TEST_CASE("read_part: errors name the part, a part with no line is an error, not an empty shard") {
   temp_dir dir;
   const auto path = dir.write("tiny.csv", "0,1\n1,2\n");
   // 8 bytes in 8 parts: part 4 covers byte 3 (in the middle of line 1) and owns no line.

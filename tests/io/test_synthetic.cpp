@@ -27,7 +27,7 @@ std::string slurp(const std::string& path) {
 
 } // namespace
 
-TEST_CASE("generate: a seed writes the same file; another seed another one") {
+TEST_CASE("generate: a seed writes the same file, another seed another one") {
   shardopt::test::temp_dir dir;
   io::synthetic_spec spec;
   spec.rows = 500;

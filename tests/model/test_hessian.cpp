@@ -202,7 +202,7 @@ TEST_CASE("Hessian-vector sums over blocks add up to the whole, and kept curvatu
   }
 }
 
-TEST_CASE("local_objective: products at the last evaluation; refused before one and for networks") {
+TEST_CASE("local_objective: products at the last evaluation, refused before one and for networks") {
   std::mt19937_64 rng{7500};
   const model_case c{model_kind::softmax, 3};
   const auto data = hessian_problem(c, 200, 4, false, rng);

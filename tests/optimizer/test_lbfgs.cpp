@@ -411,7 +411,7 @@ TEST_CASE("a state that cannot be saved ends the run with the sink's message and
   CHECK(f.evaluate(x, g) == run.f);
 }
 
-TEST_CASE("a run stopped at its iteration limit continues, with a higher limit, as if never stopped; resumes chain") {
+TEST_CASE("a run stopped at its iteration limit continues, with a higher limit, as if never stopped, resumes chain") {
   const auto options = resume_options();
   rosenbrock f{40};
   Eigen::VectorXd whole = resume_start();

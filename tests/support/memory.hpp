@@ -37,6 +37,22 @@ inline std::int64_t peak_virtual_bytes() {
   return 0;
 }
 
+/// The resident set size of process `pid` now, in bytes (VmRSS in /proc/PID/status; 0 where there
+/// is none, as for a process that has ended).
+inline std::int64_t resident_bytes(long pid) {
+  std::ifstream status{"/proc/" + std::to_string(pid) + "/status"};
+  std::string key;
+  while (status >> key) {
+    if (key == "VmRSS:") {
+      std::int64_t kib = 0;
+      status >> kib;
+      return kib * 1024;
+    }
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+  }
+  return 0;
+}
+
 /// The bound hostile-file tests hold readers to: far below what any of their headers claims.
 constexpr std::int64_t hostile_file_memory_bound = std::int64_t{64} << 20;
 

@@ -110,6 +110,7 @@ public:
   background_process& operator=(const background_process&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   bool running() { return pid_ > 0 && !poll_exit(); }
   std::string out() const { return slurp(dir_ / "stdout"); }
   std::string err() const { return slurp(dir_ / "stderr"); }
