@@ -44,12 +44,14 @@ public:
   }
 };
 
-/// Makes an actor drop messages outside its typed interface instead of printing them, and bare
-/// error messages instead of ending (guarded actors make no requests whose errors they await).
+/// Makes an actor drop messages outside its typed interface instead of printing them, bare error
+/// messages instead of ending (guarded actors make no requests whose errors they await), and down
+/// messages instead of printing them (an actor that monitors something sets its own handler).
 template <class Self>
 void guard_behavior(Self* self) {
   self->set_default_handler(caf::drop);
   self->set_error_handler([](caf::error&) {});
+  self->set_down_handler([](caf::down_msg&) {});
 }
 
 } // namespace shardopt::actors

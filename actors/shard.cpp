@@ -153,8 +153,8 @@ using group_actor = shard_actor::extend<caf::reacts_to<gathered_atom, access_tok
 /// order) and sends the sum, or the first error, to the group under the request's ticket. It is
 /// never handed to a peer, so no peer can name it: responses and down messages reach it only from
 /// this process. (A peer can name the group, and CAF matches a response by its id alone, so the
-/// group itself must not wait on anything.) Tells the group under the ticket `lost` when a member
-/// goes down.
+/// group itself must not wait on anything.) Ends when a member goes down, before or while it is
+/// asked; the group watches it and ends too.
 using gatherer_actor = caf::typed_actor<
   caf::reacts_to<eval_atom, access_token, access_token, std::uint64_t, exact_grid, dense_vector>,
   caf::reacts_to<hessvec_atom, access_token, access_token, std::uint64_t, std::uint64_t, exact_grid,
@@ -162,14 +162,10 @@ using gatherer_actor = caf::typed_actor<
   caf::reacts_to<quality_atom, access_token, access_token, std::uint64_t, dense_vector>>;
 
 gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector<shard_actor> members,
-                                       group_actor group, access_token lost) {
+                                       group_actor group) {
   for (const auto& member : members)
     self->monitor(member);
-  self->set_down_handler([self, group, lost](caf::down_msg& down) {
-    self->send(group, gathered_atom::value, lost,
-               make_error(errc::shard_failed, "a shard of the group went down: " + to_string(down.reason)));
-    self->quit(down.reason);
-  });
+  self->set_down_handler([self](caf::down_msg& down) { self->quit(down.reason); });
   auto gather = [self, members, group](const access_token& ticket, auto ask) {
     struct pending {
       std::size_t left = 0;
@@ -200,7 +196,10 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
           if (state->done)
             return;
           state->done = true;
-          self->send(group, gathered_atom::value, ticket, std::move(err));
+          if (err == caf::sec::request_receiver_down)  // a member ended with the request queued
+            self->quit(std::move(err));
+          else
+            self->send(group, gathered_atom::value, ticket, std::move(err));
         });
   };
   return {
@@ -228,18 +227,21 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
 
 /// A node's group of shards of one driver: answers the shard protocol once for all of them. Each
 /// request goes to the gatherer with a fresh random ticket, and the gatherer's sum comes back under
-/// it; a message under any other ticket (a peer's forgery) is dropped. Ends when the gatherer
-/// reports a member lost, and ends the gatherer and the members when it ends: the driver sees one
-/// peer go down and recreates the group.
+/// it; a message under any other ticket (a peer's forgery) is dropped. Ends when the gatherer ends
+/// (a down message naming it cannot be forged: no peer can name it), and ends the gatherer and the
+/// members when it ends: the driver sees one peer go down and recreates the group.
 class group_impl : public guarded<group_actor::base> {
 public:
   group_impl(caf::actor_config& config, std::vector<shard_actor> members, access_token token)
-    : guarded<group_actor::base>(config), members_(std::move(members)), token_(token),
-      lost_(access_token::random()) {}
+    : guarded<group_actor::base>(config), members_(std::move(members)), token_(token) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
-    gatherer_ = spawn(gatherer, members_, caf::actor_cast<group_actor>(this), lost_);
+    gatherer_ = spawn<caf::monitored>(gatherer, members_, caf::actor_cast<group_actor>(this));
+    set_down_handler([this](caf::down_msg& down) {
+      if (down.source == caf::actor_cast<caf::actor_addr>(gatherer_))
+        quit(caf::exit_reason::user_shutdown);
+    });
     return {
       [this](eval_atom atom, const access_token& token, std::uint64_t round,
              const exact_grid& grid, const dense_vector& theta) -> sums_result {
@@ -273,9 +275,7 @@ public:
         }
       },
       [this](gathered_atom, const access_token& ticket, caf::error& err) {
-        if (ticket == lost_) {
-          quit(caf::exit_reason::user_shutdown);
-        } else if (auto it = waiting_.find(ticket); it != waiting_.end()) {
+        if (auto it = waiting_.find(ticket); it != waiting_.end()) {
           it->second.promise.deliver(std::move(err));
           waiting_.erase(it);
         }
@@ -313,7 +313,6 @@ private:
 
   std::vector<shard_actor> members_;
   access_token token_;
-  access_token lost_;  // the gatherer's ticket for "a member went down"
   gatherer_actor gatherer_;
   std::unordered_map<access_token, waiting, ticket_hash> waiting_;
 };

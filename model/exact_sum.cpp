@@ -79,8 +79,35 @@ void exact_sum::deposit(std::size_t i, double value) {
 }
 
 void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values) {
-  for (Eigen::Index i = 0; i < values.size(); ++i)
-    deposit(first + static_cast<std::size_t>(i), values[i]);
+  const auto n = static_cast<std::size_t>(values.size());
+  const double* v = values.data();
+  const int* e = exponents_.data() + first;
+  // The common case, in a loop without branches that the compiler can vectorise: every value
+  // finite and every grid's power of two a normal double. Otherwise entry by entry.
+  bool plain = true;
+  for (std::size_t i = 0; i < n; ++i)
+    plain &= std::fabs(v[i]) <= std::numeric_limits<double>::max() && e[i] >= -1023 && e[i] <= 1022;
+  if (!plain) {
+    for (std::size_t i = 0; i < n; ++i)
+      deposit(first + i, v[i]);
+    return;
+  }
+  constexpr double limit = 4611686018427387904.0;  // 2^62
+  std::int64_t* w = words_.data() + first;
+  double most = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto bits = static_cast<std::uint64_t>(1023 - e[i]) << 52;
+    double power;
+    std::memcpy(&power, &bits, sizeof power);
+    const double units = v[i] * power;  // as scaled(): one rounding, as ldexp's
+    most = std::max(most, std::fabs(units));
+    // nearbyint rounds as llrint does (to nearest, ties to even); the value is an integer in range.
+    const double whole = std::nearbyint(std::clamp(units, -limit, limit));
+    w[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(w[i])
+                                     + static_cast<std::uint64_t>(static_cast<std::int64_t>(whole)));
+  }
+  if (most > max_units_)  // false once max_units_ is NaN: it stays NaN
+    max_units_ = most;
 }
 
 void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n) {

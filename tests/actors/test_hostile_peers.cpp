@@ -22,10 +22,12 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <random>
+#include <thread>
 
 namespace actors = shardopt::actors;
 namespace model = shardopt::model;
@@ -149,6 +151,12 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
   const auto token = actors::access_token::random();
   std::vector<std::string> refusals;
 
+  std::atomic<bool> forging{true};
+  std::future<void> forger;
+  struct stop_forging {  // also when a check throws: the forger's future waits for it to end
+    std::atomic<bool>& flag;
+    ~stop_forging() { flag = false; }
+  } stop{forging};
   auto attack = [&](actors::sharded_objective& honest, int k) {
     const auto& shards = actors::shards_of(honest);
     const actors::dense_vector theta{Eigen::VectorXd::Zero(shape.dimension())};
@@ -288,23 +296,31 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         CHECK(contains(big_text, "bytes per driver"));
         break;
       }
-      case 0: {  // Forgeries to the group that answers for the honest driver's shards: a down
-                 // message naming it, replies under made-up tickets, and responses to made-up
-                 // request ids (CAF matches a response by id alone).
-        using gathered_atom = caf::atom_constant<caf::atom("gathered")>;
-        for (const auto& group : shards) {
-          const auto untyped = caf::actor_cast<caf::actor>(group);
-          self->send(untyped, caf::down_msg{caf::actor_cast<caf::actor_addr>(group), caf::exit_reason::kill});
-          self->send(untyped, gathered_atom::value, actors::access_token::random(),
-                     caf::make_error(caf::sec::runtime_error));
-          self->send(untyped, gathered_atom::value, actors::access_token::random(), actors::block_sums{});
-          for (std::uint64_t id = 1; id <= 64; ++id)
-            caf::actor_cast<caf::abstract_actor*>(untyped)->enqueue(
-              caf::make_mailbox_element(self->ctrl(), caf::make_message_id(id).response_id(), {},
-                                        caf::make_error(caf::sec::runtime_error)),
-              nullptr);
-        }
-        REQUIRE(node_serves(self, target));
+      case 0: {  // Forgeries to the group that answers for the honest driver's shards, sent
+                 // over and over while the honest driver evaluates: down messages naming it,
+                 // responses to made-up request ids (CAF matches a response by id alone) and
+                 // replies under made-up tickets.
+        forger = std::async(std::launch::async, [&rt, &forging, groups = shards] {
+          using gathered_atom = caf::atom_constant<caf::atom("gathered")>;
+          caf::scoped_actor forging_self{rt.system()};
+          while (forging) {
+            for (const auto& group : groups) {
+              const auto untyped = caf::actor_cast<caf::actor>(group);
+              forging_self->send(untyped, caf::down_msg{caf::actor_cast<caf::actor_addr>(group),
+                                                        caf::exit_reason::kill});
+              forging_self->send(untyped, gathered_atom::value, actors::access_token::random(),
+                                 caf::make_error(caf::sec::runtime_error));
+              forging_self->send(untyped, gathered_atom::value, actors::access_token::random(),
+                                 actors::block_sums{});
+              for (std::uint64_t id = 1; id <= 64; ++id)
+                caf::actor_cast<caf::abstract_actor*>(untyped)->enqueue(
+                  caf::make_mailbox_element(forging_self->ctrl(), caf::make_message_id(id).response_id(),
+                                            {}, caf::make_error(caf::sec::runtime_error)),
+                  nullptr);
+            }
+            std::this_thread::sleep_for(1ms);  // pacing only: the flood runs through every evaluation
+          }
+        });
         break;
       }
       default:
@@ -312,6 +328,9 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
     }
   };
   const auto attacked = honest_run(rt, endpoint_of(node), data, attack);
+  forging = false;
+  REQUIRE(forger.valid());
+  forger.get();
   REQUIRE(attacked.size() == undisturbed.size());
   CHECK(std::memcmp(attacked.data(), undisturbed.data(), sizeof(double) * attacked.size()) == 0);
   CHECK(refusals.size() == 24);  // the node's four shards answer as one group

@@ -489,7 +489,7 @@ TEST_CASE("the objective, gradient and products are the same bits for K = 1..7 s
   for (const auto& shape : shapes)
   for (bool sparse : {false, true}) {
     INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
-    // 1,500 rows: 250 blocks of 6 rows; labels fit every model (softmax/svm classes, +-1 binary).
+    // 1,500 rows: 300 blocks of 5 rows; labels fit every model (softmax/svm classes, +-1 binary).
     auto data = std::make_shared<model::dataset>(*make_problem(11, 1500, 13, shape.outputs > 1 ? 4 : 2, sparse));
     if (shape.outputs == 1)
       data->y = (2.0 * data->y.array() - 1.0).matrix();
