@@ -23,7 +23,7 @@ inline double scaled(double value, int k) {
 } // namespace
 
 std::int64_t block_rows_for(std::int64_t rows) {
-  return std::clamp<std::int64_t>(rows / 256, 1, 256);
+  return std::clamp<std::int64_t>(rows / 64, 1, 256);
 }
 
 std::int64_t block_count(std::int64_t rows, std::int64_t block_rows) {
