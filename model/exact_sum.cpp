@@ -9,15 +9,25 @@ namespace shardopt::model {
 
 namespace {
 
-/// value * 2^k, as std::ldexp gives it (correctly rounded), without its cost where 2^k is a normal
-/// double: a product with an exact power of two is rounded once, as ldexp rounds.
-inline double scaled(double value, int k) {
-  if (k < -1022 || k > 1023)
-    return std::ldexp(value, k);
+constexpr double unit_limit = 4611686018427387904.0;  // 2^62: the most a block may deposit
+
+/// Whether 2^k is a normal double.
+inline bool normal_power(int k) {
+  return k >= -1022 && k <= 1023;
+}
+
+/// 2^k for a k where `normal_power(k)`, from its bits.
+inline double power_of_two(int k) {
   const auto bits = static_cast<std::uint64_t>(k + 1023) << 52;
   double power;
   std::memcpy(&power, &bits, sizeof power);
-  return value * power;
+  return power;
+}
+
+/// value * 2^k, as std::ldexp gives it (correctly rounded), without its cost where 2^k is a normal
+/// double: a product with an exact power of two is rounded once, as ldexp rounds.
+inline double scaled(double value, int k) {
+  return normal_power(k) ? value * power_of_two(k) : std::ldexp(value, k);
 }
 
 } // namespace
@@ -68,14 +78,13 @@ void exact_sum::deposit(std::size_t i, double value) {
     max_units_ = std::numeric_limits<double>::quiet_NaN();
     return;
   }
-  constexpr double limit = 4611686018427387904.0;  // 2^62
   const double units = scaled(value, -exponents_[i]);
   if (std::fabs(units) > max_units_)  // false once max_units_ is NaN: it stays NaN
     max_units_ = std::fabs(units);
   // Unsigned arithmetic: wrapping is defined, and exact while the true total fits (fits_grid).
   words_[i] = static_cast<std::int64_t>(
     static_cast<std::uint64_t>(words_[i])
-    + static_cast<std::uint64_t>(std::llrint(std::clamp(units, -limit, limit))));
+    + static_cast<std::uint64_t>(std::llrint(std::clamp(units, -unit_limit, unit_limit))));
 }
 
 void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values) {
@@ -86,23 +95,19 @@ void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> val
   // finite and every grid's power of two a normal double. Otherwise entry by entry.
   bool plain = true;
   for (std::size_t i = 0; i < n; ++i)
-    plain &= std::fabs(v[i]) <= std::numeric_limits<double>::max() && e[i] >= -1023 && e[i] <= 1022;
+    plain &= std::fabs(v[i]) <= std::numeric_limits<double>::max() && normal_power(-e[i]);
   if (!plain) {
     for (std::size_t i = 0; i < n; ++i)
       deposit(first + i, v[i]);
     return;
   }
-  constexpr double limit = 4611686018427387904.0;  // 2^62
   std::int64_t* w = words_.data() + first;
   double most = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const auto bits = static_cast<std::uint64_t>(1023 - e[i]) << 52;
-    double power;
-    std::memcpy(&power, &bits, sizeof power);
-    const double units = v[i] * power;  // as scaled(): one rounding, as ldexp's
+    const double units = v[i] * power_of_two(-e[i]);  // as scaled(): one rounding, as ldexp's
     most = std::max(most, std::fabs(units));
     // nearbyint rounds as llrint does (to nearest, ties to even); the value is an integer in range.
-    const double whole = std::nearbyint(std::clamp(units, -limit, limit));
+    const double whole = std::nearbyint(std::clamp(units, -unit_limit, unit_limit));
     w[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(w[i])
                                      + static_cast<std::uint64_t>(static_cast<std::int64_t>(whole)));
   }
