@@ -110,7 +110,7 @@ void BM_eval_remote(benchmark::State& state) {
 }
 
 /// A sparse logistic problem at dimension 2^20 + 1: `shardopt generate`'s planted model, 16,384 rows
-/// of 40 non-zeros (256 canonical blocks of 64 rows), read as `shardopt train` reads it.
+/// of 40 non-zeros (64 canonical blocks of 256 rows), read as `shardopt train` reads it.
 const apps::prepared_data& synthetic() {
   static const apps::prepared_data data = [] {
     const auto path = std::filesystem::temp_directory_path()

@@ -33,7 +33,11 @@ inline double scaled(double value, int k) {
 } // namespace
 
 std::int64_t block_rows_for(std::int64_t rows) {
-  return std::clamp<std::int64_t>(rows / 64, 1, 256);
+  constexpr std::int64_t chunk = 256;  // the kernels' chunk (kernels.hpp)
+  const auto rows_per_64th = rows / 64;
+  if (rows_per_64th < chunk)
+    return std::max<std::int64_t>(rows_per_64th, 1);
+  return std::min(rows_per_64th / chunk * chunk, 4 * chunk);
 }
 
 std::int64_t block_count(std::int64_t rows, std::int64_t block_rows) {

@@ -21,8 +21,8 @@
 //   rule out) makes the caller evaluate again on grids coarser by `grid_shift`, itself a
 //   function of the data.
 //
-// Precision: a block sum is rounded to about 2^-(62 - log2 blocks) of its entry's bound: with 256
-// blocks (65,536 rows), 2^-54 of it, the order of the rounding error of a plain double sum over the same rows
+// Precision: a block sum is rounded to about 2^-(62 - log2 blocks) of its entry's bound: with 64
+// blocks (65,536 rows), 2^-56 of it, the order of the rounding error of a plain double sum over the same rows
 // when the bound is tight, a few bits more when it is loose. The cost is one conversion per gradient entry per block
 // (dense data), or per touched feature (sparse data). (ReproBLAS's binned sums need no shared
 // grid but several words per entry; one word keeps the bytes on the wire those of a double.)
@@ -36,10 +36,11 @@
 
 namespace shardopt::model {
 
-/// Rows per canonical block of a dataset of `rows` examples: rows / 64, clamped to 1..256. Data of
-/// 16,384 rows or more gets blocks of 256 rows, the kernels' chunk, so summing block by block costs
-/// the kernels no extra chunks; smaller data has 64 blocks (or one row per block), so it can be
-/// split into up to 64 shards.
+/// Rows per canonical block of a dataset of `rows` examples: rows / 64, rounded down to a multiple
+/// of the kernels' 256-row chunk and capped at 1,024 rows from 16,384 rows up (so summing block by
+/// block costs the kernels no extra chunks, and each block's gradient is rounded once per 256 to
+/// 1,024 rows); rows / 64 (at least 1) below. So there are at least 64 blocks (shards may number up
+/// to the block count) whenever there are 64 rows, and a million rows make 977 blocks.
 std::int64_t block_rows_for(std::int64_t rows);
 
 /// `rows` cut into consecutive blocks of `block_rows` starting at rows.begin (the last one may be

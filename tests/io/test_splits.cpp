@@ -100,16 +100,16 @@ TEST_CASE("read_part: Fashion-MNIST parts are record ranges of whole canonical b
   shardopt::test::require_fashion_mnist();
   auto part = io::read_part(io::part_request{"fashion-mnist", {}, 2, 3});
   REQUIRE(part.ok());
-  // 60,000 rows in 235 blocks of 256 rows (the last of 96): 79, 78 and 78 blocks, so part 3 starts
-  // at row 40,192.
+  // 60,000 rows in 79 blocks of 768 rows (the last of 96): 27, 26 and 26 blocks, so part 3 starts
+  // at row 40,704.
   const auto expected = io::partition_blocks(60000, 3)[2];
-  CHECK(expected.begin == 157 * 256);
+  CHECK(expected.begin == 53 * 768);
   CHECK(expected.end == 60000);
   CHECK(part->data.rows() == expected.size());
-  CHECK(part->source.find("records 40192-60000") != std::string::npos);
+  CHECK(part->source.find("records 40704-60000") != std::string::npos);
   auto whole = io::read_dataset("fashion-mnist", io::split::train, {});
   REQUIRE(whole.ok());
-  CHECK(part->data.dense().row(0) == whole->data.dense().row(40192));
+  CHECK(part->data.dense().row(0) == whole->data.dense().row(40704));
   CHECK(part->data.y[expected.size() - 1] == whole->data.y[59999]);
 }
 
