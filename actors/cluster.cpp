@@ -3,6 +3,7 @@
 #include "actors/fan_out.hpp"
 #include "actors/node.hpp"
 #include "actors/shard.hpp"
+#include "io/assembly.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -44,6 +45,29 @@ struct cluster::impl {
     return ask<shard_actor>(j, "creating a shard", [&](std::uint64_t round) {
       self->send(nodes[j], spawn_atom::value, round, token, spec);
     });
+  }
+
+  /// Ships rows `range` of `data` to node j and creates a shard on them: in one message when they
+  /// fit in a piece, else piece by piece (see the node protocol), then the shard on what arrived.
+  result<shard_actor> ship_on(std::size_t j, const model::model_shape& shape,
+                              const std::shared_ptr<const model::dataset>& data,
+                              model::row_range range, const block_layout& layout) {
+    const auto pieces = io::pieces_of(*data, range, piece_bytes);
+    if (pieces.size() <= 1)
+      return spawn_on(j, shard_spec{shape, data_block{data, range}, layout});
+    const auto whole = io::extent_of(*data, range);
+    for (const auto& piece : pieces) {
+      auto received = ask<std::int64_t>(j, "shipping a shard's data", [&](std::uint64_t round) {
+        self->send(nodes[j], append_atom::value, round, whole.rows, whole.nonzeros,
+                   piece.begin - range.begin, data_block{data, piece});
+      });
+      if (!received)
+        return received.error();
+      if (*received != piece.end - range.begin)
+        return fail("node " + nodes.name(j) + " reported " + std::to_string(*received)
+                    + " rows received, " + std::to_string(piece.end - range.begin) + " were sent");
+    }
+    return spawn_on(j, shard_spec{shape, data_block{data, {range.end, range.end}}, layout});
   }
 
   /// A node-local shard and what its node read.
@@ -115,6 +139,7 @@ struct cluster::impl {
   std::vector<std::size_t> load;  // shards per node
   std::vector<std::size_t> home;  // node of each peer
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
+  std::int64_t piece_bytes = std::int64_t{8} << 20;  // the most data one message ships
 };
 
 cluster::cluster(std::shared_ptr<impl> state) : impl_(std::move(state)) {}
@@ -128,6 +153,10 @@ const std::vector<connected_node>& cluster::nodes() const {
 
 void cluster::group_per_node(bool on) {
   impl_->per_node = on;
+}
+
+void cluster::ship_in_pieces_of(std::int64_t bytes) {
+  impl_->piece_bytes = std::max<std::int64_t>(bytes, 1);
 }
 
 namespace {
@@ -410,7 +439,7 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
   for (const auto& range : ranges)
     *bounds += model::bounds_of(*data, range, block_rows);
   spawn_fn spawn = [shape, data, ranges, layouts](impl& c, std::size_t node, std::size_t i) {
-    return c.spawn_on(node, shard_spec{shape, data_block{data, ranges[i]}, layouts[i]});
+    return c.ship_on(node, shape, data, ranges[i], layouts[i]);
   };
   return cluster_objective(impl_, std::move(shape), lambda, plan, layouts, blocks, rows, bounds,
                            timeout, std::move(log), std::move(spawn));

@@ -49,11 +49,17 @@ public:
   /// The sums are the same bits either way.
   void group_per_node(bool on);
 
+  /// The most bytes of data one message carries when `ship` sends a shard's rows (default 8 MiB):
+  /// a larger shard goes in pieces. A node's connection keeps a read buffer as large as the
+  /// largest message it received, so this bounds what shipping costs a node beyond the data.
+  void ship_in_pieces_of(std::int64_t bytes);
+
   /// Sends `values` to node `j` and waits for them to come back: one round trip of a vector as the
   /// shard protocol moves theta and gradients. Errors name the node.
   result<void> echo(std::size_t j, const Eigen::VectorXd& values);
 
-  /// Creates shard i on node plan[i] with rows blocks[i] of `data`, shipped once as raw blocks.
+  /// Creates shard i on node plan[i] with rows blocks[i] of `data`, shipped once as raw blocks, in
+  /// pieces of at most `ship_in_pieces_of` bytes.
   /// The objective recreates a lost shard: on its own node if that node still answers, else on the
   /// surviving node with the fewest shards (shipping its block again), and reports it through
   /// `log`; when no node is left, the evaluation fails with a message saying so.

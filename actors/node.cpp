@@ -2,10 +2,12 @@
 
 #include "actors/guard.hpp"
 #include "actors/shard.hpp"
+#include "io/assembly.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <regex>
 #include <unistd.h>
 
@@ -29,11 +31,7 @@ caf::error refuse(const std::string& why) {
 
 /// Bytes a shard's data holds in memory.
 std::int64_t bytes_of(const model::dataset& data) {
-  const std::int64_t labels = data.rows() * static_cast<std::int64_t>(sizeof(double));
-  if (!data.is_sparse())
-    return labels + data.rows() * data.cols() * static_cast<std::int64_t>(sizeof(float));
-  const auto& m = data.sparse();
-  return labels + (m.rows() + 1) * 4 + m.nonZeros() * 8;
+  return io::bytes_of(io::extent_of(data));
 }
 
 /// Half of this machine's memory: the default limit on the data a node holds.
@@ -118,11 +116,13 @@ auto shielded(F body) -> decltype(body()) {
   }
 }
 
-/// The shards, groups and bytes one driver holds on this node.
+/// The shards, groups and bytes one driver holds on this node, and the data it is sending in pieces.
 struct driver_share {
   std::vector<shard_actor> shards;
   std::vector<shard_actor> groups;
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0;                      ///< the shards' data and the staged data
+  std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
+  std::int64_t staged_bytes = 0;
 };
 
 /// Checks a block layout from a peer: a first block and rows per block a dataset can have.
@@ -161,6 +161,15 @@ public:
       },
       [](echo_atom, std::uint64_t round, const dense_vector& v)
         -> caf::result<std::uint64_t, dense_vector> { return {round, v}; },
+      [this](append_atom, std::uint64_t round, std::int64_t rows, std::int64_t nonzeros,
+             std::int64_t first_row, const data_block& piece) -> caf::result<std::uint64_t, std::int64_t> {
+        return shielded([&]() -> caf::result<std::uint64_t, std::int64_t> {
+          auto received = stage(rows, nonzeros, first_row, piece);
+          if (!received)
+            return std::move(received.error());
+          return {round, *received};
+        });
+      },
       [this](spawn_atom, std::uint64_t round, const access_token& token,
              shard_spec& spec) -> caf::result<std::uint64_t, shard_actor> {
         return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
@@ -247,14 +256,71 @@ private:
                    const block_layout& layout, const access_token& token) {
     const auto bytes = bytes_of(*data);
     auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token);
-    auto& share = drivers_[driver];
-    if (share.shards.empty())
-      monitor(driver);
+    auto& share = share_of(driver);
     share.shards.push_back(shard);
     share.bytes += bytes;
     bytes_ += bytes;
     ++shards_;
     return shard;
+  }
+
+  /// What `driver` holds here; watched from the first thing it holds on.
+  driver_share& share_of(const caf::actor_addr& driver) {
+    auto [it, added] = drivers_.try_emplace(driver);
+    if (added)
+      monitor(driver);
+    return it->second;
+  }
+
+  /// Forgets the data `share` was receiving in pieces, and its bytes.
+  void drop_staged(driver_share& share) {
+    share.staged.reset();
+    share.bytes -= share.staged_bytes;
+    bytes_ -= share.staged_bytes;
+    share.staged_bytes = 0;
+  }
+
+  /// A piece of the data of the requesting driver's next shard (see the protocol): the rows
+  /// received so far, or why the piece was refused (the data received so far is then dropped).
+  caf::expected<std::int64_t> stage(std::int64_t rows, std::int64_t nonzeros, std::int64_t first_row,
+                                    const data_block& piece) {
+    if (!piece.data || piece.rows.begin != 0 || piece.rows.end != piece.data->rows())
+      return make_error(errc::dimension_mismatch, "invalid data piece: no data");
+    if (first_row == 0) {
+      const io::data_extent whole{piece.data->is_sparse(), rows, piece.data->cols(), nonzeros};
+      if (auto ok = io::check_extent(whole); !ok)
+        return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
+      if (whole.cols > limits_.dimension)
+        return refuse("invalid data piece: " + std::to_string(whole.cols)
+                      + " features, more than this node's limit of "
+                      + std::to_string(limits_.dimension) + " parameters");
+      if (const auto it = drivers_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
+          it != drivers_.end())
+        drop_staged(it->second);  // a new shard's data replaces what was left unfinished
+      const auto bytes = io::bytes_of(whole);
+      auto driver = admit(bytes);
+      if (!driver)
+        return refuse(driver.error().message());
+      auto assembly = io::dataset_assembly::start(whole);
+      if (!assembly)
+        return make_error(errc::dimension_mismatch, "invalid data piece: " + assembly.error().message());
+      auto& share = share_of(*driver);
+      share.staged = std::move(*assembly);
+      share.staged_bytes = bytes;
+      share.bytes += bytes;
+      bytes_ += bytes;
+    }
+    const auto it = drivers_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
+    if (it == drivers_.end() || !it->second.staged)
+      return make_error(errc::dimension_mismatch,
+                        "invalid data piece: it starts at row " + std::to_string(first_row)
+                          + ", but no data is arriving (a first piece starts at row 0)");
+    auto& share = it->second;
+    if (auto ok = share.staged->append(first_row, *piece.data); !ok) {
+      drop_staged(share);
+      return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
+    }
+    return share.staged->rows_received();
   }
 
   /// Ends shards. The exits come from a scoped actor that no peer can name: a guarded shard
@@ -308,7 +374,22 @@ private:
 
   caf::expected<shard_actor> spawn_shipped(const access_token& token, const shard_spec& spec) {
     const auto& shape = spec.shape;
-    const auto& block = spec.block;
+    auto block = spec.block;
+    if (block.data && block.rows.size() == 0) {  // the data that arrived in pieces
+      const auto it = drivers_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
+      if (it == drivers_.end() || !it->second.staged)
+        return make_error(errc::dimension_mismatch, "invalid shard request: no data (no rows, and "
+                                                    "none arrived in pieces)");
+      auto& share = it->second;
+      if (!share.staged->complete())
+        return make_error(errc::dimension_mismatch,
+                          "invalid shard request: its data is incomplete, "
+                            + std::to_string(share.staged->rows_received()) + " of "
+                            + std::to_string(share.staged->whole().rows) + " rows arrived");
+      block.data = share.staged->finish();
+      block.rows = {0, block.data->rows()};
+      drop_staged(share);  // counted again below, as the shard's
+    }
     if (auto ok = check_shape(shape, limits_); !ok)
       return refuse("invalid shard request: " + ok.error().message());
     if (auto ok = check_layout(spec.layout); !ok)

@@ -27,6 +27,10 @@ struct shardopt_config : caf::actor_system_config {
       // a killed process closes its sockets and is noticed at once.
       set("middleman.heartbeat-interval", caf::timespan{std::chrono::seconds{1}});
       set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{5}});
+      // Messages are deserialised on the I/O thread, from its read buffer: a BASP worker would
+      // first copy each payload into a buffer of its own, and keep that buffer (as large as the
+      // largest message, a shipped shard) for the life of the process.
+      set("middleman.workers", std::size_t{0});
     }
     if (options.tls.enabled()) {
       load<caf::openssl::manager>();

@@ -91,6 +91,7 @@ std::vector<double> honest_run(actors::runtime& rt, const actors::endpoint& node
   auto cluster = actors::cluster::connect(rt, {node});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
   auto events = std::make_shared<std::vector<std::string>>();
+  cluster->ship_in_pieces_of(4096);  // 150 rows of 88 bytes a shard: 4 pieces each
   auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(data->rows(), 4),
                                  {0, 0, 0, 0}, 30s,
                                  [events](const std::string& event) { events->push_back(event); });
@@ -296,6 +297,32 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         CHECK(contains(big_text, "bytes per driver"));
         break;
       }
+      case 7: {  // Data in pieces: a whole past the byte limit (refused before it is allocated:
+                 // 94 GB), pieces out of order or of other features, a shard on incomplete data.
+        caf::scoped_actor stager{rt.system()};
+        auto append = [&](std::int64_t rows, std::int64_t first_row,
+                          const std::shared_ptr<const model::dataset>& from, model::row_range piece) {
+          return error_of(stager, target, actors::append_atom::value, std::uint64_t{1}, rows,
+                          std::int64_t{0}, first_row, actors::data_block{from, piece});
+        };
+        refusals.push_back(append(std::int64_t{1} << 30, 0, data, {0, 10}));
+        CHECK(contains(refusals.back(), "bytes per driver"));
+        refusals.push_back(append(20, 5, data, {5, 10}));
+        CHECK(contains(refusals.back(), "it starts at row 5, but no data is arriving"));
+        CHECK(append(20, 0, data, {0, 10}) == "no error");
+        const auto wider = make_problem(4, 20, 21, 3);
+        refusals.push_back(append(20, 10, wider, {10, 20}));
+        CHECK(contains(refusals.back(), "a piece of 21 dense features, the data has 20 dense"));
+        refusals.push_back(append(20, 10, data, {10, 20}));  // the refusal dropped the first 10 rows
+        CHECK(contains(refusals.back(), "no data is arriving"));
+        CHECK(append(20, 0, data, {0, 10}) == "no error");
+        const actors::shard_spec received{shape, actors::data_block{data, {10, 10}}, {}};
+        refusals.push_back(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, token, received));
+        CHECK(contains(refusals.back(), "its data is incomplete, 10 of 20 rows arrived"));
+        CHECK(append(20, 10, data, {10, 20}) == "no error");
+        CHECK(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, token, received) == "no error");
+        break;
+      }
       case 0: {  // Forgeries to the group that answers for the honest driver's shards, sent
                  // over and over while the honest driver evaluates: down messages naming it,
                  // responses to made-up request ids (CAF matches a response by id alone) and
@@ -333,7 +360,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
   forger.get();
   REQUIRE(attacked.size() == undisturbed.size());
   CHECK(std::memcmp(attacked.data(), undisturbed.data(), sizeof(double) * attacked.size()) == 0);
-  CHECK(refusals.size() == 24);  // the node's four shards answer as one group
+  CHECK(refusals.size() == 29);  // the node's four shards answer as one group
   CHECK(node.process->running());
   CHECK(rootless.process->running());
   node.process->signal(SIGTERM);
@@ -566,4 +593,34 @@ TEST_CASE("2 nodes x 4 shards: per evaluation each node's sockets carry 1.0-1.1x
   CHECK(std::memcmp(&separate_f, &f, sizeof f) == 0);
   REQUIRE(separate_grad.size() == grad.size());
   CHECK(std::memcmp(separate_grad.data(), grad.data(), sizeof(double) * grad.size()) == 0);
+}
+
+TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in one message each, dense and sparse") {
+  node_process first;
+  node_process second;
+  auto rt = network_runtime();
+  for (const bool sparse : {false, true}) {
+    CAPTURE(sparse);
+    const auto data = shardopt::test::random_problem(5, 600, 20, 3, sparse);
+    auto bits = [&](std::int64_t piece_bytes) {
+      auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
+      REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+      if (piece_bytes > 0)
+        cluster->ship_in_pieces_of(piece_bytes);
+      auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(600, 4),
+                                     {0, 0, 1, 1}, 30s, {});
+      REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+      const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.3, 0.2);
+      Eigen::VectorXd grad;
+      auto f = objective->evaluate(theta, grad);
+      REQUIRE_MESSAGE(f.ok(), f.error().message());
+      std::vector<double> out{*f};
+      out.insert(out.end(), grad.data(), grad.data() + grad.size());
+      return out;
+    };
+    const auto whole = bits(0);
+    const auto pieces = bits(2048);
+    REQUIRE(pieces.size() == whole.size());
+    CHECK(std::memcmp(pieces.data(), whole.data(), sizeof(double) * whole.size()) == 0);
+  }
 }
