@@ -367,7 +367,7 @@ private:
         return refuse("invalid group request: a member is not a distinct shard of this driver here");
       seen.push_back(addr);
     }
-    auto group = spawn_group(system(), members, token);
+    auto group = spawn_group(system(), members, threads_, token);
     share.groups.push_back(group);
     return group;
   }

@@ -2,7 +2,10 @@
 
 #include "actors/guard.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -162,45 +165,59 @@ using gatherer_actor = caf::typed_actor<
   caf::reacts_to<quality_atom, access_token, access_token, std::uint64_t, dense_vector>>;
 
 gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector<shard_actor> members,
-                                       group_actor group) {
+                                       std::size_t window, group_actor group) {
   for (const auto& member : members)
     self->monitor(member);
   self->set_down_handler([self](caf::down_msg& down) { self->quit(down.reason); });
-  auto gather = [self, members, group](const access_token& ticket, auto ask) {
+  window = std::clamp<std::size_t>(window, 1, std::max<std::size_t>(members.size(), 1));
+  // Asks the members `window` at a time, the next as each one answers: at most `window` of them
+  // hold their dimension-sized buffers at once.
+  auto gather = [self, members, window, group](const access_token& ticket, auto ask) {
     struct pending {
+      std::size_t next = 0;
       std::size_t left = 0;
       std::optional<block_sums> total;
       bool done = false;
+      std::function<void()> ask_next;
     };
     auto state = std::make_shared<pending>();
     state->left = members.size();
-    for (const auto& member : members)
-      ask(member).then(
-        [self, group, ticket, state](std::uint64_t, block_sums& part) {
-          if (state->done)
+    std::weak_ptr<pending> weak = state;  // the handlers hold the state; it must not hold itself
+    state->ask_next = [self, members, group, ticket, ask = std::move(ask), weak] {
+      auto current = weak.lock();
+      if (!current || current->done || current->next == members.size())
+        return;
+      ask(members[current->next++]).then(
+        [self, group, ticket, current](std::uint64_t, block_sums& part) {
+          if (current->done)
             return;
-          if (!state->total) {
-            state->total = std::move(part);
-          } else if (auto ok = merge(*state->total, std::move(part)); !ok) {
-            state->done = true;
+          if (!current->total) {
+            current->total = std::move(part);
+          } else if (auto ok = merge(*current->total, std::move(part)); !ok) {
+            current->done = true;
             self->send(group, gathered_atom::value, ticket,
                        make_error(errc::shard_failed, ok.error().message()));
             return;
           }
-          if (--state->left == 0) {
-            state->done = true;
-            self->send(group, gathered_atom::value, ticket, std::move(*state->total));
-          }
-        },
-        [self, group, ticket, state](caf::error& err) {
-          if (state->done)
+          if (--current->left == 0) {
+            current->done = true;
+            self->send(group, gathered_atom::value, ticket, std::move(*current->total));
             return;
-          state->done = true;
+          }
+          current->ask_next();
+        },
+        [self, group, ticket, current](caf::error& err) {
+          if (current->done)
+            return;
+          current->done = true;
           if (err == caf::sec::request_receiver_down)  // a member ended with the request queued
             self->quit(std::move(err));
           else
             self->send(group, gathered_atom::value, ticket, std::move(err));
         });
+    };
+    for (std::size_t i = 0; i < window; ++i)
+      state->ask_next();
   };
   return {
     [self, gather](eval_atom atom, const access_token& ticket, const access_token& token,
@@ -232,12 +249,14 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
 /// members when it ends: the driver sees one peer go down and recreates the group.
 class group_impl : public guarded<group_actor::base> {
 public:
-  group_impl(caf::actor_config& config, std::vector<shard_actor> members, access_token token)
-    : guarded<group_actor::base>(config), members_(std::move(members)), token_(token) {}
+  group_impl(caf::actor_config& config, std::vector<shard_actor> members, std::size_t window,
+             access_token token)
+    : guarded<group_actor::base>(config), members_(std::move(members)), window_(window),
+      token_(token) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
-    gatherer_ = spawn<caf::monitored>(gatherer, members_, caf::actor_cast<group_actor>(this));
+    gatherer_ = spawn<caf::monitored>(gatherer, members_, window_, caf::actor_cast<group_actor>(this));
     set_down_handler([this](caf::down_msg& down) {
       if (down.source == caf::actor_cast<caf::actor_addr>(gatherer_))
         quit(caf::exit_reason::user_shutdown);
@@ -312,6 +331,7 @@ private:
   }
 
   std::vector<shard_actor> members_;
+  std::size_t window_;
   access_token token_;
   gatherer_actor gatherer_;
   std::unordered_map<access_token, waiting, ticket_hash> waiting_;
@@ -327,8 +347,8 @@ shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
 }
 
 shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
-                        const access_token& token) {
-  return caf::actor_cast<shard_actor>(system.spawn<group_impl>(std::move(members), token));
+                        std::size_t window, const access_token& token) {
+  return caf::actor_cast<shard_actor>(system.spawn<group_impl>(std::move(members), window, token));
 }
 
 } // namespace shardopt::actors

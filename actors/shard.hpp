@@ -27,9 +27,11 @@ shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
 
 /// Spawns a group over shards of this process: it answers the shard protocol with the sum of its
 /// members' replies (one request and one reply per node instead of per shard), goes down when a
-/// member does, and ends its members when it ends.
+/// member does, and ends its members when it ends. It asks `window` members at a time (the
+/// node's worker threads: more would not compute sooner, and each holds dimension-sized buffers
+/// while it computes).
 shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
-                        const access_token& token);
+                        std::size_t window, const access_token& token);
 
 /// Makes a replacement for peer `index` after it went down (for example on a surviving node), or
 /// fails saying why. Called on the driver thread, inside an evaluation.

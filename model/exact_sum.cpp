@@ -74,8 +74,11 @@ int grid_shift(double units, std::int64_t terms) {
   return log < fixed_bits ? 1 : std::min(log + 1 - fixed_bits, highest_grid - lowest_grid);
 }
 
-exact_sum::exact_sum(std::vector<int> exponents)
-  : words_(exponents.size(), 0), exponents_(std::move(exponents)) {}
+exact_sum::exact_sum(const std::vector<int>& exponents)
+  : words_(exponents.size(), 0), exponents_(exponents.size()) {
+  for (std::size_t i = 0; i < exponents.size(); ++i)
+    exponents_[i] = static_cast<std::int16_t>(std::clamp(exponents[i], lowest_grid, highest_grid));
+}
 
 void exact_sum::deposit(std::size_t i, double value) {
   if (!(std::fabs(value) <= std::numeric_limits<double>::max())) {
@@ -94,7 +97,7 @@ void exact_sum::deposit(std::size_t i, double value) {
 void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values) {
   const auto n = static_cast<std::size_t>(values.size());
   const double* v = values.data();
-  const int* e = exponents_.data() + first;
+  const std::int16_t* e = exponents_.data() + first;
   // The common case, in a loop without branches that the compiler can vectorise: every value
   // finite and every grid's power of two a normal double. Otherwise entry by entry.
   bool plain = true;

@@ -81,10 +81,9 @@ void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n);
 class exact_sum {
 public:
   exact_sum() = default;
-  explicit exact_sum(std::vector<int> exponents);
+  explicit exact_sum(const std::vector<int>& exponents);
 
   std::size_t size() const { return words_.size(); }
-  const std::vector<int>& exponents() const { return exponents_; }
 
   /// The largest |value| / 2^exponent deposited so far: 0 before any, NaN after a non-finite one.
   double max_units() const { return max_units_; }
@@ -109,7 +108,7 @@ public:
 
 private:
   std::vector<std::int64_t> words_;
-  std::vector<int> exponents_;
+  std::vector<std::int16_t> exponents_;  // lowest_grid..highest_grid: two bytes an entry
   double max_units_ = 0;
 };
 

@@ -25,8 +25,10 @@ public:
     : data_(data),
       w_(theta.data(), shape.features, shape.outputs),
       b_(theta.data() + shape.weight_count(), shape.outputs) {
-    if (data.is_sparse())
-      w_rows_ = w_;  // row j of W contiguous: one axpy per non-zero
+    // Sparse data reads W by rows (one axpy per non-zero): a row-major copy, except for one
+    // output, where W's column is already that layout.
+    if (data.is_sparse() && shape.outputs > 1)
+      w_copy_ = w_;
   }
 
   /// zt (outputs x m) = scores of the chunk's rows.
@@ -44,10 +46,12 @@ public:
       zt.noalias() = w_.transpose() * x_chunk_.transpose();
     } else {
       const auto& x = data_.sparse();
+      const Eigen::Map<const row_major_matrix> w_rows(w_copy_.size() > 0 ? w_copy_.data() : w_.data(),
+                                                      w_.rows(), w_.cols());
       zt.setZero();
       for (std::int64_t j = 0; j < c.count; ++j)
         for (sparse_features::InnerIterator it(x, c.row(j)); it; ++it)
-          zt.col(j) += static_cast<double>(it.value()) * w_rows_.row(it.index()).transpose();
+          zt.col(j) += static_cast<double>(it.value()) * w_rows.row(it.index()).transpose();
     }
     zt.colwise() += b_;
   }
@@ -60,7 +64,7 @@ public:
       grad_w.noalias() += x_chunk_.transpose() * rt.transpose();
     } else {
       if (grad_rows_.size() == 0)
-        grad_rows_ = row_major_matrix::Zero(grad_w.rows(), grad_w.cols());
+        grad_rows_ = row_major_matrix::Zero(w_.rows(), w_.cols());
       const auto& x = data_.sparse();
       for (std::int64_t j = 0; j < c.count; ++j)
         for (sparse_features::InnerIterator it(x, c.row(j)); it; ++it)
@@ -93,8 +97,8 @@ private:
   const dataset& data_;
   Eigen::Map<const Eigen::MatrixXd> w_;
   Eigen::Map<const Eigen::VectorXd> b_;
-  row_major_matrix w_rows_;
-  row_major_matrix grad_rows_;
+  row_major_matrix w_copy_;     // sparse data, several outputs: W row-major
+  row_major_matrix grad_rows_;  // sparse data: the gradient of W, row-major
   row_major_matrix x_chunk_;
 };
 
@@ -156,13 +160,15 @@ template <class Each>
 void per_block(const model_shape& shape, const dataset& data, const std::vector<row_range>& blocks,
                chunk_products& products, exact_sum& out, Each each) {
   const auto weights = shape.weight_count();
-  Eigen::VectorXd sums = Eigen::VectorXd::Zero(shape.dimension());
-  Eigen::Map<Eigen::MatrixXd> grad_w(sums.data(), shape.features, shape.outputs);
-  Eigen::Map<Eigen::VectorXd> grad_b(sums.data() + weights, shape.outputs);
-  touched_features touched{data.is_sparse() ? shape.features : 0};
+  // Sparse data accumulates W's gradient in `products` (by rows): here only the biases.
+  const bool sparse = data.is_sparse();
+  Eigen::VectorXd sums = Eigen::VectorXd::Zero(sparse ? shape.outputs : shape.dimension());
+  Eigen::Map<Eigen::MatrixXd> grad_w(sums.data(), sparse ? 0 : shape.features, shape.outputs);
+  Eigen::Map<Eigen::VectorXd> grad_b(sums.data() + (sparse ? 0 : weights), shape.outputs);
+  touched_features touched{sparse ? shape.features : 0};
   for (std::size_t k = 0; k < blocks.size(); ++k) {
     each(k, grad_w, grad_b);
-    if (data.is_sparse()) {
+    if (sparse) {
       products.deposit_rows(touched.of(data.sparse(), blocks[k]), out);
     } else {
       out.deposit(0, sums.head(weights));
