@@ -76,7 +76,7 @@ public:
 
   /// Steihaug-Toint CG for H s = -grad within ||s|| <= radius; returns s and sets `hs` to H s.
   /// Stops at a residual of cg_tolerance ||grad||, on the boundary, or on non-positive curvature
-  /// (going to the boundary along that direction).
+  /// (going to the boundary along that direction; with no boundary yet, stopping where it is).
   Eigen::VectorXd steihaug(const Eigen::VectorXd& grad, double radius, Eigen::VectorXd& hs) {
     const auto n = grad.size();
     const int limit = o_.max_cg_iterations > 0 ? o_.max_cg_iterations : static_cast<int>(n);
@@ -91,6 +91,14 @@ public:
       product(d, hd);
       const double curvature = d.dot(hd);
       if (!(curvature > 0)) {
+        if (!std::isfinite(radius)) {  // the first solve has no region yet
+          if (k == 0) {                // no step so far: TRON's first radius, ||grad||
+            const double scale = grad.norm() / d.norm();
+            s = scale * d;
+            hs = scale * hd;
+          }
+          break;
+        }
         const double tau = to_boundary(s, d, radius);
         s += tau * d;
         hs += tau * hd;
@@ -172,7 +180,11 @@ stop_reason run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
     throw run_ended{stop_reason::evaluation_failed,
                     "objective or gradient is not finite at the initial theta"};
   fn.record(f, grad, 0);
-  double radius = grad.norm();
+  // The first solve is unbounded, and its step's length is the first radius. (TRON starts at
+  // ||grad||, which suits its sum of losses; for a mean of losses ||grad|| is smaller by the number
+  // of examples, and the radius then needs one iteration per factor 4 to reach the solution's scale:
+  // 10 iterations on the synthetic set.)
+  double radius = std::numeric_limits<double>::infinity();
   bool first_step = true;
   bool evaluated_here = true;  // the objective's last evaluation was at x (its products are x's)
   for (;;) {

@@ -272,3 +272,40 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
     CHECK(run.message.find("no further reduction") != std::string::npos);
   }
 }
+
+TEST_CASE("Newton-CG takes the same steps on f and on 1e-6 f: its first radius is the first step's length, not ||grad||") {
+  // A mean of losses is smaller than their sum by the number of examples; TRON's first radius,
+  // ||grad||, would shrink with it and cost one iteration per factor 4 of growth back.
+  struct scaled {
+    quadratic inner;
+    double by = 1;
+    std::int64_t dimension() const { return inner.dimension(); }
+    double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+      const double f = inner.evaluate(x, grad);
+      grad *= by;
+      return by * f;
+    }
+    void hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+      inner.hessian_vector(v, hv);
+      hv *= by;
+    }
+  };
+  const auto q = random_quadratic(40, 5);
+  std::vector<opt::run_result> runs;
+  std::vector<Eigen::VectorXd> minima;
+  for (const double by : {1.0, 1e-6}) {
+    scaled f{q, by};
+    Eigen::VectorXd x = Eigen::VectorXd::Constant(40, 3.0);
+    opt::newton_options options;
+    options.epsilon = 1e-8 * by;
+    runs.push_back(opt::minimize_newton(f, x, options));
+    minima.push_back(x);
+    CHECK(runs.back().reason == opt::stop_reason::converged);
+  }
+  CHECK(runs[1].iterations == runs[0].iterations);
+  CHECK(runs[1].evaluations == runs[0].evaluations);
+  CHECK(runs[1].products == runs[0].products);
+  const Eigen::VectorXd exact = q.a.ldlt().solve(q.b);
+  for (const auto& x : minima)
+    CHECK((x - exact).norm() <= 1e-6 * exact.norm());
+}
