@@ -58,7 +58,7 @@ struct cluster::impl {
     const auto whole = io::extent_of(*data, range);
     for (const auto& piece : pieces) {
       auto received = ask<std::int64_t>(j, "shipping a shard's data", [&](std::uint64_t round) {
-        self->send(nodes[j], append_atom::value, round, whole.rows, whole.nonzeros,
+        self->send(nodes[j], append_atom::value, round, token, whole.rows, whole.nonzeros,
                    piece.begin - range.begin, data_block{data, piece});
       });
       if (!received)

@@ -122,7 +122,10 @@ struct driver_share {
   std::vector<shard_actor> groups;
   std::int64_t bytes = 0;                      ///< the shards' data and the staged data
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
-  std::int64_t staged_bytes = 0;
+  access_token staged_token;                   ///< the token its pieces and its shard carry
+  std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
+
+  bool empty() const { return shards.empty() && groups.empty() && !staged; }
 };
 
 /// Checks a block layout from a peer: a first block and rows per block a dataset can have.
@@ -161,10 +164,11 @@ public:
       },
       [](echo_atom, std::uint64_t round, const dense_vector& v)
         -> caf::result<std::uint64_t, dense_vector> { return {round, v}; },
-      [this](append_atom, std::uint64_t round, std::int64_t rows, std::int64_t nonzeros,
-             std::int64_t first_row, const data_block& piece) -> caf::result<std::uint64_t, std::int64_t> {
+      [this](append_atom, std::uint64_t round, const access_token& token, std::int64_t rows,
+             std::int64_t nonzeros, std::int64_t first_row, const data_block& piece)
+        -> caf::result<std::uint64_t, std::int64_t> {
         return shielded([&]() -> caf::result<std::uint64_t, std::int64_t> {
-          auto received = stage(rows, nonzeros, first_row, piece);
+          auto received = stage(token, rows, nonzeros, first_row, piece);
           if (!received)
             return std::move(received.error());
           return {round, *received};
@@ -228,18 +232,21 @@ public:
   }
 
 private:
-  /// The driver behind the current request, if it may hold more shards (of `bytes` more data).
-  result<caf::actor_addr> admit(std::int64_t bytes) {
+  /// The driver behind the current request, if it may hold `bytes` more data and, unless it asks
+  /// for bytes only, one more shard. (Data arriving in pieces holds a shard's place from its
+  /// first piece on.)
+  result<caf::actor_addr> admit(std::int64_t bytes, bool bytes_only = false) {
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
     if (!driver)
       return fail("an anonymous request cannot own shards");
     const auto it = drivers_.find(driver);
-    const std::int64_t mine = it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size());
+    const std::int64_t mine = it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size())
+                                                            + (it->second.staged ? 1 : 0);
     const std::int64_t my_bytes = it == drivers_.end() ? 0 : it->second.bytes;
-    if (mine >= limits_.shards_per_driver)
+    if (!bytes_only && mine >= limits_.shards_per_driver)
       return fail("this node allows " + std::to_string(limits_.shards_per_driver)
                   + " shards per driver");
-    if (shards_ >= limits_.shards)
+    if (!bytes_only && shards_ >= limits_.shards)
       return fail("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
     if (bytes > limits_.bytes_per_driver - my_bytes)
       return fail("the data would exceed this node's limit of "
@@ -272,21 +279,38 @@ private:
     return it->second;
   }
 
-  /// Forgets the data `share` was receiving in pieces, and its bytes.
-  void drop_staged(driver_share& share) {
-    share.staged.reset();
-    share.bytes -= share.staged_bytes;
-    bytes_ -= share.staged_bytes;
-    share.staged_bytes = 0;
+  /// Forgets the data `driver` was receiving in pieces, its bytes and its shard's place; forgets
+  /// the driver when it holds nothing else here.
+  void drop_staged(const caf::actor_addr& driver) {
+    const auto it = drivers_.find(driver);
+    if (it == drivers_.end())
+      return;
+    auto& share = it->second;
+    if (share.staged) {
+      share.staged.reset();
+      share.bytes -= share.staged_bytes;
+      bytes_ -= share.staged_bytes;
+      share.staged_bytes = 0;
+      --shards_;
+    }
+    if (share.empty()) {
+      demonitor(driver);
+      drivers_.erase(it);
+    }
   }
 
   /// A piece of the data of the requesting driver's next shard (see the protocol): the rows
   /// received so far, or why the piece was refused (the data received so far is then dropped).
-  caf::expected<std::int64_t> stage(std::int64_t rows, std::int64_t nonzeros, std::int64_t first_row,
-                                    const data_block& piece) {
-    if (!piece.data || piece.rows.begin != 0 || piece.rows.end != piece.data->rows())
-      return make_error(errc::dimension_mismatch, "invalid data piece: no data");
+  /// The whole is allocated at the first piece (pages a piece has not written are not resident)
+  /// but counted against the limits as it arrives, so announcing costs a peer the bytes it sends.
+  caf::expected<std::int64_t> stage(const access_token& token, std::int64_t rows, std::int64_t nonzeros,
+                                    std::int64_t first_row, const data_block& piece) {
+    const auto asking = caf::actor_cast<caf::actor_addr>(current_sender());
+    if (!piece.data || piece.rows.begin < 0 || piece.rows.end > piece.data->rows()
+        || piece.rows.size() < 1)
+      return make_error(errc::dimension_mismatch, "invalid data piece: no rows");
     if (first_row == 0) {
+      drop_staged(asking);  // a new shard's data replaces what was left unfinished
       const io::data_extent whole{piece.data->is_sparse(), rows, piece.data->cols(), nonzeros};
       if (auto ok = io::check_extent(whole); !ok)
         return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
@@ -294,11 +318,7 @@ private:
         return refuse("invalid data piece: " + std::to_string(whole.cols)
                       + " features, more than this node's limit of "
                       + std::to_string(limits_.dimension) + " parameters");
-      if (const auto it = drivers_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
-          it != drivers_.end())
-        drop_staged(it->second);  // a new shard's data replaces what was left unfinished
-      const auto bytes = io::bytes_of(whole);
-      auto driver = admit(bytes);
+      auto driver = admit(io::bytes_of(whole));  // the whole must fit; it is counted as it comes
       if (!driver)
         return refuse(driver.error().message());
       auto assembly = io::dataset_assembly::start(whole);
@@ -306,20 +326,31 @@ private:
         return make_error(errc::dimension_mismatch, "invalid data piece: " + assembly.error().message());
       auto& share = share_of(*driver);
       share.staged = std::move(*assembly);
-      share.staged_bytes = bytes;
-      share.bytes += bytes;
-      bytes_ += bytes;
+      share.staged_token = token;
+      ++shards_;
     }
-    const auto it = drivers_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
+    const auto it = drivers_.find(asking);
     if (it == drivers_.end() || !it->second.staged)
       return make_error(errc::dimension_mismatch,
                         "invalid data piece: it starts at row " + std::to_string(first_row)
                           + ", but no data is arriving (a first piece starts at row 0)");
     auto& share = it->second;
-    if (auto ok = share.staged->append(first_row, *piece.data); !ok) {
-      drop_staged(share);
+    if (token != share.staged_token)
+      return refuse("invalid data piece: the data arriving here belongs to another token");
+    // CSR: the whole's one extra row start is counted with the first piece.
+    const auto extent = io::extent_of(*piece.data, piece.rows);
+    const auto bytes = io::bytes_of(extent) - (extent.sparse && first_row > 0 ? 4 : 0);
+    if (auto ok = admit(bytes, true); !ok) {
+      drop_staged(asking);
+      return refuse(ok.error().message());
+    }
+    if (auto ok = share.staged->append(first_row, *piece.data, piece.rows); !ok) {
+      drop_staged(asking);
       return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
     }
+    share.staged_bytes += bytes;
+    share.bytes += bytes;
+    bytes_ += bytes;
     return share.staged->rows_received();
   }
 
@@ -337,7 +368,7 @@ private:
       return;
     end_shards(it->second.groups);
     end_shards(it->second.shards);
-    shards_ -= static_cast<std::int64_t>(it->second.shards.size());
+    shards_ -= static_cast<std::int64_t>(it->second.shards.size()) + (it->second.staged ? 1 : 0);
     bytes_ -= it->second.bytes;
     drivers_.erase(it);
   }
@@ -376,11 +407,14 @@ private:
     const auto& shape = spec.shape;
     auto block = spec.block;
     if (block.data && block.rows.size() == 0) {  // the data that arrived in pieces
-      const auto it = drivers_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
+      const auto asking = caf::actor_cast<caf::actor_addr>(current_sender());
+      const auto it = drivers_.find(asking);
       if (it == drivers_.end() || !it->second.staged)
         return make_error(errc::dimension_mismatch, "invalid shard request: no data (no rows, and "
                                                     "none arrived in pieces)");
       auto& share = it->second;
+      if (token != share.staged_token)
+        return refuse("invalid shard request: the data that arrived belongs to another token");
       if (!share.staged->complete())
         return make_error(errc::dimension_mismatch,
                           "invalid shard request: its data is incomplete, "
@@ -388,7 +422,7 @@ private:
                             + std::to_string(share.staged->whole().rows) + " rows arrived");
       block.data = share.staged->finish();
       block.rows = {0, block.data->rows()};
-      drop_staged(share);  // counted again below, as the shard's
+      drop_staged(asking);  // its bytes and place are counted again below, as the shard's
     }
     if (auto ok = check_shape(shape, limits_); !ok)
       return refuse("invalid shard request: " + ok.error().message());

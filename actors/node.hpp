@@ -14,17 +14,20 @@
 //       floating-point format (vectors and data travel as raw bytes).
 //   (echo_atom, round, dense_vector v) -> (round, dense_vector v)
 //       Sends the vector back: measures the link (latency, bandwidth) without any computation.
-//   (append_atom, round, int64 rows, int64 nonzeros, int64 first_row, data_block piece)
+//   (append_atom, round, access_token, int64 rows, int64 nonzeros, int64 first_row, data_block piece)
 //       -> (round, int64 rows_received)
 //       Receives a shard's data in pieces of consecutive rows, so that no message is larger than a
 //       piece (CAF keeps a connection's read buffer as large as the largest message it read). A
 //       piece at row 0 announces the whole (rows, and non-zeros for sparse data; its features and
-//       kind are the piece's), which is counted against the limits and allocated at once,
-//       replacing whatever this driver had been sending; each later piece must start where the
-//       last one ended and fit what is left. One such data per driver at a time.
+//       kind are the piece's), which must fit the limits and takes a shard's place; it is
+//       allocated at once but counted as its pieces arrive, and replaces whatever this driver had
+//       been sending. Each later piece must carry the same token, start where the last one ended
+//       and fit what is left; a refused piece drops what arrived. One such data per driver at a
+//       time, dropped when the driver goes away.
 //   (spawn_atom, round, access_token, shard_spec) -> (round, shard_actor)
 //       Creates one shard from a shipped block of data, answering only requests that carry the
-//       token; a block of no rows means the data received in pieces, which must be complete. The
+//       token; a block of no rows means the data received in pieces under that token, which must
+//       be complete. The
 //       data is checked first (shape, label values, block layout) and counted against the limits.
 //   (group_atom, round, access_token, vector<shard_actor> members) -> (round, shard_actor)
 //       Creates a group over shards this driver holds on this node (each named once): it answers
@@ -173,8 +176,8 @@ using node_actor = caf::typed_actor<
   caf::replies_to<hello_atom, std::uint64_t, std::uint32_t, std::vector<char>>::with<std::uint64_t,
                                                                                       node_info>,
   caf::replies_to<echo_atom, std::uint64_t, dense_vector>::with<std::uint64_t, dense_vector>,
-  caf::replies_to<append_atom, std::uint64_t, std::int64_t, std::int64_t, std::int64_t,
-                  data_block>::with<std::uint64_t, std::int64_t>,
+  caf::replies_to<append_atom, std::uint64_t, access_token, std::int64_t, std::int64_t,
+                  std::int64_t, data_block>::with<std::uint64_t, std::int64_t>,
   caf::replies_to<spawn_atom, std::uint64_t, access_token, shard_spec>::with<std::uint64_t,
                                                                              shard_actor>,
   caf::replies_to<scan_atom, std::uint64_t, access_token, part_message>::with<std::uint64_t,

@@ -8,9 +8,11 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <malloc.h>
 #include <pthread.h>
 #include <thread>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace shardopt::apps {
 

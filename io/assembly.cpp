@@ -41,14 +41,16 @@ data_extent extent_of(const model::dataset& data, model::row_range rows) {
 std::vector<model::row_range> pieces_of(const model::dataset& data, model::row_range range,
                                         std::int64_t max_bytes) {
   std::vector<model::row_range> pieces;
+  // CSR holds one more row start than rows: each piece counts it once, as bytes_of does.
+  const std::int64_t fixed = data.is_sparse() ? 4 : 0;
   auto begin = range.begin;
-  std::int64_t bytes = 0;
+  std::int64_t bytes = fixed;
   for (auto row = range.begin; row < range.end; ++row) {
     const auto more = row_bytes(data, row);
     if (row > begin && bytes + more > max_bytes) {
       pieces.push_back({begin, row});
       begin = row;
-      bytes = 0;
+      bytes = fixed;
     }
     bytes += more;
   }
@@ -58,15 +60,28 @@ std::vector<model::row_range> pieces_of(const model::dataset& data, model::row_r
 }
 
 result<void> check_extent(const data_extent& whole) {
-  if (whole.rows < 0 || whole.cols < 0 || whole.nonzeros < 0 || whole.rows > largest
-      || whole.cols > largest || (whole.cols > 0 && whole.rows > largest / whole.cols))
-    return fail("impossible data extent: " + std::to_string(whole.rows) + " rows of "
-                + std::to_string(whole.cols) + " features");
-  if (!whole.sparse && whole.nonzeros != 0)
-    return fail("impossible data extent: non-zeros given for dense data");
+  const auto describe = [&] {
+    return "impossible data extent: " + std::to_string(whole.rows) + " rows of "
+           + std::to_string(whole.cols) + " features";
+  };
+  if (whole.rows < 0 || whole.cols < 0 || whole.nonzeros < 0 || whole.rows > largest || whole.cols > largest)
+    return fail(describe());
+  const bool cells_past = whole.cols > 0 && whole.rows > largest / whole.cols;  // rows x cols > 2^40
+  if (!whole.sparse) {
+    if (whole.nonzeros != 0)
+      return fail("impossible data extent: non-zeros given for dense data");
+    if (cells_past)
+      return fail(describe() + ", more than 2^40 dense cells");
+    return {};
+  }
+  if (whole.cols > std::numeric_limits<std::int32_t>::max())
+    return fail(describe() + ", more than 32-bit column indices allow");
   if (whole.nonzeros > std::numeric_limits<std::int32_t>::max())
     return fail("impossible data extent: " + std::to_string(whole.nonzeros)
                 + " non-zeros, more than 32-bit offsets allow");
+  if (!cells_past && whole.nonzeros > whole.rows * whole.cols)
+    return fail("impossible data extent: " + std::to_string(whole.nonzeros) + " non-zeros in "
+                + std::to_string(whole.rows) + " rows of " + std::to_string(whole.cols) + " features");
   return {};
 }
 
@@ -86,35 +101,41 @@ result<dataset_assembly> dataset_assembly::start(const data_extent& whole) {
   return dataset_assembly{whole, std::move(data)};
 }
 
-result<void> dataset_assembly::append(std::int64_t first_row, const model::dataset& piece) {
+result<void> dataset_assembly::append(std::int64_t first_row, const model::dataset& source,
+                                      model::row_range piece) {
   if (!data_)
     return fail("this data is already complete");
   if (first_row != rows_)
     return fail("a piece starting at row " + std::to_string(first_row) + ", expected row "
                 + std::to_string(rows_));
-  if (piece.is_sparse() != whole_.sparse || piece.cols() != whole_.cols)
-    return fail("a piece of " + std::to_string(piece.cols()) + (piece.is_sparse() ? " sparse" : " dense")
+  if (source.is_sparse() != whole_.sparse || source.cols() != whole_.cols)
+    return fail("a piece of " + std::to_string(source.cols()) + (source.is_sparse() ? " sparse" : " dense")
                 + " features, the data has " + std::to_string(whole_.cols)
                 + (whole_.sparse ? " sparse" : " dense"));
-  const auto rows = piece.rows();
+  if (piece.begin < 0 || piece.end > source.rows() || piece.begin > piece.end)
+    return fail("a piece of rows " + std::to_string(piece.begin) + "-" + std::to_string(piece.end)
+                + " of data with " + std::to_string(source.rows()));
+  const auto rows = piece.size();
   if (rows > whole_.rows - rows_)
     return fail("a piece of " + std::to_string(rows) + " rows, only " + std::to_string(whole_.rows - rows_)
                 + " are left");
-  data_->y.segment(rows_, rows) = piece.y;
+  data_->y.segment(rows_, rows) = source.y.segment(piece.begin, rows);
   if (!whole_.sparse) {
     if (rows > 0)
-      std::memcpy(std::get<model::dense_features>(data_->x).data() + rows_ * whole_.cols, piece.dense().data(),
+      std::memcpy(std::get<model::dense_features>(data_->x).data() + rows_ * whole_.cols,
+                  source.dense().data() + piece.begin * whole_.cols,
                   static_cast<std::size_t>(rows * whole_.cols) * sizeof(float));
   } else {
-    const auto& from = piece.sparse();
-    const auto nonzeros = static_cast<std::int64_t>(from.outerIndexPtr()[rows] - from.outerIndexPtr()[0]);
+    const auto& from = source.sparse();
+    const auto* outer = from.outerIndexPtr() + piece.begin;
+    const auto nonzeros = static_cast<std::int64_t>(outer[rows] - outer[0]);
     if (nonzeros > whole_.nonzeros - nonzeros_)
       return fail("a piece of " + std::to_string(nonzeros) + " non-zeros, only "
                   + std::to_string(whole_.nonzeros - nonzeros_) + " are left");
     auto& into = std::get<model::sparse_features>(data_->x);
-    const auto first = from.outerIndexPtr()[0];
+    const auto first = outer[0];
     for (std::int64_t i = 1; i <= rows; ++i)
-      into.outerIndexPtr()[rows_ + i] = static_cast<std::int32_t>(nonzeros_ + from.outerIndexPtr()[i] - first);
+      into.outerIndexPtr()[rows_ + i] = static_cast<std::int32_t>(nonzeros_ + outer[i] - first);
     std::copy_n(from.innerIndexPtr() + first, nonzeros, into.innerIndexPtr() + nonzeros_);
     std::copy_n(from.valuePtr() + first, nonzeros, into.valuePtr() + nonzeros_);
     nonzeros_ += nonzeros;

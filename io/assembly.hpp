@@ -27,8 +27,9 @@ struct data_extent {
 /// this is asked (see `dataset_assembly::start`).
 std::int64_t bytes_of(const data_extent& extent);
 
-/// Fails, naming the reason, on an impossible extent: negative sizes, more than 2^40 rows, columns
-/// or dense cells, more than 2^31 - 1 non-zeros (32-bit row offsets), non-zeros for dense data.
+/// Fails, naming the reason, on an impossible extent: negative sizes, more than 2^40 rows or
+/// columns, dense data of more than 2^40 cells or with non-zeros, sparse data of more than 2^31 - 1
+/// columns or non-zeros (32-bit indices and row offsets) or more non-zeros than cells.
 result<void> check_extent(const data_extent& extent);
 
 /// The extent of `data`, or of its rows `rows`.
@@ -51,10 +52,10 @@ public:
   std::int64_t rows_received() const { return rows_; }
   bool complete() const { return rows_ == whole_.rows && nonzeros_ == whole_.nonzeros; }
 
-  /// Copies `piece` (all its rows) in as rows first_row.. of the whole. Fails, naming what, when
-  /// first_row is not the next row expected, the piece's kind or features differ from the
-  /// whole's, or it holds more rows or non-zeros than are left.
-  result<void> append(std::int64_t first_row, const model::dataset& piece);
+  /// Copies rows `piece` of `source` in as rows first_row.. of the whole. Fails, naming what, when
+  /// first_row is not the next row expected, the source's kind or features differ from the
+  /// whole's, the rows are not the source's, or they hold more rows or non-zeros than are left.
+  result<void> append(std::int64_t first_row, const model::dataset& source, model::row_range piece);
 
   /// The complete dataset; leaves this assembly empty. Only when `complete()`.
   std::shared_ptr<model::dataset> finish();

@@ -90,21 +90,25 @@ public:
     for (int k = 0; k < limit && std::sqrt(rr) > tolerance; ++k) {
       product(d, hd);
       const double curvature = d.dot(hd);
-      if (!(curvature > 0)) {
-        if (!std::isfinite(radius)) {  // the first solve has no region yet
-          if (k == 0) {                // no step so far: TRON's first radius, ||grad||
-            const double scale = grad.norm() / d.norm();
-            s = scale * d;
-            hs = scale * hd;
-          }
-          break;
+      const double alpha = rr / curvature;
+      // The first solve has no region yet: where the region would stop it (no positive
+      // curvature, or a step past what a double holds), it stops where it is; with no step so
+      // far it steps ||grad|| along d (TRON's first radius).
+      if (!std::isfinite(radius)
+          && (!(curvature > 0) || !std::isfinite(alpha) || !(s + alpha * d).allFinite())) {
+        if (k == 0) {
+          const double scale = grad.norm() / d.norm();
+          s = scale * d;
+          hs = scale * hd;
         }
+        break;
+      }
+      if (!(curvature > 0)) {
         const double tau = to_boundary(s, d, radius);
         s += tau * d;
         hs += tau * hd;
         break;
       }
-      const double alpha = rr / curvature;
       if ((s + alpha * d).norm() >= radius) {
         const double tau = to_boundary(s, d, radius);
         s += tau * d;
@@ -198,6 +202,14 @@ stop_reason run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
     }
     const Eigen::VectorXd s = fn.steihaug(grad, radius, hs);
     const double snorm = s.norm();
+    if (!std::isfinite(snorm) || !hs.allFinite()) {  // a step past what a double holds
+      radius = sigma1 * (std::isfinite(radius) ? radius : grad.norm());
+      first_step = false;
+      if (!(radius > std::numeric_limits<double>::min()))
+        throw run_ended{stop_reason::line_search_failed,
+                        "the trust region shrank to nothing around steps past a double's range"};
+      continue;
+    }
     const double gs = grad.dot(s);
     // The quadratic model's reduction: -(g's + s'Hs/2).
     const double predicted = -(gs + 0.5 * s.dot(hs));

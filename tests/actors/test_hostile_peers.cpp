@@ -298,28 +298,41 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
         break;
       }
       case 7: {  // Data in pieces: a whole past the byte limit (refused before it is allocated:
-                 // 94 GB), pieces out of order or of other features, a shard on incomplete data.
+                 // 94 GB), no rows, more non-zeros than cells, pieces out of order, of other
+                 // features or under another token, a shard on incomplete data or another token.
         caf::scoped_actor stager{rt.system()};
+        const auto other = actors::access_token::random();
+        // "received N" for an accepted piece, else the refusal.
         auto append = [&](std::int64_t rows, std::int64_t first_row,
-                          const std::shared_ptr<const model::dataset>& from, model::row_range piece) {
-          return error_of(stager, target, actors::append_atom::value, std::uint64_t{1}, rows,
-                          std::int64_t{0}, first_row, actors::data_block{from, piece});
+                          const std::shared_ptr<const model::dataset>& from, model::row_range piece,
+                          const actors::access_token& with, std::int64_t nonzeros = 0) {
+          std::string text = "no reply";
+          stager->request(target, 10s, actors::append_atom::value, std::uint64_t{1}, with, rows,
+                          nonzeros, first_row, actors::data_block{from, piece})
+            .receive([&](std::uint64_t, std::int64_t received) { text = "received " + std::to_string(received); },
+                     [&](caf::error& err) { text = actors::describe(err, stager->system()); });
+          if (!contains(text, "received"))
+            refusals.push_back(text);
+          return text;
         };
-        refusals.push_back(append(std::int64_t{1} << 30, 0, data, {0, 10}));
-        CHECK(contains(refusals.back(), "bytes per driver"));
-        refusals.push_back(append(20, 5, data, {5, 10}));
-        CHECK(contains(refusals.back(), "it starts at row 5, but no data is arriving"));
-        CHECK(append(20, 0, data, {0, 10}) == "no error");
+        CHECK(contains(append(std::int64_t{1} << 30, 0, data, {0, 10}, token), "bytes per driver"));
+        CHECK(contains(append(20, 0, data, {0, 0}, token), "invalid data piece: no rows"));
+        const auto sparse = shardopt::test::random_problem(4, 20, 20, 3, true);
+        CHECK(contains(append(20, 0, sparse, {0, 10}, token, std::int64_t{1} << 30),
+                       "1073741824 non-zeros in 20 rows of 20 features"));
+        CHECK(contains(append(20, 5, data, {5, 10}, token), "it starts at row 5, but no data is arriving"));
+        CHECK(append(20, 0, data, {0, 10}, token) == "received 10");
         const auto wider = make_problem(4, 20, 21, 3);
-        refusals.push_back(append(20, 10, wider, {10, 20}));
-        CHECK(contains(refusals.back(), "a piece of 21 dense features, the data has 20 dense"));
-        refusals.push_back(append(20, 10, data, {10, 20}));  // the refusal dropped the first 10 rows
-        CHECK(contains(refusals.back(), "no data is arriving"));
-        CHECK(append(20, 0, data, {0, 10}) == "no error");
+        CHECK(contains(append(20, 10, wider, {10, 20}, token), "a piece of 21 dense features, the data has 20 dense"));
+        CHECK(contains(append(20, 10, data, {10, 20}, token), "no data is arriving"));  // the refusal dropped rows 0-9
+        CHECK(append(20, 0, data, {0, 10}, token) == "received 10");
+        CHECK(contains(append(20, 10, data, {10, 20}, other), "belongs to another token"));
         const actors::shard_spec received{shape, actors::data_block{data, {10, 10}}, {}};
         refusals.push_back(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, token, received));
         CHECK(contains(refusals.back(), "its data is incomplete, 10 of 20 rows arrived"));
-        CHECK(append(20, 10, data, {10, 20}) == "no error");
+        CHECK(append(20, 10, data, {10, 20}, token) == "received 20");
+        refusals.push_back(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, other, received));
+        CHECK(contains(refusals.back(), "belongs to another token"));
         CHECK(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, token, received) == "no error");
         break;
       }
@@ -360,7 +373,7 @@ TEST_CASE("a hostile client cannot end, misuse or overload a node, and the hones
   forger.get();
   REQUIRE(attacked.size() == undisturbed.size());
   CHECK(std::memcmp(attacked.data(), undisturbed.data(), sizeof(double) * attacked.size()) == 0);
-  CHECK(refusals.size() == 29);  // the node's four shards answer as one group
+  CHECK(refusals.size() == 33);  // the node's four shards answer as one group
   CHECK(node.process->running());
   CHECK(rootless.process->running());
   node.process->signal(SIGTERM);
@@ -595,21 +608,29 @@ TEST_CASE("2 nodes x 4 shards: per evaluation each node's sockets carry 1.0-1.1x
   CHECK(std::memcmp(separate_grad.data(), grad.data(), sizeof(double) * grad.size()) == 0);
 }
 
-TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in one message each, dense and sparse") {
+TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in one message each, dense and sparse, and the pieces carry each row once") {
   node_process first;
   node_process second;
   auto rt = network_runtime();
   for (const bool sparse : {false, true}) {
     CAPTURE(sparse);
     const auto data = shardopt::test::random_problem(5, 600, 20, 3, sparse);
+    // Bytes on this process's connections to both nodes while shipping.
+    std::vector<double> shipped;
     auto bits = [&](std::int64_t piece_bytes) {
       auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
       REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
       if (piece_bytes > 0)
         cluster->ship_in_pieces_of(piece_bytes);
+      auto bytes = [&] {
+        return static_cast<double>(shardopt::test::connection_bytes(static_cast<std::uint16_t>(first.port)).total()
+                                   + shardopt::test::connection_bytes(static_cast<std::uint16_t>(second.port)).total());
+      };
+      const double before = bytes();
       auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(600, 4),
                                      {0, 0, 1, 1}, 30s, {});
       REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+      shipped.push_back(bytes() - before);
       const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.3, 0.2);
       Eigen::VectorXd grad;
       auto f = objective->evaluate(theta, grad);
@@ -622,5 +643,11 @@ TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in 
     const auto pieces = bits(2048);
     REQUIRE(pieces.size() == whole.size());
     CHECK(std::memcmp(pieces.data(), whole.data(), sizeof(double) * whole.size()) == 0);
+    // 150 rows a shard (88 bytes dense, about 70 sparse): 5 or more pieces each, 20 or more
+    // requests and replies in all where whole shipping sends none (together at least 100 bytes of
+    // headers each), and no row twice.
+    INFO("bytes shipped whole: " << shipped[0] << ", in pieces: " << shipped[1]);
+    CHECK(shipped[1] >= shipped[0] + 24 * 64);
+    CHECK(shipped[1] <= 1.5 * shipped[0]);
   }
 }

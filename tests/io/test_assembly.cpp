@@ -61,7 +61,7 @@ TEST_CASE("dataset_assembly: rows 37-290 sent in pieces of at most 1 KiB arrive 
     REQUIRE(assembly.ok());
     for (const auto& piece : pieces) {
       CHECK_FALSE(assembly->complete());
-      REQUIRE(assembly->append(piece.begin - range.begin, rows_of(*data, piece)).ok());
+      REQUIRE(assembly->append(piece.begin - range.begin, *data, piece).ok());
       CHECK(assembly->rows_received() == piece.end - range.begin);
     }
     REQUIRE(assembly->complete());
@@ -79,12 +79,12 @@ TEST_CASE("dataset_assembly: a piece out of order, of other features or kind, or
 
   auto a = io::dataset_assembly::start(io::extent_of(*dense, {0, 20}));
   REQUIRE(a.ok());
-  CHECK(message(a->append(5, rows_of(*dense, {5, 10}))) == "a piece starting at row 5, expected row 0");
-  CHECK(message(a->append(0, rows_of(*sparse, {0, 5}))) == "a piece of 6 sparse features, the data has 6 dense");
+  CHECK(message(a->append(5, *dense, {5, 10})) == "a piece starting at row 5, expected row 0");
+  CHECK(message(a->append(0, *sparse, {0, 5})) == "a piece of 6 sparse features, the data has 6 dense");
   const auto wider = shardopt::test::random_problem(8, 40, 7, 2);
-  CHECK(message(a->append(0, rows_of(*wider, {0, 5}))) == "a piece of 7 dense features, the data has 6 dense");
-  REQUIRE(a->append(0, rows_of(*dense, {0, 15})).ok());
-  CHECK(message(a->append(15, rows_of(*dense, {15, 21}))) == "a piece of 6 rows, only 5 are left");
+  CHECK(message(a->append(0, *wider, {0, 5})) == "a piece of 7 dense features, the data has 6 dense");
+  REQUIRE(a->append(0, *dense, {0, 15}).ok());
+  CHECK(message(a->append(15, *dense, {15, 21})) == "a piece of 6 rows, only 5 are left");
   CHECK_FALSE(a->complete());
   CHECK_FALSE(a->finish());  // incomplete: nothing to hand out
 
@@ -93,12 +93,12 @@ TEST_CASE("dataset_assembly: a piece out of order, of other features or kind, or
   extent.nonzeros -= 1;
   auto b = io::dataset_assembly::start(extent);
   REQUIRE(b.ok());
-  CHECK(message(b->append(0, rows_of(*sparse, {0, 10}))).find("non-zeros, only") != std::string::npos);
+  CHECK(message(b->append(0, *sparse, {0, 10})).find("non-zeros, only") != std::string::npos);
   extent.nonzeros += 2;
   auto c = io::dataset_assembly::start(extent);
   REQUIRE(c.ok());
   const auto held = std::to_string(extent.nonzeros - 1);
-  CHECK(message(c->append(0, rows_of(*sparse, {0, 10})))
+  CHECK(message(c->append(0, *sparse, {0, 10}))
         == "the pieces hold " + held + " non-zeros, " + std::to_string(extent.nonzeros) + " were announced");
 }
 
@@ -111,5 +111,7 @@ TEST_CASE("dataset_assembly: impossible extents are refused before anything is a
   CHECK(message({false, std::int64_t{1} << 30, std::int64_t{1} << 30, 0}).find("impossible data extent") != std::string::npos);
   CHECK(message({false, 10, 3, 5}) == "impossible data extent: non-zeros given for dense data");
   CHECK(message({true, 10, 3, std::int64_t{1} << 31}).find("more than 32-bit offsets allow") != std::string::npos);
+  CHECK(message({true, 10, 3, 31}) == "impossible data extent: 31 non-zeros in 10 rows of 3 features");
+  CHECK(message({true, std::int64_t{1} << 30, std::int64_t{1} << 20, 7}) == "ok");  // sparse: no cell limit
   CHECK(message({true, 10, 3, 7}) == "ok");
 }

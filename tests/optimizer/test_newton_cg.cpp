@@ -309,3 +309,33 @@ TEST_CASE("Newton-CG takes the same steps on f and on 1e-6 f: its first radius i
   for (const auto& x : minima)
     CHECK((x - exact).norm() <= 1e-6 * exact.norm());
 }
+
+TEST_CASE("Newton-CG ends, with a stop reason, where the first unbounded solve would step past a double's range") {
+  // f = 1e-310 x0^2 / 2 - x0 + x1^2 / 2: the curvature along the first direction is subnormal,
+  // so the unbounded CG step rr / curvature overflows (the minimum is at x0 = 1e310).
+  struct flat {
+    int evaluations = 0;
+    std::int64_t dimension() const { return 2; }
+    double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+      ++evaluations;
+      grad.resize(2);
+      grad << 1e-310 * x[0] - 1, x[1];
+      return 0.5e-310 * x[0] * x[0] - x[0] + 0.5 * x[1] * x[1];
+    }
+    void hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+      hv.resize(2);
+      hv << 1e-310 * v[0], v[1];
+    }
+  };
+  flat f;
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(2);
+  opt::newton_options options;
+  options.max_iterations = 30;
+  const auto run = opt::minimize_newton(f, x, options);
+  INFO(run.message);
+  CHECK(run.reason != opt::stop_reason::evaluation_failed);
+  CHECK(f.evaluations <= 2 * 30 + 2);
+  CHECK(x.allFinite());
+  CHECK(x[0] >= 1.0);  // it went downhill, along x0
+  CHECK(run.f <= -1.0);
+}
