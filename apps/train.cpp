@@ -167,10 +167,12 @@ result<train_report> train_sharded(const train_options& options, const train_con
   interruptible objective{sharded, controls.interrupt};
   train_report report;
   progress.follow([&](const nlohmann::json& row) {
-    if (objective.stop_now())
-      return false;
+    // The row's iteration was accepted whatever happens next: the history keeps it, so that it
+    // ends at the run's theta and objective also when an interrupt arrives just before the hook.
     if (controls.keep_history)
       report.history.push_back(row);
+    if (objective.stop_now())
+      return false;
     const bool go_on = !controls.on_row || controls.on_row(row);
     return !objective.stop_now() && go_on;  // an interrupt during the hook is still an interrupt
   });
