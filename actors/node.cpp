@@ -1,27 +1,16 @@
 #include "actors/node.hpp"
 
 #include "actors/guard.hpp"
+#include "actors/node_checks.hpp"
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <optional>
-#include <regex>
 #include <unistd.h>
 
 namespace shardopt::actors {
-
-namespace fs = std::filesystem;
-
-std::string redact(const std::string& message) {
-  static const std::regex quoted{"'[^']*'"};
-  auto out = std::regex_replace(message, quoted, "'...'");
-  if (out.size() > 300)
-    out = out.substr(0, 297) + "...";
-  return out;
-}
 
 namespace {
 
@@ -32,75 +21,6 @@ caf::error refuse(const std::string& why) {
 /// Bytes a shard's data holds in memory.
 std::int64_t bytes_of(const model::dataset& data) {
   return io::bytes_of(io::extent_of(data));
-}
-
-/// Half of this machine's memory: the default limit on the data a node holds.
-std::int64_t half_of_memory() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / 2
-                               : std::int64_t{1} << 32;
-}
-
-/// Checks a model shape from a peer: kind, positive sizes, dimension within the limit, with no
-/// product that can overflow.
-result<void> check_shape(const model::model_shape& shape, const node_limits& limits) {
-  if (static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
-    return fail("unknown model kind");
-  if (auto why = model::check_architecture(shape); !why.empty())
-    return fail("bad network: " + why);
-  if (shape.features <= 0 || shape.outputs <= 0)
-    return fail("bad model shape");
-  if (!model::checked_dimension(shape, limits.dimension))
-    return fail("a model of shape " + model::describe(shape) + " exceeds this node's limit of " +
-                std::to_string(limits.dimension) + " parameters");
-  return {};
-}
-
-/// Resolves a dataset spec from a peer inside the data root: "fashion-mnist" or a path (relative
-/// paths are relative to the root). Symbolic links are followed before the check, and a dataset
-/// directory's entries are checked one by one.
-result<std::string> confine(const std::string& spec, const std::string& root) {
-  if (root.empty())
-    return fail("this node serves no node-local data (start it with --data-root DIR)");
-  std::error_code ec;
-  const fs::path wanted = spec == "fashion-mnist" ? fs::path{"/usr/share/datasets/fashion-mnist"}
-                                                  : fs::path{spec};
-  const auto resolved = fs::weakly_canonical(fs::path{root} / wanted, ec);
-  if (ec)
-    return fail(spec + ": cannot resolve the path");
-  auto inside = [&](const fs::path& path) {
-    const auto rel = path.lexically_relative(root);
-    return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
-  };
-  if (!inside(resolved) && resolved != fs::path{root})
-    return fail(spec + ": outside this node's data root");
-  if (fs::is_directory(resolved, ec))
-    for (const auto& entry : fs::directory_iterator{resolved, ec}) {
-      const auto target = fs::weakly_canonical(entry.path(), ec);
-      if (ec || !inside(target))
-        return fail(spec + ": an entry of the dataset directory leads outside this node's data root");
-    }
-  if (spec == "fashion-mnist")
-    return std::string{"fashion-mnist"};
-  return resolved.string();
-}
-
-/// Checks a node-local request from a peer and confines its path.
-result<io::part_request> check_part(io::part_request request, const node_limits& limits) {
-  if (request.parts < 1 || request.parts > limits.parts || request.part < 0
-      || request.part >= request.parts)
-    return fail("part " + std::to_string(request.part) + " of " + std::to_string(request.parts)
-                + " is not a valid part (at most " + std::to_string(limits.parts) + " parts)");
-  if (request.options.features < 0 || request.options.features > limits.dimension
-      || request.options.limit < 0 || request.options.label_column < -(1 << 24)
-      || request.options.label_column > (1 << 24))
-    return fail("invalid read options");
-  auto path = confine(request.spec, limits.data_root);
-  if (!path)
-    return path.error();
-  request.spec = *path;
-  return request;
 }
 
 /// Runs a handler body, turning any exception into an error reply: no request ends the node.

@@ -53,6 +53,7 @@
 //            serving  --(its service stops it, or it dies)-->  gone (every shard ended)
 
 #include "actors/messages.hpp"
+#include "actors/node_checks.hpp"
 #include "io/splits.hpp"
 
 #include <cstdint>
@@ -69,18 +70,6 @@ using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
 using group_atom = caf::atom_constant<caf::atom("group")>;
 using append_atom = caf::atom_constant<caf::atom("append")>;
-
-/// What a node allows its drivers: shards and bytes of data (shipped or read) per driver and in
-/// total, the largest model, and node-local data confined to `data_root`.
-struct node_limits {
-  std::int64_t shards_per_driver = 256;
-  std::int64_t shards = 1024;
-  std::int64_t bytes_per_driver = 0;     ///< 0: as `bytes`
-  std::int64_t bytes = 0;                ///< 0: half of this machine's memory
-  std::int64_t dimension = std::int64_t{1} << 27;  ///< parameters (features x outputs)
-  std::int64_t parts = 65536;            ///< node-local: the largest part count
-  std::string data_root;                 ///< node-local: canonical directory; empty: refused
-};
 
 /// A part of a dataset to read on a node (see io::read_part).
 struct part_message {
@@ -190,8 +179,5 @@ using node_actor = caf::typed_actor<
 /// Spawns a node actor whose shards run on `system`, within `limits`.
 node_actor spawn_node(caf::actor_system& system, std::uint32_t threads, node_limits limits);
 
-/// Removes file contents from a message before it goes to a peer: text a reader quoted from a
-/// file ('...') is replaced by '...', and the message is cut to 300 characters.
-std::string redact(const std::string& message);
 
 } // namespace shardopt::actors

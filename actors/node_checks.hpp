@@ -1,0 +1,44 @@
+#pragma once
+
+// What a node accepts from a peer before it does anything: the limits it enforces, and the checks
+// of a request's model shape and node-local part (its path confined to the data root). Pure
+// functions, no actors (node.cpp applies them).
+
+#include "io/splits.hpp"
+#include "model/linear_model.hpp"
+#include "model/result.hpp"
+
+#include <cstdint>
+#include <string>
+
+namespace shardopt::actors {
+
+/// What a node allows its drivers: shards and bytes of data (shipped or read) per driver and in
+/// total, the largest model, and node-local data confined to `data_root`.
+struct node_limits {
+  std::int64_t shards_per_driver = 256;
+  std::int64_t shards = 1024;
+  std::int64_t bytes_per_driver = 0;     ///< 0: as `bytes`
+  std::int64_t bytes = 0;                ///< 0: half of this machine's memory
+  std::int64_t dimension = std::int64_t{1} << 27;  ///< parameters (features x outputs)
+  std::int64_t parts = 65536;            ///< node-local: the largest part count
+  std::string data_root;                 ///< node-local: canonical directory; empty: refused
+};
+
+/// Half of this machine's memory: the default limit on the data a node holds.
+std::int64_t half_of_memory();
+
+/// Checks a model shape from a peer: kind, positive sizes, dimension within the limit, with no
+/// product that can overflow.
+result<void> check_shape(const model::model_shape& shape, const node_limits& limits);
+
+/// Checks a node-local request from a peer and confines its path to the data root ("fashion-mnist"
+/// or a path, relative paths relative to the root; symbolic links followed before the check, a
+/// dataset directory's entries checked one by one).
+result<io::part_request> check_part(io::part_request request, const node_limits& limits);
+
+/// Removes file contents from a message before it goes to a peer: text a reader quoted from a
+/// file ('...') is replaced by '...', and the message is cut to 300 characters.
+std::string redact(const std::string& message);
+
+} // namespace shardopt::actors
