@@ -6,8 +6,10 @@
 #include "io/assembly.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <unistd.h>
 
 namespace shardopt::actors {
@@ -21,6 +23,13 @@ caf::error refuse(const std::string& why) {
 /// Bytes a shard's data holds in memory.
 std::int64_t bytes_of(const model::dataset& data) {
   return io::bytes_of(io::extent_of(data));
+}
+
+/// "60 s", "0.25 s".
+std::string seconds_text(std::chrono::milliseconds duration) {
+  std::ostringstream text;
+  text << static_cast<double>(duration.count()) / 1000 << " s";
+  return text.str();
 }
 
 /// Runs a handler body, turning any exception into an error reply: no request ends the node.
@@ -44,6 +53,7 @@ struct driver_share {
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
   access_token staged_token;                   ///< the token its pieces and its shard carry
   std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
+  std::chrono::steady_clock::time_point staged_at;  ///< when its last piece arrived
 
   bool empty() const { return shards.empty() && groups.empty() && !staged; }
 };
@@ -88,6 +98,7 @@ public:
              std::int64_t nonzeros, std::int64_t first_row, const data_block& piece)
         -> caf::result<std::uint64_t, std::int64_t> {
         return shielded([&]() -> caf::result<std::uint64_t, std::int64_t> {
+          expire_staged();
           auto received = stage(token, rows, nonzeros, first_row, piece);
           if (!received)
             return std::move(received.error());
@@ -97,6 +108,7 @@ public:
       [this](spawn_atom, std::uint64_t round, const access_token& token,
              shard_spec& spec) -> caf::result<std::uint64_t, shard_actor> {
         return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
+          expire_staged();
           auto shard = spawn_shipped(token, spec);
           if (!shard)
             return std::move(shard.error());
@@ -124,6 +136,7 @@ public:
       [this](spawnpart_atom, std::uint64_t round, const access_token& token, part_shard_spec& spec)
         -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
         return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
+          expire_staged();
           auto shard = spawn_part(token, spec);
           if (!shard)
             return std::move(shard.error());
@@ -219,6 +232,17 @@ private:
     }
   }
 
+  /// Drops the data no piece has extended for `limits_.staging_idle`, whoever was sending it.
+  void expire_staged() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<caf::actor_addr> idle;
+    for (const auto& [driver, share] : drivers_)
+      if (share.staged && now - share.staged_at > limits_.staging_idle)
+        idle.push_back(driver);
+    for (const auto& driver : idle)
+      drop_staged(driver);
+  }
+
   /// A piece of the data of the requesting driver's next shard (see the protocol): the rows
   /// received so far, or why the piece was refused (the data received so far is then dropped).
   /// The whole is allocated at the first piece (pages a piece has not written are not resident)
@@ -253,7 +277,8 @@ private:
     if (it == drivers_.end() || !it->second.staged)
       return make_error(errc::dimension_mismatch,
                         "invalid data piece: it starts at row " + std::to_string(first_row)
-                          + ", but no data is arriving (a first piece starts at row 0)");
+                          + ", but no data is arriving (a first piece starts at row 0; data that "
+                          + "gets no piece for " + seconds_text(limits_.staging_idle) + " is dropped)");
     auto& share = it->second;
     if (token != share.staged_token)
       return refuse("invalid data piece: the data arriving here belongs to another token");
@@ -269,6 +294,7 @@ private:
       return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
     }
     share.staged_bytes += bytes;
+    share.staged_at = std::chrono::steady_clock::now();
     share.bytes += bytes;
     bytes_ += bytes;
     return share.staged->rows_received();

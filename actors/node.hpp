@@ -23,7 +23,8 @@
 //       allocated at once but counted as its pieces arrive, and replaces whatever this driver had
 //       been sending. Each later piece must carry the same token, start where the last one ended
 //       and fit what is left; a refused piece drops what arrived. One such data per driver at a
-//       time, dropped when the driver goes away.
+//       time, dropped when the driver goes away or, once no piece has come for the node's
+//       staging_idle, by the next request that takes room.
 //   (spawn_atom, round, access_token, shard_spec) -> (round, shard_actor)
 //       Creates one shard from a shipped block of data, answering only requests that carry the
 //       token; a block of no rows means the data received in pieces under that token, which must

@@ -8,6 +8,7 @@
 #include "model/linear_model.hpp"
 #include "model/result.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +24,9 @@ struct node_limits {
   std::int64_t dimension = std::int64_t{1} << 27;  ///< parameters (features x outputs)
   std::int64_t parts = 65536;            ///< node-local: the largest part count
   std::string data_root;                 ///< node-local: canonical directory; empty: refused
+  /// Data arriving in pieces that no piece has extended for this long is dropped before the next
+  /// request that takes room (a driver that stalls mid-ship holds nothing for good).
+  std::chrono::milliseconds staging_idle{std::chrono::seconds{60}};
 };
 
 /// Half of this machine's memory: the default limit on the data a node holds.

@@ -69,6 +69,9 @@ void add_node_command(CLI::App& app, node_options& o) {
     ->capture_default_str()->group(limits);
   node->add_option("--max-dimension", o.limits.dimension, "Largest model, in parameters")
     ->capture_default_str()->group(limits);
+  node->add_option("--staging-timeout", o.staging_timeout,
+                   "Seconds a shard's data arriving in pieces may go without a piece before it is "
+                   "dropped")->capture_default_str()->group(limits);
 }
 
 void add_model_options(CLI::App& command, train_options& o) {

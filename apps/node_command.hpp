@@ -18,6 +18,7 @@ struct node_options {
   actors::node_limits limits;  ///< data_root given as typed; canonicalised by run_node
   double max_gib = 0;          ///< limits.bytes in GiB (0: half of this machine's memory)
   double max_gib_per_driver = 0;
+  double staging_timeout = 60;  ///< limits.staging_idle in seconds
 };
 
 /// Runs a node: publishes a node actor, prints "listening on HOST:PORT" on stdout, and serves

@@ -305,6 +305,10 @@ TEST_CASE("malformed input gives a clear error and exit code 1, never a crash") 
   SUBCASE("logistic regression with three classes") {
     expect_error({"train", "--model", "logistic", "--data", p("good.csv")}, {"good.csv:3"});
   }
+  SUBCASE("node limits that are not positive") {
+    expect_error({"node", "--port", "0", "--max-shards", "0"}, {"node limits must be positive"});
+    expect_error({"node", "--port", "0", "--staging-timeout", "0"}, {"--staging-timeout", "(0, 86400]"});
+  }
   SUBCASE("a model file that is not one") {
     write_file(dir / "junk.bin", "definitely not a model");
     expect_error({"eval", "--model-file", p("junk.bin"), "--data", p("good.csv")}, {"junk.bin"});
