@@ -42,8 +42,8 @@ struct run_ended {
 std::string check_options(const newton_options& o) {
   if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0)
     return "epsilon, epsilon_rel and delta must be non-negative";
-  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0)
-    return "past, max_iterations and max_cg_iterations must be non-negative";
+  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0 || o.replay_bytes < 0)
+    return "past, max_iterations, max_cg_iterations and replay_bytes must be non-negative";
   if (!(o.cg_tolerance > 0 && o.cg_tolerance < 1))
     return "cg_tolerance must lie in (0, 1)";
   return {};
@@ -51,12 +51,15 @@ std::string check_options(const newton_options& o) {
 
 namespace {
 
-/// The run: counts, the clock, and the objective's calls turned into `run_ended` on failure.
+/// The run: counts, the clock, the current iterate's kept products, and the objective's calls
+/// turned into `run_ended` on failure.
 class newton_run {
 public:
+  /// `x` is the run's iterate, updated in place by the caller; call `moved()` when it changes.
   newton_run(const evaluate_function& f, const hessian_function& hessian, const newton_options& o,
-             const iteration_hook& hook)
-    : f_(f), hessian_(hessian), o_(o), hook_(hook), start_(clock_type::now()) {}
+             const iteration_hook& hook, const Eigen::VectorXd& x)
+    : f_(f), hessian_(hessian), o_(o), hook_(hook), x_(x), start_(clock_type::now()),
+      keep_limit_(x.size() > 0 ? o.replay_bytes / (x.size() * std::int64_t{sizeof(double)}) : 0) {}
 
   double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     ++info_.evaluations;
@@ -66,12 +69,41 @@ public:
     return *value;
   }
 
-  void product(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+  /// Evaluates a trial point: the objective's products now refer to it, not to the iterate.
+  double evaluate_trial(const Eigen::VectorXd& trial, Eigen::VectorXd& grad) {
+    evaluated_here_ = false;
+    return evaluate(trial, grad);
+  }
+
+  /// The iterate is now the last point evaluated; its products are yet to be asked.
+  void moved() {
+    evaluated_here_ = true;
+    kept_ = 0;
+  }
+
+  /// The k-th product of a solve at the iterate. Every solve at one iterate starts from the same
+  /// gradient, so its k-th direction is the same as the first solve's (the radius decides only
+  /// where a solve stops): kept products are replayed. Others are asked of the objective, after
+  /// evaluating the iterate again if a trial was evaluated since.
+  void product(int k, const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+    if (k < kept_) {
+      hv = kept_products_[static_cast<std::size_t>(k)];
+      return;
+    }
+    if (!evaluated_here_) {
+      evaluate(x_, scratch_);  // same x, same bits: only the objective's cache changes
+      evaluated_here_ = true;
+    }
     ++info_.products;
     if (auto ok = hessian_(v, hv); !ok)
       throw run_ended{stop_reason::evaluation_failed, ok.error().message()};
     if (hv.size() != v.size() || !hv.allFinite())
       throw run_ended{stop_reason::evaluation_failed, "a Hessian-vector product is not finite"};
+    if (k == kept_ && kept_ < keep_limit_) {
+      if (kept_products_.size() <= static_cast<std::size_t>(kept_))
+        kept_products_.emplace_back();
+      kept_products_[static_cast<std::size_t>(kept_++)] = hv;
+    }
   }
 
   /// Steihaug-Toint CG for H s = -grad within ||s|| <= radius; returns s and sets `hs` to H s.
@@ -88,7 +120,7 @@ public:
     double rr = r.squaredNorm();
     const double tolerance = o_.cg_tolerance * grad.norm();
     for (int k = 0; k < limit && std::sqrt(rr) > tolerance; ++k) {
-      product(d, hd);
+      product(k, d, hd);
       const double curvature = d.dot(hd);
       const double alpha = rr / curvature;
       // The first solve has no region yet: where the region would stop it (no positive
@@ -162,9 +194,15 @@ private:
   const hessian_function& hessian_;
   const newton_options& o_;
   const iteration_hook& hook_;
+  const Eigen::VectorXd& x_;
   clock_type::time_point start_;
   iteration_info info_;
   std::vector<double> history_;
+  bool evaluated_here_ = true;  // the objective's last evaluation was at x_ (its products are x_'s)
+  std::int64_t keep_limit_;     // products kept per iterate, from replay_bytes
+  std::int64_t kept_ = 0;       // the iterate's first kept_ products are in kept_products_
+  std::vector<Eigen::VectorXd> kept_products_;
+  Eigen::VectorXd scratch_;
 };
 
 bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const newton_options& o) {
@@ -190,16 +228,11 @@ stop_reason run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
   // 10 iterations on the synthetic set.)
   double radius = std::numeric_limits<double>::infinity();
   bool first_step = true;
-  bool evaluated_here = true;  // the objective's last evaluation was at x (its products are x's)
   for (;;) {
     if (gradient_small(grad, x, o))
       return stop_reason::converged;
     if (o.max_iterations > 0 && fn.info().iteration >= o.max_iterations)
       return stop_reason::max_iterations;
-    if (!evaluated_here) {
-      fn.evaluate(x, trial_grad);  // same x, same bits: only the objective's cache changes
-      evaluated_here = true;
-    }
     const Eigen::VectorXd s = fn.steihaug(grad, radius, hs);
     const double snorm = s.norm();
     if (!std::isfinite(snorm) || !hs.allFinite()) {  // a step past what a double holds
@@ -214,8 +247,7 @@ stop_reason run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
     // The quadratic model's reduction: -(g's + s'Hs/2).
     const double predicted = -(gs + 0.5 * s.dot(hs));
     const Eigen::VectorXd trial = x + s;
-    const double f_trial = fn.evaluate(trial, trial_grad);
-    evaluated_here = false;
+    const double f_trial = fn.evaluate_trial(trial, trial_grad);
     if (first_step) {
       radius = std::min(radius, snorm);
       first_step = false;
@@ -250,7 +282,7 @@ stop_reason run(newton_run& fn, Eigen::VectorXd& x, const newton_options& o) {
       x = trial;
       f = f_trial;
       grad.swap(trial_grad);
-      evaluated_here = true;
+      fn.moved();
       fn.accept(f, grad, snorm);
       continue;
     }
@@ -273,8 +305,8 @@ run_result minimize_newton_erased(const evaluate_function& f, const hessian_func
     out.message = "invalid Newton-CG options: " + problem;
     return out;
   }
-  newton_run fn{f, hessian, options, hook};
   Eigen::VectorXd x = theta;
+  newton_run fn{f, hessian, options, hook, x};
   try {
     out.reason = run(fn, x, options);
   } catch (const run_ended& ended) {

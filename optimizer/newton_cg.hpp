@@ -5,6 +5,8 @@
 
 #include <Eigen/Core>
 
+#include <cstdint>
+
 namespace shardopt::optimizer {
 
 /// Settings of the trust-region Newton-CG method. The stopping tests are L-BFGS's (same meaning,
@@ -17,6 +19,9 @@ struct newton_options {
   int max_iterations = 1000;      ///< accepted steps; 0 = no limit
   double cg_tolerance = 0.1;      ///< CG stops when its residual is <= cg_tolerance * ||grad||
   int max_cg_iterations = 0;      ///< Hessian-vector products per step; 0 = the dimension
+  /// Memory for the current iterate's Hessian-vector products (one vector each), replayed by the
+  /// solve that follows a rejected step; 0 = none (every solve asks the objective).
+  std::int64_t replay_bytes = std::int64_t{256} << 20;
 };
 
 /// Checks options before a run; the message names the first problem, empty when they are fine.
@@ -32,9 +37,13 @@ std::string check_options(const newton_options& options);
 /// Each iteration solves H s = -g inexactly inside the region ||s|| <= Delta, with one product
 /// `hessian(v, hv)` per CG step (at the theta last evaluated: the current iterate), then evaluates
 /// theta + s once; the step is accepted when the actual reduction is at least 1e-4 of the one the
-/// quadratic model predicts, and Delta grows or shrinks with the agreement. A rejected step costs
-/// one more evaluation, at the current iterate, before the next products (the objective's products
-/// refer to its last evaluation). Where the predicted reduction is below 1e-13 |f| (f's rounding
+/// quadratic model predicts, and Delta grows or shrinks with the agreement. After a rejected step
+/// the solve is repeated with the same gradient and a smaller radius: it follows the same CG path
+/// (Steihaug's iterates grow in norm) and stops on it earlier, so it replays the products kept from
+/// the first solve and asks the objective for none. The run takes the same steps as without the
+/// replay, bit for bit; a rejected step costs one pass, its trial's evaluation. Beyond
+/// `replay_bytes` a product is asked again, after one more evaluation at the current iterate (the
+/// objective's products refer to its last evaluation). Where the predicted reduction is below 1e-13 |f| (f's rounding
 /// hides it), a step is accepted when it lowers the gradient's norm by 10% instead. Stops as L-BFGS does
 /// (run.hpp); `line_search_failed` means the region shrank to a step of machine precision.
 /// `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector products.

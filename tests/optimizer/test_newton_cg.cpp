@@ -273,6 +273,70 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
   }
 }
 
+TEST_CASE("after a rejected step Newton-CG replays the iterate's products: the same steps, one pass per rejection") {
+  // Both objectives answer products at their last evaluated point, as shards do: a product asked
+  // after a trial without evaluating the iterate again would take other steps.
+  struct trace {
+    opt::run_result run;
+    Eigen::VectorXd x;
+    std::vector<opt::iteration_info> iterations;
+  };
+  const auto solve = [](auto f, Eigen::VectorXd x, std::int64_t replay_bytes) {
+    opt::newton_options options;
+    options.epsilon = 1e-9;
+    options.replay_bytes = replay_bytes;
+    trace t;
+    t.run = opt::minimize_newton(f, x, options, [&](const opt::iteration_info& info) {
+      t.iterations.push_back(info);
+      return true;
+    });
+    t.x = x;
+    return t;
+  };
+  const auto check = [&](const auto& make, const Eigen::VectorXd& start) {
+    const auto n = start.size();
+    const std::int64_t one_product = n * std::int64_t{sizeof(double)};
+    const trace asked = solve(make(), start, 0);
+    const trace replayed = solve(make(), start, std::int64_t{256} << 20);
+    const trace partly = solve(make(), start, one_product);  // replays one product, asks the rest
+    REQUIRE(asked.run.reason == opt::stop_reason::converged);
+    // Without replay a rejection costs its trial and an evaluation of the iterate again.
+    int rejections = 0;
+    int previous = 1;
+    for (const auto& info : asked.iterations) {
+      rejections += (info.evaluations - previous - 1) / 2;
+      previous = info.evaluations;
+    }
+    REQUIRE(rejections >= 1);  // else this test checks nothing
+    for (const trace* t : {&replayed, &partly}) {
+      CHECK(t->run.reason == asked.run.reason);
+      CHECK(t->run.f == asked.run.f);
+      CHECK(t->x == asked.x);
+      REQUIRE(t->iterations.size() == asked.iterations.size());
+      for (std::size_t i = 0; i < asked.iterations.size(); ++i) {
+        CHECK(t->iterations[i].f == asked.iterations[i].f);
+        CHECK(t->iterations[i].step == asked.iterations[i].step);
+      }
+    }
+    INFO(rejections << " rejections; products asked " << asked.run.products << ", replayed "
+                    << replayed.run.products << ", partly " << partly.run.products);
+    CHECK(replayed.run.evaluations == asked.run.evaluations - rejections);
+    CHECK(replayed.run.products < asked.run.products);
+    CHECK(partly.run.products > replayed.run.products);
+    CHECK(partly.run.products < asked.run.products);
+  };
+  SUBCASE("Rosenbrock from (-1.2, 1)") {
+    Eigen::VectorXd start(2);
+    start << -1.2, 1;
+    check([] { return rosenbrock{}; }, start);
+  }
+  SUBCASE("logistic regression from theta = 3 (its products use the curvature of the last evaluation)") {
+    const auto probe = linear_problem(model::model_kind::logistic, 1, 46);
+    check([] { return linear_problem(model::model_kind::logistic, 1, 46); },
+          Eigen::VectorXd::Constant(probe.dimension(), 3.0));
+  }
+}
+
 TEST_CASE("Newton-CG takes the same steps on f and on 1e-6 f: its first radius is the first step's length, not ||grad||") {
   // A mean of losses is smaller than their sum by the number of examples; TRON's first radius,
   // ||grad||, would shrink with it and cost one iteration per factor 4 of growth back.
