@@ -3,7 +3,6 @@
 
 #include "apps/summary.hpp"
 #include "io/atomic_file.hpp"
-#include "io/report.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -19,11 +18,9 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #ifndef SHARDOPT_GIT_REVISION
 #define SHARDOPT_GIT_REVISION "unknown"
@@ -35,13 +32,6 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 namespace {
-
-std::string slurp(const fs::path& path) {
-  std::ifstream stream{path};
-  std::ostringstream text;
-  text << stream.rdbuf();
-  return text.str();
-}
 
 /// Writes `text` to `path` atomically (io::write_file_atomically); a failure is one line on stderr
 /// naming the file ("sweep: out/results.csv: cannot write: ...") and false.
@@ -60,7 +50,7 @@ std::string dump(const json& value, int indent = -1) {
 /// The status row of a finished run: its status.json, a JSON object with a "status". A missing,
 /// unreadable or truncated status.json means the run has not finished and is to be (re)done.
 std::optional<json> finished_status(const fs::path& dir) {
-  json row = json::parse(slurp(dir / "status.json"), nullptr, false);
+  json row = json::parse(read_text(dir / "status.json"), nullptr, false);
   if (row.is_discarded() || !row.is_object() || !row.contains("status"))
     return std::nullopt;
   return row;
@@ -114,8 +104,8 @@ void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
     for (const auto& [key, literal] : run.overrides)
       params[key] = json_of_literal(literal);
     row["params"] = params;
-    row["config"] = slurp(dir / "config.toml");
-    json summary = json::parse(slurp(dir / "summary.json"), nullptr, false);  // "" if missing
+    row["config"] = read_text(dir / "config.toml");
+    json summary = json::parse(read_text(dir / "summary.json"), nullptr, false);  // "" if missing
     if (summary.is_discarded())
       summary = nullptr;
     row["summary"] = summary;
@@ -223,7 +213,7 @@ int run_sweep(const sweep_options& options) {
     const auto dir = out / planned.name;
     const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     bool ok = code == 0;
-    const auto summary = slurp(dir / "summary.json.part");
+    const auto summary = read_text(dir / "summary.json.part");
     if (ok && json::parse(summary, nullptr, false).is_discarded())
       ok = false;
     if (ok) {
@@ -237,7 +227,7 @@ int run_sweep(const sweep_options& options) {
     json status_row{{"status", ok ? "ok" : "failed"}, {"exit_code", code}, {"seconds", seconds},
                     {"timestamp", run.timestamp}, {"host", host_name()}, {"git_revision", SHARDOPT_GIT_REVISION}};
     if (!ok) {
-      const auto log = slurp(dir / "stderr.log");
+      const auto log = read_text(dir / "stderr.log");
       status_row["error"] = log.substr(log.size() > 2000 ? log.size() - 2000 : 0);
     }
     // Without its status.json the run counts as not finished, and the next sweep does it again.
@@ -303,86 +293,6 @@ int run_sweep(const sweep_options& options) {
   std::fprintf(stderr, "sweep: %zu runs, %zu run now, %zu finished before, %zu failed%s; results in %s\n", total,
                done, skipped, failed, not_run.c_str(), (out / "results.jsonl").c_str());
   return failed == 0 && unstarted == 0 && !stopping ? 0 : 1;
-}
-
-int run_report(const report_options& options) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (fs::recursive_directory_iterator it{options.results, ec}, end; !ec && it != end; it.increment(ec))
-    if (it->path().filename() == "results.jsonl")
-      files.push_back(it->path());
-  if (ec || files.empty())
-    return report_error(options.results + ": no results.jsonl found (run `shardopt sweep` first)");
-  std::sort(files.begin(), files.end());
-  std::vector<io::report_run> runs;
-  for (const auto& file : files) {
-    std::istringstream lines{slurp(file)};
-    std::string line;
-    int number = 0;
-    while (std::getline(lines, line)) {
-      ++number;
-      if (line.empty())
-        continue;
-      const auto row = json::parse(line, nullptr, false);
-      const auto where = file.string() + ":" + std::to_string(number);
-      if (row.is_discarded() || !row.is_object() || !row.contains("run") || !row["run"].is_string())
-        return report_error(where + ": not a results row");
-      // A row of the wrong shape (a number where text belongs) is a json::type_error.
-      try {
-        io::report_run run;
-        run.name = (files.size() > 1 ? file.parent_path().filename().string() + "/" : "") + row["run"].get<std::string>();
-        run.status = row.value("status", "unknown");
-        run.config = row.value("config", "");
-        const auto params = row.value("params", json::object());
-        for (const auto& [key, value] : params.items())
-          run.columns.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
-        const auto summary = row.value("summary", json{});
-        if (summary.is_object()) {
-          for (const char* key : {"mode", "solver", "objective", "train_accuracy", "test_accuracy", "iterations", "steps",
-                                  "seconds", "examples_per_second", "stop_reason"})
-            if (summary.contains(key) && !summary[key].is_null())
-              run.columns.emplace_back(key, summary[key].is_string() ? summary[key].get<std::string>()
-                                                                     : summary[key].dump());
-          if (summary.contains("examples_per_second"))
-            run.throughput = summary["examples_per_second"].get<double>();
-          else if (summary.contains("evaluations") && summary.contains("examples") && summary.value("seconds", 0.0) > 0)
-            // Passes over the data: evaluations plus Hessian-vector products (newton-cg).
-            run.throughput = (summary["evaluations"].get<double>() + summary.value("hessian_products", 0.0)) *
-                             summary["examples"].get<double>() / summary["seconds"].get<double>();
-        }
-        // The per-iteration (or per-log-step) metrics of the run.
-        std::istringstream metrics{slurp(file.parent_path() / row.value("dir", "") / "metrics.jsonl")};
-        std::string m;
-        while (std::getline(metrics, m)) {
-          const auto point = json::parse(m, nullptr, false);
-          if (point.is_discarded() || !point.is_object())
-            continue;
-          const double t = point.value("seconds", 0.0);
-          if (point.contains("objective")) {
-            run.steps.push_back(point.value("iteration", 0.0));
-            run.objective.push_back(point["objective"].get<double>());
-            run.seconds.push_back(t);
-          } else if (point.contains("loss")) {
-            run.steps.push_back(point.value("step", 0.0));
-            run.objective.push_back(point["loss"].get<double>());
-            run.seconds.push_back(t);
-          }
-          if (point.contains("test_accuracy"))
-            run.accuracy.emplace_back(t, point["test_accuracy"].get<double>());
-        }
-        if (summary.is_object() && summary.contains("test_accuracy") && summary["test_accuracy"].is_number())
-          run.accuracy.emplace_back(summary.value("seconds", 0.0), summary["test_accuracy"].get<double>());
-        runs.push_back(std::move(run));
-      } catch (const json::exception& e) {
-        return report_error(where + ": not a results row (" + e.what() + ")");
-      }
-    }
-  }
-  const auto html = io::render_report(runs, "shardopt report: " + options.results);
-  if (auto written = io::write_file_atomically(options.output, html); !written)
-    return report_error(written.error().message());
-  std::fprintf(stderr, "report: %zu runs -> %s\n", runs.size(), options.output.c_str());
-  return 0;
 }
 
 } // namespace shardopt::apps

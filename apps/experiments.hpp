@@ -33,7 +33,4 @@ result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_
 /// the sweep starts no more and waits for the running ones. Exit code 0 when every run succeeded.
 int run_sweep(const sweep_options& options);
 
-/// `shardopt report`: one self-contained HTML file from the results.jsonl files under a folder.
-int run_report(const report_options& options);
-
 } // namespace shardopt::apps

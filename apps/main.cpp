@@ -4,6 +4,7 @@
 
 #include "apps/cli.hpp"
 #include "apps/experiments.hpp"
+#include "apps/report.hpp"
 
 #include <cstdio>
 #include <cstdlib>

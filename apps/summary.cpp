@@ -2,13 +2,22 @@
 
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace shardopt::apps {
 
 int report_error(const std::string& message) {
   std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
   return 1;
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream stream{path};
+  std::ostringstream text;
+  text << stream.rdbuf();
+  return text.str();
 }
 
 void print_summary(bool quiet, bool json, const nlohmann::json& summary) {

@@ -4,12 +4,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 
 namespace shardopt::apps {
 
 /// Prints "shardopt: error: <message>" on stderr and returns exit code 1.
 int report_error(const std::string& message);
+
+/// The whole text of a results file (status.json, summary.json, metrics.jsonl, ...); empty when it
+/// is missing or unreadable, which its readers treat as "not written yet".
+std::string read_text(const std::filesystem::path& path);
 
 /// A finished `train`'s report: the accuracies (or RMSEs) on stderr unless quiet, and the summary
 /// on stdout as one JSON object with `json`.
