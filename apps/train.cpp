@@ -31,6 +31,7 @@ optimizer::newton_options newton_options(const train_options& options) {
   out.delta = options.lbfgs.delta;
   out.max_iterations = options.lbfgs.max_iterations;
   out.cg_tolerance = options.cg_tolerance;
+  out.preconditioner_pairs = options.cg_pairs;
   out.max_cg_iterations = options.max_cg;
   return out;
 }

@@ -72,6 +72,7 @@ struct train_options {
   std::string solver = "lbfgs";    ///< --mode lbfgs: "lbfgs" or "newton-cg"
   optimizer::lbfgs_options lbfgs;  ///< also the stopping tests of newton-cg
   double cg_tolerance = 0.1;       ///< newton-cg: CG stops at this fraction of ||grad||
+  int cg_pairs = 20;               ///< newton-cg: pairs in CG's L-BFGS preconditioner (0 = none)
   int max_cg = 0;                  ///< newton-cg: products per step (0 = the dimension)
   std::optional<double> lower;     ///< one bound for every coordinate of theta (L-BFGS-B)
   std::optional<double> upper;

@@ -1,4 +1,5 @@
-// The one file that adapts LBFGS++ (Yixuan Qiu, https://lbfgspp.statr.me). Nothing else includes it.
+// The file that adapts LBFGS++'s solvers (Yixuan Qiu, https://lbfgspp.statr.me); newton_cg.cpp uses
+// only its BFGS matrix, as a preconditioner.
 //
 // LBFGS++ 0.1.0 has no iteration callback, reports no stop reason and throws from its line searches;
 // its strong-Wolfe search silently returns a worse point when it runs out of trials, and LBFGS-B's

@@ -4,6 +4,8 @@
 
 #include "optimizer/newton_cg.hpp"
 
+#include <LBFGSpp/BFGSMat.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,14 +44,97 @@ struct run_ended {
 std::string check_options(const newton_options& o) {
   if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0)
     return "epsilon, epsilon_rel and delta must be non-negative";
-  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0 || o.replay_bytes < 0)
-    return "past, max_iterations, max_cg_iterations and replay_bytes must be non-negative";
+  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0 || o.replay_bytes < 0
+      || o.preconditioner_pairs < 0 || o.preconditioner_bytes < 0)
+    return "past, max_iterations, max_cg_iterations, replay_bytes, preconditioner_pairs and "
+           "preconditioner_bytes must be non-negative";
   if (!(o.cg_tolerance > 0 && o.cg_tolerance < 1))
     return "cg_tolerance must lie in (0, 1)";
   return {};
 }
 
 namespace {
+
+/// CG's preconditioner at one iterate: the limited-memory BFGS inverse of pairs (d, H d) offered
+/// by the previous iterate's solves, sampled evenly along its CG path (Morales & Nocedal 2000).
+/// It changes only when the iterate does, so every solve at an iterate walks the same path (the
+/// replay of products relies on it). Until the first move it is the identity.
+class cg_preconditioner {
+public:
+  cg_preconditioner(Eigen::Index n, const newton_options& o)
+    : n_(n), pairs_(n > 0 ? static_cast<int>(std::min<std::int64_t>(
+                              o.preconditioner_pairs,
+                              o.preconditioner_bytes / (6 * n * std::int64_t{sizeof(double)})))
+                          : 0) {}
+
+  /// z = P r, or z = r where P r is not finite or not a descent direction for the residual (P is
+  /// positive definite, so only overflow or rounding can do that). A function of r alone while
+  /// the iterate stays, as the replay needs.
+  void apply(const Eigen::VectorXd& r, Eigen::VectorXd& z) {
+    if (built_) {
+      bfgs_.apply_Hv(r, 1.0, z);
+      const double rz = r.dot(z);
+      if (z.allFinite() && std::isfinite(rz) && rz > 0)
+        return;
+    }
+    z = r;
+  }
+
+  /// The k-th CG direction of a solve at the current iterate and its product. Only directions
+  /// past those already offered at this iterate count (a repeated solve walks the same path), and
+  /// only those of positive curvature (the BFGS inverse then stays positive definite) that
+  /// `usable` admits. Candidates
+  /// are thinned to every other one when they exceed twice the pairs, so they stay evenly spaced.
+  void offer(int k, const Eigen::VectorXd& d, const Eigen::VectorXd& hd, double curvature) {
+    if (pairs_ == 0 || k != offered_)
+      return;
+    ++offered_;
+    if (k % stride_ != 0 || !usable(curvature, hd.squaredNorm()))
+      return;
+    candidates_.emplace_back(d, hd);
+    if (candidates_.size() > 2 * static_cast<std::size_t>(pairs_)) {
+      std::size_t kept = 0;
+      for (std::size_t i = 0; i < candidates_.size(); i += 2)
+        candidates_[kept++] = std::move(candidates_[i]);
+      candidates_.resize(kept);
+      stride_ *= 2;
+    }
+  }
+
+  /// The iterate moved: the pairs offered at the last one make the preconditioner of the new one.
+  void moved() {
+    if (pairs_ == 0 || candidates_.empty())
+      return;
+    const std::size_t count = candidates_.size();
+    const std::size_t m = std::min(count, static_cast<std::size_t>(pairs_));
+    bfgs_.reset(static_cast<int>(n_), static_cast<int>(m));
+    // Oldest first: the last pair added sets the initial scaling (s'y / y'y).
+    for (std::size_t i = 0; i < m; ++i) {
+      const std::size_t at = m == 1 ? count - 1 : i * (count - 1) / (m - 1);
+      bfgs_.add_correction(candidates_[at].first, candidates_[at].second);
+    }
+    built_ = true;
+    candidates_.clear();
+    offered_ = 0;
+    stride_ = 1;
+  }
+
+private:
+  /// A pair's s'y and y'y make a positive definite update with a finite scaling: both positive
+  /// normal numbers, and so are their ratios.
+  static bool usable(double sy, double yy) {
+    const auto normal = [](double v) { return std::isfinite(v) && v >= std::numeric_limits<double>::min(); };
+    return normal(sy) && normal(yy) && normal(sy / yy) && normal(yy / sy);
+  }
+
+  Eigen::Index n_;
+  int pairs_;
+  LBFGSpp::BFGSMat<double> bfgs_;  // holds no pairs (nor sizes) until built_
+  bool built_ = false;
+  std::vector<std::pair<Eigen::VectorXd, Eigen::VectorXd>> candidates_;
+  int offered_ = 0;  // directions of this iterate's path seen so far
+  int stride_ = 1;   // candidates are the directions k with k % stride_ == 0
+};
 
 /// The run: counts, the clock, the current iterate's kept products, and the objective's calls
 /// turned into `run_ended` on failure.
@@ -59,7 +144,8 @@ public:
   newton_run(const evaluate_function& f, const hessian_function& hessian, const newton_options& o,
              const iteration_hook& hook, const Eigen::VectorXd& x)
     : f_(f), hessian_(hessian), o_(o), hook_(hook), x_(x), start_(clock_type::now()),
-      keep_limit_(x.size() > 0 ? o.replay_bytes / (x.size() * std::int64_t{sizeof(double)}) : 0) {}
+      keep_limit_(x.size() > 0 ? o.replay_bytes / (x.size() * std::int64_t{sizeof(double)}) : 0),
+      preconditioner_(x.size(), o) {}
 
   double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     ++info_.evaluations;
@@ -79,6 +165,7 @@ public:
   void moved() {
     evaluated_here_ = true;
     kept_ = 0;
+    preconditioner_.moved();
   }
 
   /// The k-th product of a solve at the iterate. Every solve at one iterate starts from the same
@@ -106,7 +193,8 @@ public:
     }
   }
 
-  /// Steihaug-Toint CG for H s = -grad within ||s|| <= radius; returns s and sets `hs` to H s.
+  /// Steihaug-Toint CG for H s = -grad within ||s|| <= radius, preconditioned; returns s and sets
+  /// `hs` to H s.
   /// Stops at a residual of cg_tolerance ||grad||, on the boundary, or on non-positive curvature
   /// (going to the boundary along that direction; with no boundary yet, stopping where it is).
   Eigen::VectorXd steihaug(const Eigen::VectorXd& grad, double radius, Eigen::VectorXd& hs) {
@@ -115,14 +203,18 @@ public:
     Eigen::VectorXd s = Eigen::VectorXd::Zero(n);
     hs.setZero(n);
     Eigen::VectorXd r = -grad;  // residual -grad - H s
-    Eigen::VectorXd d = r;
+    Eigen::VectorXd z(n);       // preconditioned residual
+    preconditioner_.apply(r, z);
+    Eigen::VectorXd d = z;
     Eigen::VectorXd hd(n);
     double rr = r.squaredNorm();
+    double rz = r.dot(z);
     const double tolerance = o_.cg_tolerance * grad.norm();
     for (int k = 0; k < limit && std::sqrt(rr) > tolerance; ++k) {
       product(k, d, hd);
       const double curvature = d.dot(hd);
-      const double alpha = rr / curvature;
+      preconditioner_.offer(k, d, hd, curvature);
+      const double alpha = rz / curvature;
       // The first solve has no region yet: where the region would stop it (no positive
       // curvature, or a step past what a double holds), it stops where it is; with no step so
       // far it steps ||grad|| along d (TRON's first radius).
@@ -150,9 +242,11 @@ public:
       s += alpha * d;
       hs += alpha * hd;
       r -= alpha * hd;
-      const double rr_next = r.squaredNorm();
-      d = r + (rr_next / rr) * d;
-      rr = rr_next;
+      rr = r.squaredNorm();
+      preconditioner_.apply(r, z);
+      const double rz_next = r.dot(z);
+      d = z + (rz_next / rz) * d;
+      rz = rz_next;
     }
     return s;
   }
@@ -203,6 +297,7 @@ private:
   std::int64_t kept_ = 0;       // the iterate's first kept_ products are in kept_products_
   std::vector<Eigen::VectorXd> kept_products_;
   Eigen::VectorXd scratch_;
+  cg_preconditioner preconditioner_;
 };
 
 bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const newton_options& o) {

@@ -22,6 +22,12 @@ struct newton_options {
   /// Memory for the current iterate's Hessian-vector products (one vector each), replayed by the
   /// solve that follows a rejected step; 0 = none (every solve asks the objective).
   std::int64_t replay_bytes = std::int64_t{256} << 20;
+  /// CG is preconditioned by a limited-memory BFGS inverse made of this many pairs (d, H d) of the
+  /// previous iterate's solve, sampled evenly along it; 0 = no preconditioner.
+  int preconditioner_pairs = 20;
+  /// Memory for those pairs and the candidates they are sampled from (at most 3 x pairs x 2
+  /// vectors): fewer pairs where the dimension would need more; 0 = no preconditioner.
+  std::int64_t preconditioner_bytes = std::int64_t{256} << 20;
 };
 
 /// Checks options before a run; the message names the first problem, empty when they are fine.
@@ -35,7 +41,11 @@ std::string check_options(const newton_options& options);
 /// SIAM J. Optim. 9, 1999).
 ///
 /// Each iteration solves H s = -g inexactly inside the region ||s|| <= Delta, with one product
-/// `hessian(v, hv)` per CG step (at the theta last evaluated: the current iterate), then evaluates
+/// `hessian(v, hv)` per CG step (at the theta last evaluated: the current iterate), preconditioned
+/// from the second iterate on by the L-BFGS inverse of pairs (d, H d) sampled from the previous
+/// iterate's solve (J. L. Morales and J. Nocedal, "Automatic preconditioning by limited memory
+/// quasi-Newton updating", SIAM J. Optim. 10, 2000: successive Newton systems share their
+/// spectrum's ends, which the previous solve has explored), then evaluates
 /// theta + s once; the step is accepted when the actual reduction is at least 1e-4 of the one the
 /// quadratic model predicts, and Delta grows or shrinks with the agreement. After a rejected step
 /// the solve is repeated with the same gradient and a smaller radius: it follows the same CG path
