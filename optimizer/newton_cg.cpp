@@ -103,6 +103,9 @@ public:
 
   /// The iterate moved: the pairs offered at the last one make the preconditioner of the new one.
   void moved() {
+    // The new iterate's path starts afresh even when the last one offered no usable pair.
+    offered_ = 0;
+    stride_ = 1;
     if (pairs_ == 0 || candidates_.empty())
       return;
     const std::size_t count = candidates_.size();
@@ -115,8 +118,6 @@ public:
     }
     built_ = true;
     candidates_.clear();
-    offered_ = 0;
-    stride_ = 1;
   }
 
 private:

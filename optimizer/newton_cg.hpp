@@ -49,7 +49,7 @@ std::string check_options(const newton_options& options);
 /// theta + s once; the step is accepted when the actual reduction is at least 1e-4 of the one the
 /// quadratic model predicts, and Delta grows or shrinks with the agreement. After a rejected step
 /// the solve is repeated with the same gradient and a smaller radius: it follows the same CG path
-/// (Steihaug's iterates grow in norm) and stops on it earlier, so it replays the products kept from
+/// (the radius decides only where a solve breaks off) and stops on it earlier, so it replays the products kept from
 /// the first solve and asks the objective for none. The run takes the same steps as without the
 /// replay, bit for bit; a rejected step costs one pass, its trial's evaluation. Beyond
 /// `replay_bytes` a product is asked again, after one more evaluation at the current iterate (the

@@ -433,12 +433,17 @@ TEST_CASE("preconditioned by the previous solve's pairs, Newton-CG reaches the s
     INFO("products " << runs[0].products << " unpreconditioned, " << runs[1].products
                      << " preconditioned; iterations " << runs[0].iterations << ", "
                      << runs[1].iterations);
-    // Both ends are within what strong convexity (modulus mu) allows of the one minimum.
+    // Both ends are within what strong convexity (modulus mu) allows of the one minimum; with no
+    // known modulus (mu = 0), the same objective to 1e-10 relative.
     const double g0 = runs[0].grad_norm;
     const double g1 = runs[1].grad_norm;
-    CHECK((minima[1] - minima[0]).norm() <= (g0 + g1) / mu);
-    CHECK(std::abs(runs[1].f - runs[0].f)
-          <= std::max(g0, g1) * std::max(g0, g1) / (2 * mu) + 1e-12 * std::max(1.0, std::abs(runs[0].f)));
+    if (mu > 0) {
+      CHECK((minima[1] - minima[0]).norm() <= (g0 + g1) / mu);
+      CHECK(std::abs(runs[1].f - runs[0].f)
+            <= std::max(g0, g1) * std::max(g0, g1) / (2 * mu) + 1e-12 * std::max(1.0, std::abs(runs[0].f)));
+    } else {
+      CHECK(std::abs(runs[1].f - runs[0].f) <= 1e-10 * std::max(1.0, std::abs(runs[0].f)));
+    }
     CHECK(runs[1].products <= at_most * runs[0].products);
     return runs;
   };
@@ -480,6 +485,7 @@ TEST_CASE("preconditioned by the previous solve's pairs, Newton-CG reaches the s
       return model::local_objective{model::model_shape{model::model_kind::logistic, d, 1}, data, 1e-3,
                                     std::vector<model::row_range>{{0, 200}, {200, 600}}};
     };
-    compare(make, Eigen::VectorXd::Zero(make().dimension()), 1e-3, 1e-6, 0.5);
+    // Its bias is not regularised, so lambda is no modulus of the whole.
+    compare(make, Eigen::VectorXd::Zero(make().dimension()), 0.0, 1e-6, 0.5);
   }
 }
