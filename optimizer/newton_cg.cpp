@@ -62,9 +62,8 @@ namespace {
 class cg_preconditioner {
 public:
   cg_preconditioner(Eigen::Index n, const newton_options& o)
-    : n_(n), pairs_(n > 0 ? static_cast<int>(std::min<std::int64_t>(
-                              o.preconditioner_pairs,
-                              o.preconditioner_bytes / (6 * n * std::int64_t{sizeof(double)})))
+    : n_(n), pairs_(n > 0 ? static_cast<int>(std::min<std::int64_t>(o.preconditioner_pairs,
+                                                                      affordable(n, o.preconditioner_bytes)))
                           : 0) {}
 
   /// z = P r, or z = r where P r is not finite or not a descent direction for the residual (P is
@@ -83,8 +82,8 @@ public:
   /// The k-th CG direction of a solve at the current iterate and its product. Only directions
   /// past those already offered at this iterate count (a repeated solve walks the same path), and
   /// only those of positive curvature (the BFGS inverse then stays positive definite) that
-  /// `usable` admits. Candidates
-  /// are thinned to every other one when they exceed twice the pairs, so they stay evenly spaced.
+  /// `usable` admits. Candidates are thinned to every other one when they exceed twice the pairs,
+  /// so they stay evenly spaced.
   void offer(int k, const Eigen::VectorXd& d, const Eigen::VectorXd& hd, double curvature) {
     if (pairs_ == 0 || k != offered_)
       return;
@@ -121,6 +120,12 @@ public:
   }
 
 private:
+  /// The pairs `bytes` holds: p in the matrix and up to 2p + 1 candidates, two vectors each.
+  static std::int64_t affordable(Eigen::Index n, std::int64_t bytes) {
+    const std::int64_t pair_bytes = 2 * n * std::int64_t{sizeof(double)};
+    return std::max<std::int64_t>(0, (bytes / pair_bytes - 1) / 3);
+  }
+
   /// A pair's s'y and y'y make a positive definite update with a finite scaling: both positive
   /// normal numbers, and so are their ratios.
   static bool usable(double sy, double yy) {

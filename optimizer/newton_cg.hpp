@@ -25,8 +25,8 @@ struct newton_options {
   /// CG is preconditioned by a limited-memory BFGS inverse made of this many pairs (d, H d) of the
   /// previous iterate's solve, sampled evenly along it; 0 = no preconditioner.
   int preconditioner_pairs = 20;
-  /// Memory for those pairs and the candidates they are sampled from (at most 3 x pairs x 2
-  /// vectors): fewer pairs where the dimension would need more; 0 = no preconditioner.
+  /// Memory for those pairs and the candidates they are sampled from (3 x pairs + 1 pairs of
+  /// vectors at most): fewer pairs where the dimension would need more; 0 = no preconditioner.
   std::int64_t preconditioner_bytes = std::int64_t{256} << 20;
 };
 
