@@ -45,7 +45,8 @@ public:
              std::shared_ptr<const model::dataset> data, model::row_range rows,
              block_layout layout, access_token token)
     : guarded<shard_actor::base>(config), shape_(std::move(shape)), data_(std::move(data)),
-      rows_(rows), blocks_(model::blocks_of(rows, layout.block_rows)), first_(layout.first_block),
+      rows_(rows), blocks_(model::blocks_of(rows, layout.block_rows)), block_rows_(layout.block_rows),
+      first_(layout.first_block),
       token_(token) {}
 
   behavior_type make_behavior() override {
@@ -63,7 +64,7 @@ public:
           return std::move(grad.error());
         const bool keep = keep_curvature_;
         block_sums out = sums();
-        model::block_loss_grad(shape_, *data_, blocks_, theta.map(), out.values, *grad,
+        model::block_loss_grad(shape_, *data_, blocks_, block_rows_, theta.map(), out.values, *grad,
                                keep ? &curvature_ : nullptr);
         cached_ = keep;
         cached_round_ = round;
@@ -98,7 +99,7 @@ public:
                             "a product at the evaluation of round " + std::to_string(at)
                               + ", but this shard's last evaluation "
                               + (cached_ ? "was round " + std::to_string(cached_round_) : "kept nothing"));
-        model::block_hessian_vector(shape_, *data_, blocks_, curvature_, v.map(), *hv);
+        model::block_hessian_vector(shape_, *data_, blocks_, block_rows_, curvature_, v.map(), *hv);
         return {round, finish(sums(), *hv)};
       },
       [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
@@ -137,6 +138,7 @@ private:
   std::shared_ptr<const model::dataset> data_;
   model::row_range rows_;
   std::vector<model::row_range> blocks_;
+  std::int64_t block_rows_;
   std::int64_t first_;
   access_token token_;
   std::vector<model::curvature> curvature_;  // of the last evaluation, per block, for products

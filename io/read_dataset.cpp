@@ -131,7 +131,7 @@ result<void> match_features(raw_dataset& data, std::int64_t features, const std:
     return {};
   // A LIBSVM file lacks the columns past its largest index: padding with zero columns is exact.
   if (have < features && data.data.is_sparse()) {
-    std::get<model::sparse_features>(data.data.x).conservativeResize(data.data.rows(), features);
+    data.data.widen(features);
     return {};
   }
   return fail("dimension mismatch: " + reference + " has " + std::to_string(features) +

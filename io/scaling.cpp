@@ -12,7 +12,7 @@ namespace {
 
 /// Per-feature mean and inverse standard deviation (population, dividing by n) of dense data
 /// multiplied by `factor`, in double, by two passes: the mean, then squared deviations from it.
-void dense_statistics(const model::dense_features& x, double factor, feature_scaling& out) {
+void dense_statistics(const model::dense_view& x, double factor, feature_scaling& out) {
   const Eigen::Index n = x.rows();
   const Eigen::Index d = x.cols();
   Eigen::RowVectorXd sum = Eigen::RowVectorXd::Zero(d);
@@ -39,7 +39,7 @@ void dense_statistics(const model::dense_features& x, double factor, feature_sca
 
 /// Per-feature inverse standard deviation of sparse data multiplied by `factor`, over all rows
 /// including the implicit zeros, in double. No mean is kept: sparse data is not centred.
-void sparse_statistics(const model::sparse_features& x, double factor, feature_scaling& out) {
+void sparse_statistics(const model::sparse_view& x, double factor, feature_scaling& out) {
   const auto n = static_cast<double>(x.rows());
   const Eigen::Index d = x.cols();
   Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
@@ -47,7 +47,7 @@ void sparse_statistics(const model::sparse_features& x, double factor, feature_s
   Eigen::VectorXf low = Eigen::VectorXf::Zero(d);
   Eigen::VectorXf high = Eigen::VectorXf::Zero(d);
   for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-    for (model::sparse_features::InnerIterator it(x, i); it; ++it) {
+    for (model::sparse_view::InnerIterator it(x, i); it; ++it) {
       const auto j = it.col();
       sum(j) += static_cast<double>(it.value());
       const auto k = static_cast<std::size_t>(j);
@@ -59,7 +59,7 @@ void sparse_statistics(const model::sparse_features& x, double factor, feature_s
   // Squared deviations of the stored values, plus those of the implicit zeros, (0 - mean)^2 each.
   Eigen::VectorXd squares = Eigen::VectorXd::Zero(d);
   for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-    for (model::sparse_features::InnerIterator it(x, i); it; ++it) {
+    for (model::sparse_view::InnerIterator it(x, i); it; ++it) {
       const double deviation = static_cast<double>(it.value()) * factor - mean(it.col());
       squares(it.col()) += deviation * deviation;
     }
@@ -103,17 +103,18 @@ result<void> apply_scaling(const feature_scaling& scaling, raw_dataset& data) {
   if (data.data.is_sparse()) {
     if (scaling.mean.size() > 0 && !scaling.mean.isZero(0))
       return fail(data.source + ": sparse data cannot be centred with the means of a dense training set");
-    auto& x = std::get<model::sparse_features>(data.data.x);
-    for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-      for (model::sparse_features::InnerIterator it(x, i); it; ++it) {
-        const double inv_std = scaling.inv_std.size() > 0 ? scaling.inv_std(it.col()) : 1.0;
-        it.valueRef() = static_cast<float>(static_cast<double>(it.value()) * scaling.factor * inv_std);
-      }
+    float* values = data.data.writable_values();
+    const auto x = data.data.sparse();
+    const auto* index = x.innerIndexPtr();
+    for (Eigen::Index p = 0; p < x.nonZeros(); ++p) {
+      const double inv_std = scaling.inv_std.size() > 0 ? scaling.inv_std(index[p]) : 1.0;
+      values[p] = static_cast<float>(static_cast<double>(values[p]) * scaling.factor * inv_std);
+    }
     return {};
   }
 
   // Dense: each row is converted to double, scaled, centred, divided, and stored back as float.
-  auto& x = std::get<model::dense_features>(data.data.x);
+  Eigen::Map<model::dense_features> x{data.data.writable_values(), data.data.rows(), d};
   Eigen::RowVectorXd row(d);
   for (Eigen::Index i = 0; i < x.rows(); ++i) {
     row = x.row(i).cast<double>() * scaling.factor;

@@ -154,7 +154,7 @@ part_summary summarize(const raw_dataset& part) {
   if (out.sparse) {
     const auto& x = data.sparse();
     for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-      for (model::sparse_features::InnerIterator it(x, i); it; ++it)
+      for (model::sparse_view::InnerIterator it(x, i); it; ++it)
         add(it.col(), static_cast<double>(it.value()));
   } else {
     const auto& x = data.dense();

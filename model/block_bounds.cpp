@@ -11,15 +11,16 @@ data_bounds bounds_of(const dataset& data, row_range rows, std::int64_t block_ro
   data_bounds out;
   out.block_rows = block_rows;
   out.blocks = block_count(rows.size(), block_rows);
+  out.bits = data.is_sparse() ? packed_bits : fixed_bits;
   out.feature_max = Eigen::VectorXd::Zero(data.cols());
   if (rows.size() <= 0)
     return out;
   if (data.is_sparse()) {
-    const auto& x = data.sparse();
-    for (auto row = rows.begin; row < rows.end; ++row)
-      for (sparse_features::InnerIterator it(x, row); it; ++it)
-        out.feature_max[it.index()] =
-          std::max(out.feature_max[it.index()], std::fabs(static_cast<double>(it.value())));
+    const auto x = data.sparse();
+    const auto* index = x.innerIndexPtr();
+    const auto* value = x.valuePtr();
+    for (auto p = x.outerIndexPtr()[rows.begin]; p < x.outerIndexPtr()[rows.end]; ++p)
+      out.feature_max[index[p]] = std::max(out.feature_max[index[p]], std::fabs(static_cast<double>(value[p])));
   } else {
     out.feature_max = data.dense().middleRows(rows.begin, rows.size()).cwiseAbs().colwise()
                         .maxCoeff().transpose().cast<double>();
@@ -35,6 +36,7 @@ data_bounds& operator+=(data_bounds& a, const data_bounds& b) {
     a.feature_max = a.feature_max.cwiseMax(b.feature_max);
   a.max_label = std::max(a.max_label, b.max_label);
   a.blocks += b.blocks;
+  a.bits = std::min(a.bits, b.bits);
   return a;
 }
 
@@ -64,8 +66,8 @@ void layer_grids(const layer_span& layer, const Eigen::VectorXd& inputs, const E
   for (Eigen::Index o = 0; o < layer.out; ++o) {
     for (Eigen::Index i = 0; i < layer.in; ++i)
       grids[static_cast<std::size_t>(layer.weights + o * layer.in + i)] =
-        grid_exponent(rows * inputs[i] * deltas[o], bounds.blocks);
-    grids[static_cast<std::size_t>(layer.biases + o)] = grid_exponent(rows * deltas[o], bounds.blocks);
+        grid_exponent(rows * inputs[i] * deltas[o], bounds.blocks, bounds.bits);
+    grids[static_cast<std::size_t>(layer.biases + o)] = grid_exponent(rows * deltas[o], bounds.blocks, bounds.bits);
   }
 }
 

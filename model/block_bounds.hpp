@@ -7,6 +7,7 @@
 // of theta: features of very different scales keep their own precision.
 
 #include "model/dataset.hpp"
+#include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
 
 #include <Eigen/Core>
@@ -23,12 +24,15 @@ struct data_bounds {
   double max_label = 0;
   std::int64_t block_rows = 1;
   std::int64_t blocks = 0;
+  /// The integer bits its sums may use: `packed_bits` once any part is sparse, else `fixed_bits`.
+  int bits = fixed_bits;
 };
 
 /// The bounds of rows `rows` of `data`, cut into blocks of `block_rows`.
 data_bounds bounds_of(const dataset& data, row_range rows, std::int64_t block_rows);
 
-/// Merges the bounds of parts of one dataset (maxima; blocks add up; block_rows must agree).
+/// Merges the bounds of parts of one dataset (maxima; blocks add up; the fewer bits; block_rows
+/// must agree).
 data_bounds& operator+=(data_bounds& a, const data_bounds& b);
 
 /// Per entry of theta, the grid exponent of any block's gradient sum at theta: from a bound by

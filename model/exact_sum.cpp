@@ -1,5 +1,7 @@
 #include "model/exact_sum.hpp"
 
+#include "model/fixed_point.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -7,30 +9,10 @@
 
 namespace shardopt::model {
 
-namespace {
-
-constexpr double unit_limit = 4611686018427387904.0;  // 2^62: the most a block may deposit
-
-/// Whether 2^k is a normal double.
-inline bool normal_power(int k) {
-  return k >= -1022 && k <= 1023;
-}
-
-/// 2^k for a k where `normal_power(k)`, from its bits.
-inline double power_of_two(int k) {
-  const auto bits = static_cast<std::uint64_t>(k + 1023) << 52;
-  double power;
-  std::memcpy(&power, &bits, sizeof power);
-  return power;
-}
-
-/// value * 2^k, as std::ldexp gives it (correctly rounded), without its cost where 2^k is a normal
-/// double: a product with an exact power of two is rounded once, as ldexp rounds.
-inline double scaled(double value, int k) {
-  return normal_power(k) ? value * power_of_two(k) : std::ldexp(value, k);
-}
-
-} // namespace
+using detail::normal_power;
+using detail::power_of_two;
+using detail::scaled;
+using detail::unit_limit;
 
 std::int64_t block_rows_for(std::int64_t rows) {
   constexpr std::int64_t chunk = 256;  // the kernels' chunk (kernels.hpp)
@@ -52,13 +34,19 @@ std::vector<row_range> blocks_of(row_range rows, std::int64_t block_rows) {
   return blocks;
 }
 
-int grid_exponent(double max_abs, std::int64_t terms) {
+int grid_exponent(double max_abs, std::int64_t terms, int bits) {
   if (!(max_abs <= std::numeric_limits<double>::max()))
     return highest_grid;
   const double bound = std::max(max_abs, std::numeric_limits<double>::min())
                        * static_cast<double>(std::max<std::int64_t>(terms, 1));
-  // 2^ilogb(bound) <= bound < 2^(ilogb(bound) + 1) = 2^(62 + e).
-  return std::clamp(std::ilogb(bound) + 1 - fixed_bits, lowest_grid, highest_grid);
+  if (!(bound <= std::numeric_limits<double>::max()))
+    return highest_grid;
+  // 2^ilogb(bound) <= bound < 2^(ilogb(bound) + 1) = 2^(bits + e); bound is a normal
+  // double, so ilogb is its biased exponent field less the bias (std::ilogb is a library call).
+  std::uint64_t pattern;
+  std::memcpy(&pattern, &bound, sizeof pattern);
+  const int log = static_cast<int>((pattern >> 52) & 0x7ff) - 1023;
+  return std::clamp(log + 1 - bits, lowest_grid, highest_grid);
 }
 
 bool fits_grid(double units, std::int64_t terms) {
@@ -75,9 +63,17 @@ int grid_shift(double units, std::int64_t terms) {
 }
 
 exact_sum::exact_sum(const std::vector<int>& exponents)
-  : words_(exponents.size(), 0), exponents_(exponents.size()) {
+  : words_(exponents.size(), 0), below_(exponents.size()) {
+  base_ = lowest_grid;
+  for (const int e : exponents)
+    base_ = std::max(base_, std::clamp(e, lowest_grid, highest_grid));
   for (std::size_t i = 0; i < exponents.size(); ++i)
-    exponents_[i] = static_cast<std::int16_t>(std::clamp(exponents[i], lowest_grid, highest_grid));
+    below_[i] = static_cast<std::uint8_t>(
+      std::min(base_ - std::clamp(exponents[i], lowest_grid, highest_grid), max_grid_below));
+}
+
+int exact_sum::exponent(std::size_t i) const {
+  return std::max(base_ - static_cast<int>(below_[i]), lowest_grid);
 }
 
 void exact_sum::deposit(std::size_t i, double value) {
@@ -85,24 +81,22 @@ void exact_sum::deposit(std::size_t i, double value) {
     max_units_ = std::numeric_limits<double>::quiet_NaN();
     return;
   }
-  const double units = scaled(value, -exponents_[i]);
+  const double units = scaled(value, -exponent(i));
   if (std::fabs(units) > max_units_)  // false once max_units_ is NaN: it stays NaN
     max_units_ = std::fabs(units);
-  // Unsigned arithmetic: wrapping is defined, and exact while the true total fits (fits_grid).
-  words_[i] = static_cast<std::int64_t>(
-    static_cast<std::uint64_t>(words_[i])
-    + static_cast<std::uint64_t>(std::llrint(std::clamp(units, -unit_limit, unit_limit))));
+  words_[i] = detail::add_units(words_[i], units);
 }
 
 void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values) {
   const auto n = static_cast<std::size_t>(values.size());
   const double* v = values.data();
-  const std::int16_t* e = exponents_.data() + first;
+  const std::uint8_t* below = below_.data() + first;
   // The common case, in a loop without branches that the compiler can vectorise: every value
-  // finite and every grid's power of two a normal double. Otherwise entry by entry.
-  bool plain = true;
+  // finite and every grid's power of two a normal double (base - 255 >= -1023). Otherwise entry
+  // by entry.
+  bool plain = normal_power(-(base_ - max_grid_below)) && normal_power(-base_);
   for (std::size_t i = 0; i < n; ++i)
-    plain &= std::fabs(v[i]) <= std::numeric_limits<double>::max() && normal_power(-e[i]);
+    plain &= std::fabs(v[i]) <= std::numeric_limits<double>::max();
   if (!plain) {
     for (std::size_t i = 0; i < n; ++i)
       deposit(first + i, v[i]);
@@ -111,15 +105,14 @@ void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> val
   std::int64_t* w = words_.data() + first;
   double most = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double units = v[i] * power_of_two(-e[i]);  // as scaled(): one rounding, as ldexp's
+    const double units = v[i] * power_of_two(static_cast<int>(below[i]) - base_);  // as scaled()
     most = std::max(most, std::fabs(units));
     // nearbyint rounds as llrint does (to nearest, ties to even); the value is an integer in range.
     const double whole = std::nearbyint(std::clamp(units, -unit_limit, unit_limit));
     w[i] = static_cast<std::int64_t>(static_cast<std::uint64_t>(w[i])
                                      + static_cast<std::uint64_t>(static_cast<std::int64_t>(whole)));
   }
-  if (most > max_units_)  // false once max_units_ is NaN: it stays NaN
-    max_units_ = most;
+  note_units(most);
 }
 
 void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n) {
@@ -130,14 +123,18 @@ void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n) {
 
 void exact_sum::merge(const std::int64_t* words, double max_units) {
   add_words(words_.data(), words, words_.size());
-  if (std::isnan(max_units) || max_units > max_units_)
-    max_units_ = max_units;
+  note_units(max_units);
+}
+
+void exact_sum::note_units(double units) {
+  if (std::isnan(units) || units > max_units_)  // once NaN, it stays NaN
+    max_units_ = units;
 }
 
 void exact_sum::to_doubles(Eigen::Ref<Eigen::VectorXd> out) const {
   for (Eigen::Index i = 0; i < out.size(); ++i)
     out[i] = scaled(static_cast<double>(words_[static_cast<std::size_t>(i)]),
-                    exponents_[static_cast<std::size_t>(i)]);
+                    exponent(static_cast<std::size_t>(i)));
 }
 
 } // namespace shardopt::model

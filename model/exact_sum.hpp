@@ -21,11 +21,20 @@
 //   rule out) makes the caller evaluate again on grids coarser by `grid_shift`, itself a
 //   function of the data.
 //
-// Precision: a block sum is rounded to about 2^-(62 - log2 blocks) of its entry's bound: with 64
-// blocks (65,536 rows), 2^-56 of it, the order of the rounding error of a plain double sum over the same rows
-// when the bound is tight, a few bits more when it is loose. The cost is one conversion per gradient entry per block
-// (dense data), or per touched feature (sparse data). (ReproBLAS's binned sums need no shared
-// grid but several words per entry; one word keeps the bytes on the wire those of a double.)
+// Dense data rounds each block's gradient sum once per entry (a block is computed by matrix
+// products in double). Sparse data rounds each *term* x_ij r_ik to its entry's grid as the backward
+// product scatters it (sparse_kernels.cpp): a sparse block then costs nothing per touched feature,
+// and the total is still a sum of integers that no grouping changes. Terms are bounded as block
+// sums are (the grids come from the same bounds); a sparse pass reports twice its largest residual
+// in its output's bias-grid units, times the rows per block, as its largest deposit, which bounds
+// every block sum made of such terms.
+//
+// Precision: a block sum is rounded to about 2^-(62 - log2 rows) of its entry's bound (a sparse
+// term to 2^-(55 - log2 rows)): with a million rows, 2^-42 (2^-35) of it, and a mean over the
+// rows to 2^-62 (2^-55) of the largest term. A dense entry is rounded once per block, a sparse
+// entry once per non-zero of its feature. (ReproBLAS's
+// binned sums need no shared grid but several words per entry; one word keeps the bytes on the
+// wire those of a double.)
 
 #include "model/dataset.hpp"
 
@@ -50,17 +59,28 @@ std::vector<row_range> blocks_of(row_range rows, std::int64_t block_rows);
 /// How many blocks `blocks_of` makes of `rows` rows.
 std::int64_t block_count(std::int64_t rows, std::int64_t block_rows);
 
-/// Integer bits a fixed-point sum may use: every partial sum stays within 2^62 grid units.
+/// Integer bits a fixed-point sum may use: every partial sum stays within 2^62 grid units, and
+/// every largest deposit a sum reports (`max_units`) is measured against that.
 constexpr int fixed_bits = 62;
 
+/// The integer bits of a sparse pass's sums: it keeps an entry's grid in the low 8 bits of its word
+/// while it adds terms, so 56 bits hold the sum (sparse_kernels.cpp). Grids for sparse data are
+/// chosen for 2^55 units, and a sparse pass reports its deposits 2^7 times larger, so that the
+/// check against 2^62 units is the check against 2^55.
+constexpr int packed_bits = 55;
+
 /// The grid exponent for sums of `terms` values of magnitude up to `max_abs`: the smallest e with
-/// terms * max_abs < 2^(62 + e) (a zero `max_abs` counts as the smallest normal double), clamped to
+/// terms * max_abs < 2^(bits + e) (a zero `max_abs` counts as the smallest normal double), clamped to
 /// `lowest_grid`..`highest_grid`.
-int grid_exponent(double max_abs, std::int64_t terms);
+int grid_exponent(double max_abs, std::int64_t terms, int bits = fixed_bits);
 
 /// The finest and coarsest grids: every multiple of 2^e up to 2^62 units is a finite double.
 constexpr int lowest_grid = -1080;
 constexpr int highest_grid = 1023 - fixed_bits;
+
+/// How many binades an entry's grid may lie below the coarsest grid of its vector: a finer one is
+/// used as that one (coarser: still exact). One byte per entry, on the wire as in memory.
+constexpr int max_grid_below = 255;
 
 /// Whether `terms` values of at most `units` grid units each add up within 2^62 units: when not
 /// (or when `units` is not finite), the sum must be redone on coarser grids.
@@ -75,15 +95,25 @@ int grid_shift(double units, std::int64_t terms);
 void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n);
 
 /// A vector of exact sums, each entry on its own grid: a deposited value is rounded to the nearest
-/// multiple of 2^exponents[i] and added as an integer, so the result is the same whatever order
-/// and grouping the values (or other `exact_sum`s on the same grids) arrive in. Remembers the
-/// largest deposit in grid units (NaN once a value was not finite). Not thread-safe.
+/// multiple of 2^exponent(i) and added as an integer, so the result is the same whatever order and
+/// grouping the values (or other `exact_sum`s on the same grids) arrive in. Grids are kept as the
+/// wire carries them: the coarsest exponent `base` and, per entry, how many binades below it
+/// (at most `max_grid_below`). Remembers the largest deposit in grid units (NaN once a value was
+/// not finite). Not thread-safe.
 class exact_sum {
 public:
   exact_sum() = default;
+
+  /// Sums on the grids `exponents` (each clamped to lowest_grid..highest_grid; one more than
+  /// `max_grid_below` binades below the coarsest is used as that one).
   explicit exact_sum(const std::vector<int>& exponents);
 
   std::size_t size() const { return words_.size(); }
+
+  /// Entry i's grid exponent, and the representation it comes from.
+  int exponent(std::size_t i) const;
+  int base() const { return base_; }
+  const std::vector<std::uint8_t>& below() const { return below_; }
 
   /// The largest |value| / 2^exponent deposited so far: 0 before any, NaN after a non-finite one.
   double max_units() const { return max_units_; }
@@ -98,9 +128,14 @@ public:
   /// Adds another sum's integers (of the same size and grids, checked by the caller).
   void merge(const std::int64_t* words, double max_units);
 
-  /// The integers, for the wire; `take_words` leaves this sum empty.
+  /// Records `units` as a deposit's size in grid units without depositing (NaN: not finite).
+  void note_units(double units);
+
+  /// The integers, for the wire; `take_words` leaves this sum empty. `word_data` lets a kernel
+  /// add integers it rounded itself (sparse_kernels.cpp).
   const std::vector<std::int64_t>& words() const { return words_; }
   std::vector<std::int64_t> take_words() { return std::move(words_); }
+  std::int64_t* word_data() { return words_.data(); }
 
   /// The sums as doubles, into `out` (size() entries): each integer times its 2^exponent, rounded
   /// once.
@@ -108,7 +143,8 @@ public:
 
 private:
   std::vector<std::int64_t> words_;
-  std::vector<std::int16_t> exponents_;  // lowest_grid..highest_grid: two bytes an entry
+  std::vector<std::uint8_t> below_;
+  int base_ = 0;
   double max_units_ = 0;
 };
 

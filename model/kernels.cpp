@@ -4,22 +4,6 @@
 
 namespace shardopt::model::detail {
 
-namespace {
-
-/// log(1 + exp(a)) without overflow.
-double softplus(double a) {
-  return a > 0 ? a + std::log1p(std::exp(-a)) : std::log1p(std::exp(a));
-}
-
-/// 1 / (1 + exp(-a)) without overflow.
-double sigmoid(double a) {
-  if (a >= 0)
-    return 1.0 / (1.0 + std::exp(-a));
-  const double e = std::exp(a);
-  return e / (1.0 + e);
-}
-
-} // namespace
 
 double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::VectorXd& y,
                   Eigen::MatrixXd& rt, Eigen::MatrixXd* ct) {
@@ -41,14 +25,19 @@ double chunk_loss(model_kind kind, const Eigen::MatrixXd& zt, const Eigen::Vecto
       }
       break;
     case model_kind::logistic:
+      // The loss log(1 + exp(-margin)), s = sigmoid(-margin) and sigmoid(margin), each without
+      // overflow or cancellation, from one exp(-|margin|).
       for (Eigen::Index i = 0; i < m; ++i) {
         const double t = y(i);
         const double margin = t * zt(0, i);
-        loss += softplus(-margin);
-        const double s = sigmoid(-margin);
+        const double e = std::exp(-std::fabs(margin));
+        loss += (margin < 0 ? -margin : 0.0) + std::log1p(e);
+        const double small = e / (1.0 + e);  // the sigmoid of -|margin|
+        const double large = 1.0 / (1.0 + e);  // the sigmoid of |margin|
+        const double s = margin > 0 ? small : large;  // sigmoid(-margin)
         rt(0, i) = -t * s;
         if (ct)
-          (*ct)(0, i) = s * sigmoid(margin);  // s (1 - s) without cancellation; t^2 = 1
+          (*ct)(0, i) = s * (margin < 0 ? small : large);  // s (1 - s) without cancellation; t^2 = 1
       }
       break;
     case model_kind::softmax:

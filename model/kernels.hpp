@@ -5,6 +5,7 @@
 
 #include "model/dataset.hpp"
 #include "model/linear_model.hpp"
+#include "model/model_shape.hpp"
 
 #include <Eigen/Core>
 
@@ -34,12 +35,12 @@ struct chunk {
 /// The number of rows a selection holds.
 std::int64_t selection_size(const row_selection& rows);
 
-/// Calls f(chunk) for consecutive chunks of the selection.
+/// Calls f(chunk) for consecutive chunks of the selection, of `size` rows (the last may be shorter).
 template <class F>
-void for_each_chunk(const row_selection& rows, F&& f) {
+void for_each_chunk(const row_selection& rows, F&& f, std::int64_t size = chunk_rows) {
   const std::int64_t n = selection_size(rows);
-  for (std::int64_t first = 0; first < n; first += chunk_rows)
-    f(chunk{&rows, first, std::min(chunk_rows, n - first)});
+  for (std::int64_t first = 0; first < n; first += size)
+    f(chunk{&rows, first, std::min(size, n - first)});
 }
 
 /// The encoded labels of a chunk's rows.

@@ -50,7 +50,7 @@ public:
     last_theta_ = theta;
     double loss = 0;
     auto sum = exact([&](std::size_t b, exact_sum& into) {
-      block_loss_grad(shape_, *data_, blocks_[b], theta, losses_, into,
+      block_loss_grad(shape_, *data_, blocks_[b], bounds_.block_rows, theta, losses_, into,
                       keep ? &curvatures_[b] : nullptr);
       for (const double value : losses_)
         loss += value;
@@ -85,7 +85,7 @@ public:
     }
     double unused = 0;
     auto sum = exact([&](std::size_t b, exact_sum& into) {
-      block_hessian_vector(shape_, *data_, blocks_[b], curvatures_[b], v, into);
+      block_hessian_vector(shape_, *data_, blocks_[b], bounds_.block_rows, curvatures_[b], v, into);
     }, hessian_vector_grid(shape_, bounds_, v), unused);
     if (!fits_grid(sum.max_units(), bounds_.blocks))
       return fail("the Hessian-vector product is not finite (or overflows its grids)");

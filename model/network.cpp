@@ -40,7 +40,7 @@ public:
     const auto& x = data_.sparse();
     triplets_.clear();
     for (std::int64_t j = 0; j < c.count; ++j)
-      for (sparse_features::InnerIterator it(x, c.row(j)); it; ++it)
+      for (sparse_view::InnerIterator it(x, c.row(j)); it; ++it)
         triplets_.emplace_back(j, it.index(), static_cast<double>(it.value()));
     sparse_.resize(c.count, x.cols());
     sparse_.setFromTriplets(triplets_.begin(), triplets_.end());

@@ -99,7 +99,7 @@ TEST_CASE("every model's gradient and product grids bound its block sums, for th
       model::exact_sum grad(model::gradient_grid(shape, bounds, theta));
       std::vector<double> losses;
       std::vector<model::curvature> kept;
-      model::block_loss_grad(shape, *data, blocks, theta, losses, grad,
+      model::block_loss_grad(shape, *data, blocks, block_rows, theta, losses, grad,
                              model::has_hessian(shape) ? &kept : nullptr);
       CHECK(model::fits_grid(grad.max_units(), bounds.blocks));
       CHECK(grad.max_units() > 0);
@@ -108,7 +108,7 @@ TEST_CASE("every model's gradient and product grids bound its block sums, for th
       const Eigen::VectorXd v =
         Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return scale * normal(rng); });
       model::exact_sum hv(model::hessian_vector_grid(shape, bounds, v));
-      model::block_hessian_vector(shape, *data, blocks, kept, v, hv);
+      model::block_hessian_vector(shape, *data, blocks, block_rows, kept, v, hv);
       CHECK(model::fits_grid(hv.max_units(), bounds.blocks));
     }
   }
