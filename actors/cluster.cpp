@@ -351,6 +351,10 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     model::data_bounds{{}, 0, layouts.empty() ? 1 : layouts.front().block_rows, 0});
   for (const auto count : blocks)
     bounds->blocks += count;
+  // Sparse parts are summed term by term, on grids with room for the packed words (exact_sum.hpp).
+  for (const auto& summary : summaries)
+    if (summary.sparse)
+      bounds->bits = model::packed_bits;
   spawn_fn spawn = [spec_of, rows, bounds](impl& c, std::size_t node,
                                            std::size_t i) -> result<shard_actor> {
     auto shard = c.spawn_part_on(node, spec_of(i));

@@ -34,6 +34,10 @@ void add_data_options(CLI::App& command, data_options& data, bool training) {
                        "Feature scaling: auto (IDX pixels / 255) or none")->capture_default_str();
     command.add_flag("--standardize", data.standardize,
                      "Standardise features with training-set mean and deviation");
+    command.add_flag("--cache", data.cache,
+                     "Read CSV and LIBSVM files through a binary cache, made on first use next to the "
+                     "file (or under --cache-dir) and again when the file changes");
+    command.add_option("--cache-dir", data.cache_dir, "--cache: the directory caches go to");
   }
 }
 
@@ -265,6 +269,13 @@ void add_generate_command(CLI::App& app, generate_options& o) {
   generate->add_flag("-q,--quiet", o.quiet, "No summary line");
 }
 
+void add_convert_command(CLI::App& app, convert_options& o) {
+  auto* convert = app.add_subcommand("convert", "Write a dataset as a binary file that --data maps instead of parsing");
+  add_data_options(*convert, o.data, false);
+  convert->add_option("-o,--output", o.output, "Binary dataset to write")->required();
+  convert->add_flag("-q,--quiet", o.quiet, "No summary line");
+}
+
 } // namespace
 
 void define_commands(CLI::App& app, command_line& o) {
@@ -278,5 +289,6 @@ void define_commands(CLI::App& app, command_line& o) {
   add_ps_task_command(app, o.task);
   add_experiment_commands(app, o);
   add_generate_command(app, o.generate);
+  add_convert_command(app, o.convert);
 }
 } // namespace shardopt::apps

@@ -4,6 +4,7 @@
 // configuration files (`shardopt run`, `shardopt sweep`): a config key is an option's long name
 // without the dashes, so the two cannot drift apart.
 
+#include "apps/convert.hpp"
 #include "apps/eval.hpp"
 #include "apps/generate.hpp"
 #include "apps/node_command.hpp"
@@ -44,6 +45,7 @@ struct command_line {
   sweep_options sweep;
   report_options report;
   generate_options generate;
+  convert_options convert;
 };
 
 /// Adds every subcommand and option to `app`. Later occurrences of an option win (so command-line

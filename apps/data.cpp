@@ -1,5 +1,7 @@
 #include "apps/data.hpp"
 
+#include "apps/dataset_cache.hpp"
+
 #include <optional>
 
 namespace shardopt::apps {
@@ -55,8 +57,8 @@ result<std::optional<io::raw_dataset>> read_test_set(const data_options& options
   auto test_read = read;
   test_read.limit = options.test_limit;
   test_read.features = 0;
-  auto loaded = io::read_dataset(options.test.empty() ? options.data : options.test,
-                                 io::split::test, test_read);
+  auto loaded = read_with_cache(options.test.empty() ? options.data : options.test, io::split::test,
+                                test_read, {options.cache, options.cache_dir});
   if (!loaded)
     return loaded.error();
   return std::optional<io::raw_dataset>{std::move(*loaded)};
@@ -128,7 +130,7 @@ result<prepared_data> prepare_training_data(const data_options& options,
   auto mode = scale_mode_of(options);
   if (!mode)
     return mode.error();
-  auto train = io::read_dataset(options.data, io::split::train, *read);
+  auto train = read_with_cache(options.data, io::split::train, *read, {options.cache, options.cache_dir});
   if (!train)
     return train.error();
   // The test set is read (and its dimension checked) before any fitting, so that its errors come

@@ -27,6 +27,8 @@ struct data_options {
   std::string scale = "auto";
   bool standardize = false;
   double max_decompressed_gib = 4;  ///< gzip input: the most it may decompress to (0: no limit)
+  bool cache = false;               ///< read text files through binary caches (dataset_cache.hpp)
+  std::string cache_dir;            ///< where caches go (empty: next to each source)
 };
 
 /// Training (and optional test) data, read, label-encoded and scaled with training statistics.

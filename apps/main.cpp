@@ -51,6 +51,8 @@ int dispatch(int argc, char** argv) {
     return run_report(options.report);
   if (app.got_subcommand("generate"))
     return run_generate(options.generate);
+  if (app.got_subcommand("convert"))
+    return run_convert(options.convert);
   return run_eval(options.eval);
 }
 

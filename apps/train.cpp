@@ -22,9 +22,16 @@ namespace shardopt::apps {
 
 namespace {
 
-/// Newton-CG's settings: the stopping tests are the ones L-BFGS takes, by the same options.
-optimizer::newton_options newton_options(const train_options& options) {
+/// Newton-CG's settings: the stopping tests are the ones L-BFGS takes, by the same options. Its
+/// replayed products and its preconditioner's pairs each get at most a quarter of the bytes the
+/// training features take in memory (`data_bytes`, 0 when unknown), and 256 MiB: the driver holds
+/// a few dimension-sized vectors beyond the data, as LIBLINEAR's TRON does.
+optimizer::newton_options newton_options(const train_options& options, std::int64_t data_bytes) {
   optimizer::newton_options out;
+  if (data_bytes > 0) {
+    out.replay_bytes = std::min(out.replay_bytes, data_bytes / 4);
+    out.preconditioner_bytes = std::min(out.preconditioner_bytes, data_bytes / 4);
+  }
   out.epsilon = options.lbfgs.epsilon;
   out.epsilon_rel = options.lbfgs.epsilon_rel;
   out.past = options.lbfgs.past;
@@ -110,6 +117,7 @@ result<train_report> train_sharded(const train_options& options, const train_con
       return prepared.error();
     data = std::move(*prepared);
   }
+  const auto loaded = std::chrono::steady_clock::now();
   if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
     return ok.error();
   actors::runtime rt{actors::runtime_options{options.threads, !options.nodes.empty(), options.tls, false}};
@@ -128,6 +136,7 @@ result<train_report> train_sharded(const train_options& options, const train_con
   }
   auto& sharded = *setup->objective;
   const auto shards = setup->shards;
+  const auto set_up = std::chrono::steady_clock::now();
   const auto n = data.train_rows;
   if (!options.quiet)
     std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld parameters\n",
@@ -161,7 +170,9 @@ result<train_report> train_sharded(const train_options& options, const train_con
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return ok.error();
-  const auto newton_settings = newton_options(options);
+  const std::int64_t data_bytes =
+    data.train ? data.train->nonzeros() * (data.train->is_sparse() ? 8 : 4) : 0;
+  const auto newton_settings = newton_options(options, data_bytes);
   if (auto problem = newton ? optimizer::check_options(newton_settings) : optimizer::check_options(lbfgs, dimension);
       !problem.empty())
     return fail(std::string{newton ? "invalid Newton-CG options: " : "invalid L-BFGS options: "} + problem);
@@ -212,6 +223,8 @@ result<train_report> train_sharded(const train_options& options, const train_con
                            {"hessian_products", run.products},
                            {"passes", run.evaluations + run.products},
                            {"seconds", run.seconds},
+                           {"load_seconds", std::chrono::duration<double>(loaded - started).count()},
+                           {"setup_seconds", std::chrono::duration<double>(set_up - loaded).count()},
                            {"stop_reason", stop},
                            {"shards", shards},
                            {"nodes", setup->cluster ? setup->cluster->nodes().size() : 0},

@@ -1,13 +1,19 @@
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
+#include "io/text_parse.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string_view>
 #include <vector>
 
 namespace shardopt::io {
 
 namespace {
+
+using detail::piece_counts;
+using detail::piece_result;
+using detail::region;
 
 /// Splits a line at every comma into trimmed fields; a field in double quotes loses its quotes.
 /// Quoted commas are not supported: numeric data has none.
@@ -30,112 +36,211 @@ bool all_numeric(const std::vector<std::string_view>& fields) {
                      [](std::string_view field) { return detail::parse_number(field).has_value(); });
 }
 
-} // namespace
+/// One line of text and its 1-based number.
+struct numbered_line {
+  std::string_view text;
+  std::int64_t number = 0;
+};
 
-/// Parses CSV text already in memory; `path` only names the file in messages.
-result<raw_dataset> detail::parse_csv(const std::string& path, std::string_view text,
-                              const read_options& options) {
-  std::vector<std::string_view> fields;
-  std::vector<double> labels;
-  std::vector<std::int64_t> lines;
-  model::dense_features x;
-  std::int64_t field_count = 0; // fixed by the first data row
-  std::int64_t label_column = 0;
-  std::int64_t rows = 0;
-  std::int64_t line_number = 0;
+/// The rows of a CSV text: its header line (0: none), field count and label column, fixed by its
+/// first non-blank lines before anything is allocated.
+struct csv_layout {
   std::int64_t header_line = 0;
+  std::int64_t fields = 0;
+  std::int64_t label_column = 0;
+};
+
+/// Finds the header and the first data row (`options.header`, or a first non-blank row with a
+/// non-numeric field) in the first lines of `source`, and checks the first data row's fields.
+result<csv_layout> layout_of(const std::string& name, detail::text_source& source,
+                             const read_options& options) {
+  csv_layout layout;
+  std::vector<std::string_view> fields;
+  std::int64_t line_number = 0;
   bool seen_first_row = false;
-
-  std::string_view rest = text;
-  std::string_view line;
-  const auto at = [&] { return path + ":" + std::to_string(line_number); };
-  while (detail::next_line(rest, line)) {
-    ++line_number;
-    if (detail::trim(line).empty())
-      continue;
-    split_fields(line, fields);
-
-    // The first non-blank row is a header when told so, or when any field is not a number.
-    if (!seen_first_row) {
-      seen_first_row = true;
-      if (options.header.value_or(!all_numeric(fields))) {
-        header_line = line_number;
-        continue;
-      }
-    }
-
-    // The first data row fixes the number of fields, the label column and an upper bound on the
-    // number of rows, so the feature matrix is allocated once.
-    if (field_count == 0) {
-      field_count = options.features > 0 ? options.features + 1
-                                         : static_cast<std::int64_t>(fields.size());
-      if (field_count < 2)
-        return fail(at() + ": only one field; a row needs a label and at least one feature");
-      label_column = options.label_column < 0 ? field_count + options.label_column
-                                              : options.label_column;
-      if (label_column < 0 || label_column >= field_count)
-        return fail(at() + ": label column " + std::to_string(options.label_column) +
-                    " is out of range for " + std::to_string(field_count) + " fields");
-      if (static_cast<std::int64_t>(fields.size()) != field_count)
-        return fail(at() + ": expected " + std::to_string(field_count) + " fields, got " +
-                    std::to_string(fields.size()));
-      // This row, plus at most one per line left (the last may lack its '\n') and at most as many
-      // as the bytes left can hold: a row of f non-empty fields takes 2f - 1 bytes and a newline,
-      // so blank lines cannot make a wide first row cost more than the file's own size.
-      const auto lines_left = 1 + std::count(rest.begin(), rest.end(), '\n');
-      const auto rows_left = static_cast<std::int64_t>(rest.size() + 1) / (2 * field_count);
-      std::int64_t capacity = 1 + std::min<std::int64_t>(lines_left, rows_left);
-      if (options.limit > 0)
-        capacity = std::min(capacity, options.limit);
-      x.resize(capacity, field_count - 1);
-      labels.reserve(static_cast<std::size_t>(capacity));
-      lines.reserve(static_cast<std::size_t>(capacity));
-    }
-
-    if (static_cast<std::int64_t>(fields.size()) != field_count)
-      return fail(at() + ": expected " + std::to_string(field_count) + " fields, got " +
-                  std::to_string(fields.size()));
-    if (rows == x.rows())  // the bound above makes this impossible; it guards the unchecked writes
-      return fail(at() + ": more rows than the file can hold; the reader is wrong");
-    std::int64_t feature = 0;
-    for (std::int64_t i = 0; i < field_count; ++i) {
-      const auto field = fields[static_cast<std::size_t>(i)];
-      const auto value = detail::parse_number(field);
-      if (!value)
-        return fail(at() + ": field " + std::to_string(i + 1) + ": expected a number, got " +
-                    detail::quote(field));
-      if (i == label_column)
-        labels.push_back(*value);
-      else
-        x(rows, feature++) = static_cast<float>(*value);
-    }
-    lines.push_back(line_number);
-    ++rows;
-    if (options.limit > 0 && rows == options.limit)
+  for (;;) {
+    auto text = source.next();
+    if (!text)
+      return text.error();
+    if (text->empty())
       break;
+    std::string_view rest = *text;
+    std::string_view line;
+    while (detail::next_line(rest, line)) {
+      ++line_number;
+      if (detail::trim(line).empty())
+        continue;
+      split_fields(line, fields);
+      const auto at = name + ":" + std::to_string(line_number);
+      if (!seen_first_row) {
+        seen_first_row = true;
+        if (options.header.value_or(!all_numeric(fields))) {
+          layout.header_line = line_number;
+          continue;
+        }
+      }
+      // The first data row fixes the number of fields and the label column.
+      layout.fields = options.features > 0 ? options.features + 1 : static_cast<std::int64_t>(fields.size());
+      if (layout.fields < 2)
+        return fail(at + ": only one field; a row needs a label and at least one feature");
+      layout.label_column = options.label_column < 0 ? layout.fields + options.label_column
+                                                     : options.label_column;
+      if (layout.label_column < 0 || layout.label_column >= layout.fields)
+        return fail(at + ": label column " + std::to_string(options.label_column) +
+                    " is out of range for " + std::to_string(layout.fields) + " fields");
+      if (static_cast<std::int64_t>(fields.size()) != layout.fields)
+        return fail(at + ": expected " + std::to_string(layout.fields) + " fields, got " +
+                    std::to_string(fields.size()));
+      return layout;
+    }
   }
-
   if (!seen_first_row)
-    return fail(path + ": empty file");
-  if (rows == 0)
-    return fail(path + ": no data rows after the header on line " + std::to_string(header_line));
-
-  // Shrinking the row count of a row-major matrix keeps its data in place.
-  x.conservativeResize(rows, field_count - 1);
-  raw_dataset out;
-  out.data.x = std::move(x);
-  out.data.y = Eigen::Map<const Eigen::VectorXd>(labels.data(), rows);
-  out.source = path;
-  out.lines = std::move(lines);
-  return out;
+    return fail(name + ": empty file");
+  return fail(name + ": no data rows after the header on line " + std::to_string(layout.header_line));
 }
 
+/// The features a CSV text is parsed into (rows x features, row-major), kept alive by the dataset.
+struct dense_storage {
+  std::unique_ptr<float[]> values;
+};
+
+/// CSV rows of a known layout, for parse_text (text_parse.hpp).
+class csv_format {
+public:
+  csv_format(std::string name, csv_layout layout)
+    : name_(std::move(name)), layout_(layout), width_(layout.fields - 1) {}
+
+  piece_counts count(std::string_view piece, bool last) const {
+    piece_counts c;
+    c.lines = detail::count_bytes(piece, '\n', '\n').first;
+    // A row of f fields takes at least 2f - 1 bytes and its newline: blank lines cost no rows.
+    const auto lines = c.lines + (last && !piece.empty() && piece.back() != '\n' ? 1 : 0);
+    c.rows = std::min<std::int64_t>(lines, static_cast<std::int64_t>(piece.size() + 1) / (2 * layout_.fields));
+    c.items = c.rows * width_;
+    return c;
+  }
+
+  result<void> allocate(const piece_counts& total) {
+    storage_ = std::make_shared<dense_storage>();
+    storage_->values = detail::uninitialised<float>(total.items);
+    lines_ = detail::uninitialised<std::int64_t>(total.rows);
+    if (!storage_->values || !lines_)
+      return fail(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows of "
+                  + std::to_string(width_) + " features");
+    labels_.resize(std::max<std::int64_t>(total.rows, 1));
+    return {};
+  }
+
+  piece_result parse(std::string_view piece, std::int64_t first_line, region at,
+                     const piece_counts& room) {
+    piece_result out;
+    std::vector<std::string_view> fields;
+    std::int64_t line_number = first_line - 1;
+    std::string_view rest = piece;
+    std::string_view line;
+    const auto fail_at = [&](std::string message) {
+      out.error = std::pair{out.rows, name_ + ":" + std::to_string(line_number) + ": " + std::move(message)};
+      return out;
+    };
+    while (detail::next_line(rest, line)) {
+      ++line_number;
+      if (line_number == layout_.header_line || detail::trim(line).empty())
+        continue;
+      split_fields(line, fields);
+      if (static_cast<std::int64_t>(fields.size()) != layout_.fields)
+        return fail_at("expected " + std::to_string(layout_.fields) + " fields, got " +
+                       std::to_string(fields.size()));
+      if (out.rows == room.rows)  // the counts make this impossible; it guards the writes
+        return fail_at("more rows than the file can hold; the reader is wrong");
+      const auto row = at.row + out.rows;
+      float* x = &storage_->values[static_cast<std::size_t>(row * width_)];
+      std::int64_t feature = 0;
+      for (std::int64_t i = 0; i < layout_.fields; ++i) {
+        const auto field = fields[static_cast<std::size_t>(i)];
+        const auto value = detail::parse_number(field);
+        if (!value)
+          return fail_at("field " + std::to_string(i + 1) + ": expected a number, got " + detail::quote(field));
+        if (i == layout_.label_column)
+          labels_[row] = *value;
+        else
+          x[feature++] = static_cast<float>(*value);
+      }
+      lines_[static_cast<std::size_t>(row)] = line_number;
+      ++out.rows;
+    }
+    out.items = out.rows * width_;
+    return out;
+  }
+
+  void move(region from, region to, const piece_result& stored) {
+    for (std::int64_t r = 0; r < stored.rows; ++r) {
+      labels_[to.row + r] = labels_[from.row + r];
+      lines_[static_cast<std::size_t>(to.row + r)] = lines_[static_cast<std::size_t>(from.row + r)];
+    }
+    std::memmove(&storage_->values[static_cast<std::size_t>(to.item)],
+                 &storage_->values[static_cast<std::size_t>(from.item)],
+                 static_cast<std::size_t>(stored.items) * sizeof(float));
+  }
+
+  std::int64_t items_before(std::int64_t row) const { return row * width_; }
+
+  /// The parsed rows as a dataset sharing the array.
+  raw_dataset finish(const detail::parsed_text& stored) {
+    raw_dataset out;
+    labels_.conservativeResize(stored.rows);
+    out.data.y = std::move(labels_);
+    out.lines.assign(lines_.get(), lines_.get() + stored.rows);
+    lines_.reset();
+    model::shared_dense x;
+    x.values = storage_->values.get();
+    x.rows = stored.rows;
+    x.cols = width_;
+    x.owner = std::move(storage_);
+    x.writable = true;
+    out.data.x = std::move(x);
+    out.source = name_;
+    return out;
+  }
+
+private:
+  std::string name_;
+  csv_layout layout_;
+  std::int64_t width_;
+  std::shared_ptr<dense_storage> storage_;
+  Eigen::VectorXd labels_;
+  std::unique_ptr<std::int64_t[]> lines_;
+};
+
+} // namespace
+
+result<raw_dataset> detail::parse_csv(const std::string& name, text_source& source,
+                                      const read_options& options, parse_options how) {
+  auto layout = layout_of(name, source, options);
+  if (!layout)
+    return layout.error();
+  if (auto ok = source.rewind(); !ok)
+    return ok.error();
+  how.limit = options.limit;
+  csv_format format{name, *layout};
+  auto stored = parse_text(source, format, how);
+  if (!stored)
+    return stored.error();
+  if (stored->rows == 0)
+    return fail(name + ": no data rows after the header on line " + std::to_string(layout->header_line));
+  return format.finish(*stored);
+}
+
+result<raw_dataset> detail::parse_csv(const std::string& name, std::string_view text,
+                                      const read_options& options) {
+  auto source = text_source::of(text);
+  return parse_csv(name, source, options, parse_options{});
+}
 
 result<raw_dataset> read_csv(const std::string& path, const read_options& options) {
-  auto text = detail::read_whole_file(path, options.max_decompressed);
-  if (!text)
-    return text.error();
-  return detail::parse_csv(path, text.value(), options);
+  auto source = detail::text_source::open(path, options.max_decompressed);
+  if (!source)
+    return source.error();
+  return detail::parse_csv(path, *source, options, detail::parse_options{});
 }
 
 } // namespace shardopt::io

@@ -1,126 +1,232 @@
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
+#include "io/text_parse.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <string_view>
-#include <vector>
 
 namespace shardopt::io {
 
 namespace {
 
-/// Splits off the next token of `rest` separated by spaces or tabs; false when none is left.
-bool next_token(std::string_view& rest, std::string_view& token) {
-  const auto begin = rest.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) {
-    rest = {};
-    return false;
+using detail::piece_counts;
+using detail::piece_result;
+using detail::region;
+
+constexpr auto max_index = std::int64_t{std::numeric_limits<std::int32_t>::max()};
+
+/// The arrays a LIBSVM text is parsed into, kept alive by the dataset that shares them.
+struct csr_storage {
+  std::unique_ptr<std::int32_t[]> starts;   // rows + 1
+  std::unique_ptr<std::int32_t[]> indices;  // 0-based columns
+  std::unique_ptr<float[]> values;
+};
+
+bool blank(char c) { return c == ' ' || c == '\t'; }
+
+/// LIBSVM/svmlight lines (`label index:value ...`, 1-based strictly increasing indices, `#` starts
+/// a comment, `qid:` tokens ignored) for parse_text (text_parse.hpp).
+class libsvm_format {
+public:
+  libsvm_format(std::string name, const read_options& options)
+    : name_(std::move(name)), features_(options.features) {}
+
+  piece_counts count(std::string_view piece, bool last) const {
+    piece_counts c;
+    const auto [newlines, colons] = detail::count_bytes(piece, '\n', ':');
+    c.lines = newlines;
+    c.rows = c.lines + (last && !piece.empty() && piece.back() != '\n' ? 1 : 0);
+    // A pair takes at least 4 bytes: a blank before it, an index, ':' and a value.
+    c.items = std::min<std::int64_t>(colons, static_cast<std::int64_t>(piece.size() / 4));
+    return c;
   }
-  rest.remove_prefix(begin);
-  const auto end = rest.find_first_of(" \t");
-  token = rest.substr(0, end);
-  rest.remove_prefix(end == std::string_view::npos ? rest.size() : end);
-  return true;
-}
+
+  result<void> allocate(const piece_counts& total) {
+    capacity_ = std::min(total.items, max_index);
+    storage_ = std::make_shared<csr_storage>();
+    storage_->starts = detail::uninitialised<std::int32_t>(total.rows + 1);
+    storage_->indices = detail::uninitialised<std::int32_t>(capacity_);
+    storage_->values = detail::uninitialised<float>(capacity_);
+    lines_ = detail::uninitialised<std::int64_t>(total.rows);
+    if (!storage_->starts || !storage_->indices || !storage_->values || !lines_)
+      return fail(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows and "
+                  + std::to_string(capacity_) + " non-zero values");
+    labels_.resize(std::max<std::int64_t>(total.rows, 1));
+    storage_->starts[0] = 0;
+    return {};
+  }
+
+  piece_result parse(std::string_view piece, std::int64_t first_line, region at,
+                     const piece_counts& room) {
+    piece_result out;
+    std::int64_t line_number = first_line - 1;
+    const auto fail_at = [&](std::string message) {
+      out.error = std::pair{out.rows, name_ + ":" + std::to_string(line_number) + ": " + std::move(message)};
+      return out;
+    };
+    const char* p = piece.data();
+    const char* const end = p + piece.size();
+    while (p < end) {
+      ++line_number;
+      const auto* newline = static_cast<const char*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)));
+      const char* line_end = newline ? newline : end;
+      const char* next = newline ? newline + 1 : end;
+      if (const auto* hash = static_cast<const char*>(std::memchr(p, '#', static_cast<std::size_t>(line_end - p))))
+        line_end = hash;
+      while (line_end > p && (line_end[-1] == '\r' || blank(line_end[-1])))
+        --line_end;
+      while (p < line_end && blank(*p))
+        ++p;
+      if (p == line_end) {
+        p = next;
+        continue;
+      }
+      if (out.rows == room.rows)  // the counts make this impossible; it guards the writes
+        return fail_at("more rows than the text can hold; the reader is wrong");
+      // The label, then index:value pairs with strictly increasing 1-based indices.
+      const char* token_end = p;
+      while (token_end < line_end && !blank(*token_end))
+        ++token_end;
+      const std::string_view label_text{p, static_cast<std::size_t>(token_end - p)};
+      const auto label = detail::parse_number(label_text);
+      if (!label)
+        return fail_at("label: expected a number, got " + detail::quote(label_text));
+      std::int64_t previous = 0;
+      p = token_end;
+      for (;;) {
+        while (p < line_end && blank(*p))
+          ++p;
+        if (p == line_end)
+          break;
+        token_end = p;
+        while (token_end < line_end && !blank(*token_end))
+          ++token_end;
+        const std::string_view token{p, static_cast<std::size_t>(token_end - p)};
+        p = token_end;
+        if (token.substr(0, 4) == "qid:")  // svmlight ranking groups carry no feature
+          continue;
+        const auto colon = token.find(':');
+        if (colon == std::string_view::npos)
+          return fail_at("malformed pair " + detail::quote(token) + ": expected index:value");
+        const auto index = detail::parse_integer(token.substr(0, colon));
+        if (!index)
+          return fail_at("malformed pair " + detail::quote(token) + ": index is not an integer");
+        const auto value = detail::parse_number(token.substr(colon + 1));
+        if (!value)
+          return fail_at("malformed pair " + detail::quote(token) + ": value is not a number");
+        if (*index < 1)
+          return fail_at("index " + std::to_string(*index) + ": LIBSVM indices start at 1");
+        if (*index <= previous)
+          return fail_at("index " + std::to_string(*index) + " after " + std::to_string(previous)
+                         + ": indices must increase");
+        if (features_ > 0 && *index > features_)
+          return fail_at("index " + std::to_string(*index) + " is larger than the number of features ("
+                         + std::to_string(features_) + ")");
+        if (*index > max_index)
+          return fail_at("index " + std::to_string(*index) + " is too large (at most "
+                         + std::to_string(max_index) + ")");
+        const auto item = at.item + out.items;
+        if (item >= capacity_ || out.items == room.items)
+          return fail_at("more than " + std::to_string(max_index)
+                         + " non-zero values; too many for one dataset");
+        previous = *index;
+        storage_->indices[static_cast<std::size_t>(item)] = static_cast<std::int32_t>(*index - 1);
+        storage_->values[static_cast<std::size_t>(item)] = static_cast<float>(*value);
+        ++out.items;
+      }
+      const auto row = at.row + out.rows;
+      labels_[row] = *label;
+      lines_[static_cast<std::size_t>(row)] = line_number;
+      storage_->starts[static_cast<std::size_t>(row + 1)] = static_cast<std::int32_t>(at.item + out.items);
+      ++out.rows;
+      p = next;
+    }
+    return out;
+  }
+
+  void move(region from, region to, const piece_result& stored) {
+    const auto shift = from.item - to.item;
+    for (std::int64_t r = 0; r < stored.rows; ++r) {
+      const auto f = static_cast<std::size_t>(from.row + r);
+      const auto t = static_cast<std::size_t>(to.row + r);
+      labels_[static_cast<Eigen::Index>(t)] = labels_[static_cast<Eigen::Index>(f)];
+      lines_[t] = lines_[f];
+      storage_->starts[t + 1] = static_cast<std::int32_t>(storage_->starts[f + 1] - shift);
+    }
+    const auto n = static_cast<std::size_t>(stored.items);
+    std::memmove(&storage_->indices[static_cast<std::size_t>(to.item)],
+                 &storage_->indices[static_cast<std::size_t>(from.item)], n * sizeof(std::int32_t));
+    std::memmove(&storage_->values[static_cast<std::size_t>(to.item)],
+                 &storage_->values[static_cast<std::size_t>(from.item)], n * sizeof(float));
+  }
+
+  std::int64_t items_before(std::int64_t row) const { return storage_->starts[static_cast<std::size_t>(row)]; }
+
+  /// The parsed rows as a dataset sharing the arrays.
+  raw_dataset finish(const detail::parsed_text& stored) {
+    const auto rows = stored.rows;
+    raw_dataset out;
+    labels_.conservativeResize(rows);
+    out.data.y = std::move(labels_);
+    out.lines.assign(lines_.get(), lines_.get() + rows);
+    lines_.reset();
+    model::shared_sparse x;
+    x.starts = storage_->starts.get();
+    x.indices = storage_->indices.get();
+    x.values = storage_->values.get();
+    x.rows = rows;
+    // The widest row kept (a row's last index is its largest): rows past a limit do not count.
+    std::int64_t widest = 0;
+    for (std::int64_t r = 0; r < rows; ++r)
+      if (storage_->starts[static_cast<std::size_t>(r + 1)] > storage_->starts[static_cast<std::size_t>(r)])
+        widest = std::max<std::int64_t>(widest, storage_->indices[static_cast<std::size_t>(storage_->starts[static_cast<std::size_t>(r + 1)] - 1)] + 1);
+    x.cols = features_ > 0 ? features_ : widest;
+    x.owner = std::move(storage_);
+    x.writable = true;
+    out.data.x = std::move(x);
+    out.source = name_;
+    return out;
+  }
+
+private:
+  std::string name_;
+  std::int64_t features_;
+  std::int64_t capacity_ = 0;
+  std::shared_ptr<csr_storage> storage_;
+  Eigen::VectorXd labels_;
+  std::unique_ptr<std::int64_t[]> lines_;
+};
 
 } // namespace
 
-/// Parses LIBSVM text already in memory into CSR arrays; `path` only names the file in messages.
-result<raw_dataset> detail::parse_libsvm(const std::string& path, std::string_view text,
-                                 const read_options& options) {
-  constexpr auto max_index = std::int64_t{std::numeric_limits<std::int32_t>::max()};
+result<raw_dataset> detail::parse_libsvm(const std::string& name, text_source& source,
+                                         const read_options& options, parse_options how) {
   if (options.features > max_index)
-    return fail(path + ": " + std::to_string(options.features) + " features are too many (at most " +
+    return fail(name + ": " + std::to_string(options.features) + " features are too many (at most " +
                 std::to_string(max_index) + ")");
-  std::vector<std::int32_t> row_starts{0};
-  std::vector<std::int32_t> columns;
-  std::vector<float> values;
-  std::vector<double> labels;
-  std::vector<std::int64_t> lines;
-  std::int64_t widest = 0; // the largest index seen
-  std::int64_t line_number = 0;
-
-  const auto at = [&] { return path + ":" + std::to_string(line_number); };
-  std::string_view rest = text;
-  std::string_view line;
-  while (detail::next_line(rest, line)) {
-    ++line_number;
-    line = line.substr(0, line.find('#'));
-    std::string_view token;
-    if (!next_token(line, token))
-      continue;
-
-    // The label, then index:value pairs with strictly increasing 1-based indices.
-    const auto label = detail::parse_number(token);
-    if (!label)
-      return fail(at() + ": label: expected a number, got " + detail::quote(token));
-    std::int64_t previous = 0;
-    while (next_token(line, token)) {
-      if (token.substr(0, 4) == "qid:") // svmlight ranking groups carry no feature
-        continue;
-      const auto colon = token.find(':');
-      if (colon == std::string_view::npos)
-        return fail(at() + ": malformed pair " + detail::quote(token) + ": expected index:value");
-      const auto index = detail::parse_integer(token.substr(0, colon));
-      if (!index)
-        return fail(at() + ": malformed pair " + detail::quote(token) + ": index is not an integer");
-      const auto value = detail::parse_number(token.substr(colon + 1));
-      if (!value)
-        return fail(at() + ": malformed pair " + detail::quote(token) + ": value is not a number");
-      if (*index < 1)
-        return fail(at() + ": index " + std::to_string(*index) + ": LIBSVM indices start at 1");
-      if (*index <= previous)
-        return fail(at() + ": index " + std::to_string(*index) + " after " +
-                    std::to_string(previous) + ": indices must increase");
-      if (options.features > 0 && *index > options.features)
-        return fail(at() + ": index " + std::to_string(*index) +
-                    " is larger than the number of features (" + std::to_string(options.features) +
-                    ")");
-      if (*index > max_index)
-        return fail(at() + ": index " + std::to_string(*index) + " is too large (at most " +
-                    std::to_string(max_index) + ")");
-      if (columns.size() == static_cast<std::size_t>(max_index))
-        return fail(at() + ": more than " + std::to_string(max_index) +
-                    " non-zero values; too many for one dataset");
-      previous = *index;
-      columns.push_back(static_cast<std::int32_t>(*index - 1));
-      values.push_back(static_cast<float>(*value));
-    }
-    widest = std::max(widest, previous);
-    row_starts.push_back(static_cast<std::int32_t>(columns.size()));
-    labels.push_back(*label);
-    lines.push_back(line_number);
-    if (options.limit > 0 && static_cast<std::int64_t>(labels.size()) == options.limit)
-      break;
-  }
-  if (labels.empty())
-    return fail(path + ": empty file (no examples)");
-
-  const auto rows = static_cast<std::int64_t>(labels.size());
-  const auto cols = options.features > 0 ? options.features : widest;
-  const auto nonzeros = static_cast<std::int64_t>(columns.size());
-  // The CSR arrays are copied into the matrix's own storage as they are. Assigning a Map instead
-  // makes Eigen reserve 2 x max(rows, cols) entries first: 16 GB for one index near 2^31.
-  model::sparse_features x(rows, cols);
-  x.resizeNonZeros(nonzeros);
-  std::copy(row_starts.begin(), row_starts.end(), x.outerIndexPtr());
-  std::copy(columns.begin(), columns.end(), x.innerIndexPtr());
-  std::copy(values.begin(), values.end(), x.valuePtr());
-  raw_dataset out;
-  out.data.x = std::move(x);
-  out.data.y = Eigen::Map<const Eigen::VectorXd>(labels.data(), rows);
-  out.source = path;
-  out.lines = std::move(lines);
-  return out;
+  how.limit = options.limit;
+  libsvm_format format{name, options};
+  auto stored = parse_text(source, format, how);
+  if (!stored)
+    return stored.error();
+  if (stored->rows == 0)
+    return fail(name + ": empty file (no examples)");
+  return format.finish(*stored);
 }
 
+result<raw_dataset> detail::parse_libsvm(const std::string& name, std::string_view text,
+                                         const read_options& options) {
+  auto source = text_source::of(text);
+  return parse_libsvm(name, source, options, parse_options{});
+}
 
 result<raw_dataset> read_libsvm(const std::string& path, const read_options& options) {
-  auto text = detail::read_whole_file(path, options.max_decompressed);
-  if (!text)
-    return text.error();
-  return detail::parse_libsvm(path, text.value(), options);
+  auto source = detail::text_source::open(path, options.max_decompressed);
+  if (!source)
+    return source.error();
+  return detail::parse_libsvm(path, *source, options, detail::parse_options{});
 }
 
 } // namespace shardopt::io

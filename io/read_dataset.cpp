@@ -1,5 +1,6 @@
 #include "io/readers.hpp"
 #include "io/reader_support.hpp"
+#include "io/binary_cache.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -112,6 +113,8 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
     return read_idx(files->first, files->second, options);
   }
 
+  if (is_binary_dataset(spec))
+    return read_binary_dataset(spec, options);
   auto format = detail::file_format(spec, options);
   if (!format)
     return format.error();

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+
+#include <fast_float/fast_float.h>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -54,6 +56,21 @@ result<void> gz_input::skip(std::uint64_t size) {
   return {};
 }
 
+result<void> gz_input::seek(std::uint64_t offset) {
+  if (produced_ != 0)
+    return fail(path_ + ": cannot seek after reading");
+  // gzdirect looks ahead at the header: plain files are seeked, compressed ones decompressed up to
+  // the offset (counted against the limit).
+  if (gzdirect(file_.get()) == 0)
+    return skip(offset);
+  if (offset > file_size_)
+    return fail(path_ + ": truncated: the data ends before the records asked for");
+  if (gzseek(file_.get(), static_cast<z_off_t>(offset), SEEK_SET) < 0)
+    return fail(path_ + ": cannot seek to byte " + std::to_string(offset));
+  produced_ = offset;
+  return {};
+}
+
 result<std::uint64_t> gz_input::read(void* buffer, std::uint64_t size) {
   auto* out = static_cast<unsigned char*>(buffer);
   std::uint64_t done = 0;
@@ -79,51 +96,36 @@ result<std::uint64_t> gz_input::read(void* buffer, std::uint64_t size) {
 
 bool gz_input::compressed() const { return gzdirect(file_.get()) == 0; }
 
-result<std::string> read_whole_file(const std::string& path, std::uint64_t max_decompressed) {
-  auto input = gz_input::open(path, max_decompressed);
-  if (!input)
-    return input.error();
-  // Plain files are read in one call: the buffer holds the whole file plus one byte to see the end.
-  // Compressed data is larger than the file, so the buffer doubles until the data ends, but never
-  // past one byte over the limit: reading that byte is the failure.
-  std::string text;
-  text.resize(static_cast<std::size_t>(input->file_size()) + 1);
-  std::size_t used = 0;
-  for (;;) {
-    auto got = input->read(text.data() + used, text.size() - used);
-    if (!got)
-      return got.error();
-    used += static_cast<std::size_t>(got.value());
-    if (used < text.size())
-      break;
-    auto grown = static_cast<std::uint64_t>(text.size()) * 2;
-    if (max_decompressed > 0 && input->compressed())
-      grown = std::min(grown, max_decompressed + 1);
-    text.resize(static_cast<std::size_t>(grown));
-  }
-  text.resize(used);
-  return text;
-}
-
 std::optional<double> parse_number(std::string_view text) {
   // from_chars rejects a leading '+', which LIBSVM labels ("+1") commonly carry.
   if (text.size() > 1 && text.front() == '+' && text[1] != '-' && text[1] != '+')
     text.remove_prefix(1);
   double value = 0;
   const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  const auto [ptr, ec] = fast_float::from_chars(text.data(), end, value);
   if (ec != std::errc{} || ptr != end || !std::isfinite(value))
     return std::nullopt;
   return value;
 }
 
 std::optional<std::int64_t> parse_integer(std::string_view text) {
-  std::int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc{} || ptr != end)
+  const bool negative = !text.empty() && text.front() == '-';
+  if (negative)
+    text.remove_prefix(1);
+  if (text.empty())
     return std::nullopt;
-  return value;
+  // Magnitudes up to 2^63 (the most negative value): digits checked one at a time for overflow.
+  constexpr auto limit = std::uint64_t{1} << 63;
+  std::uint64_t magnitude = 0;
+  for (const char c : text) {
+    const auto digit = static_cast<unsigned>(c - '0');
+    if (digit > 9 || magnitude > (limit - digit) / 10)
+      return std::nullopt;
+    magnitude = magnitude * 10 + digit;
+  }
+  if (!negative && magnitude == limit)
+    return std::nullopt;
+  return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
 }
 
 std::string_view trim(std::string_view text) {

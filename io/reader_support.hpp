@@ -36,6 +36,10 @@ public:
   /// The size of the file on disk (for plain data, the size of the data).
   std::uint64_t file_size() const { return file_size_; }
 
+  /// Moves to byte `offset` of the data (plain files: a seek; compressed data: decompresses and
+  /// drops what lies before it). Errors: a read error, or "truncated" past the end.
+  result<void> seek(std::uint64_t offset);
+
   /// Reads past `size` bytes without keeping them (for compressed data: decompresses and drops
   /// them through a small buffer). Errors: a read error, or "truncated" when the data ends first.
   result<void> skip(std::uint64_t size);
@@ -61,11 +65,21 @@ private:
 /// missing file, an extension that says nothing.
 result<data_format> file_format(const std::string& spec, const read_options& options);
 
-/// Parses CSV text already in memory; `name` only names it in messages (see read_csv).
+class text_source;
+struct parse_options;
+
+/// Parses CSV text (see read_csv); `name` names it in messages. `how` picks the threads and
+/// buffer size (text_parse.hpp); the result does not depend on them.
+result<raw_dataset> parse_csv(const std::string& name, text_source& source,
+                              const read_options& options, parse_options how);
+
+/// Parses LIBSVM text (see read_libsvm), as `parse_csv`.
+result<raw_dataset> parse_libsvm(const std::string& name, text_source& source,
+                                 const read_options& options, parse_options how);
+
+/// As above, for text already in memory, with the default threads and buffers.
 result<raw_dataset> parse_csv(const std::string& name, std::string_view text,
                               const read_options& options);
-
-/// Parses LIBSVM text already in memory; `name` only names it in messages (see read_libsvm).
 result<raw_dataset> parse_libsvm(const std::string& name, std::string_view text,
                                  const read_options& options);
 
@@ -78,10 +92,6 @@ result<std::pair<std::string, std::string>> mnist_files(const std::string& spec,
 result<raw_dataset> read_idx_range(const std::string& images_path, const std::string& labels_path,
                                    const read_options& options, std::int64_t part,
                                    std::int64_t parts);
-
-/// Reads a whole file, plain or gzip-compressed, into memory; compressed data is held to
-/// `max_decompressed` bytes (0: no limit) and never allocated beyond it. Errors as for `gz_input`.
-result<std::string> read_whole_file(const std::string& path, std::uint64_t max_decompressed);
 
 /// Parses a decimal number that fills all of `text` (one leading '+' allowed). Returns nullopt for
 /// anything else: empty text, trailing junk, out-of-range values, inf and nan.

@@ -77,6 +77,7 @@ enum class split { train, test };
 /// - "fashion-mnist": Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist);
 /// - a directory in the MNIST layout: train-images-idx3-ubyte[.gz] + train-labels-idx1-ubyte[.gz]
 ///   for `split::train`, t10k-* for `split::test`;
+/// - a binary dataset (binary_cache.hpp), by its magic number, whatever its name;
 /// - a file: CSV or LIBSVM by `options.format`, else by extension (.csv; .svm, .libsvm, .svmlight,
 ///   .txt; each optionally followed by .gz).
 result<raw_dataset> read_dataset(const std::string& spec, split which, const read_options& options);

@@ -1,6 +1,9 @@
 #include "io/splits.hpp"
 
+#include "io/binary_cache.hpp"
 #include "io/reader_support.hpp"
+#include "io/text_parse.hpp"
+#include "io/text_source.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,62 +17,6 @@ namespace shardopt::io {
 namespace {
 
 constexpr std::size_t max_distinct_labels = 65'537;
-
-struct byte_range {
-  std::int64_t begin = 0;
-  std::int64_t end = 0;
-};
-
-/// The lines of `text` whose first byte lies in [begin, end) (Hadoop's split rule).
-std::string_view lines_in(std::string_view text, byte_range range) {
-  auto start = static_cast<std::size_t>(range.begin);
-  if (start > text.size())
-    return {};  // the file shrank while it was read
-  if (start > 0 && text[start - 1] != '\n') {
-    const auto newline = text.find('\n', start);
-    start = newline == std::string_view::npos ? text.size() : newline + 1;
-  }
-  const auto end = std::min(static_cast<std::size_t>(range.end), text.size());
-  if (start >= end)
-    return {};
-  // The last line that starts before `end` runs to its newline (or the end of the text).
-  const auto newline = text.find('\n', end - 1);
-  const auto stop = newline == std::string_view::npos ? text.size() : newline + 1;
-  return text.substr(start, stop - start);
-}
-
-byte_range part_range(std::int64_t size, std::int64_t part, std::int64_t parts) {
-  return {size * part / parts, size * (part + 1) / parts};
-}
-
-/// Reads the lines of part p of P of a plain file: only bytes near the part are read.
-result<std::string> read_plain_part(const std::string& path, std::int64_t part, std::int64_t parts,
-                                    byte_range& range) {
-  std::error_code ec;
-  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
-  if (ec)
-    return fail(path + ": cannot read: " + ec.message());
-  range = part_range(size, part, parts);
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    return fail(path + ": cannot open");
-  // Read from one byte before the range (to see whether a line starts at `begin`) to its end, then
-  // on to the end of the last line.
-  const std::int64_t from = range.begin > 0 ? range.begin - 1 : 0;
-  std::string bytes(static_cast<std::size_t>(range.end - from), '\0');
-  in.seekg(from);
-  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  bytes.resize(static_cast<std::size_t>(in.gcount()));
-  if (!bytes.empty() && bytes.back() != '\n') {
-    std::string tail;
-    std::getline(in, tail);
-    bytes += tail;
-    if (!in.eof())
-      bytes += '\n';
-  }
-  const byte_range local{range.begin - from, range.end - from};
-  return std::string{lines_in(bytes, local)};
-}
 
 } // namespace
 
@@ -96,35 +43,35 @@ result<raw_dataset> read_part(const part_request& request) {
     return piece;
   }
 
+  if (is_binary_dataset(spec))
+    return read_binary_part(spec, request.options, part, parts);
   auto format = detail::file_format(spec, request.options);
   if (!format)
     return format.error();
   if (*format != data_format::csv && *format != data_format::libsvm)
     return fail(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
-  byte_range range;
-  std::string text;
-  const bool compressed = spec.size() > 3 && spec.compare(spec.size() - 3, 3, ".gz") == 0;
-  if (compressed) {
-    auto whole = detail::read_whole_file(spec, request.options.max_decompressed);
-    if (!whole)
-      return whole.error();
-    range = part_range(static_cast<std::int64_t>(whole->size()), part, parts);
-    text = std::string{lines_in(*whole, range)};
-  } else {
-    auto lines = read_plain_part(spec, part, parts, range);
-    if (!lines)
-      return lines.error();
-    text = std::move(*lines);
+  auto source = detail::text_source::open(spec, request.options.max_decompressed, part, parts);
+  if (!source)
+    return source.error();
+  const std::string name = spec + label + ", bytes " + std::to_string(source->begin()) + "-"
+                           + std::to_string(source->end()) + ")";
+  // A part with no line that holds anything has no examples: say so before parsing says less.
+  for (bool blank = true; blank;) {
+    auto text = source->next();
+    if (!text)
+      return text.error();
+    if (text->empty())
+      return fail(name + ": no examples; use fewer shards");
+    blank = text->find_first_not_of(" \t\r\n") == std::string_view::npos;
   }
-  const std::string name = spec + label + ", bytes " + std::to_string(range.begin) + "-"
-                           + std::to_string(range.end) + ")";
-  if (detail::trim(text).empty())
-    return fail(name + ": no examples; use fewer shards");
+  if (auto ok = source->rewind(); !ok)
+    return ok.error();
   auto options = request.options;
   if (part > 0)
     options.header = false;  // only the file's first line can be a header
-  return *format == data_format::csv ? detail::parse_csv(name, text, options)
-                                     : detail::parse_libsvm(name, text, options);
+  return *format == data_format::csv
+           ? detail::parse_csv(name, *source, options, detail::parse_options{})
+           : detail::parse_libsvm(name, *source, options, detail::parse_options{});
 }
 
 part_summary summarize(const raw_dataset& part) {
