@@ -371,8 +371,11 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
                                      timeout, std::move(log), spawn);
   if (!objective)
     return objective.error();
+  std::int64_t feature_bytes = 0;
+  for (const auto& summary : summaries)
+    feature_bytes += static_cast<std::int64_t>(summary.stored.sum()) * (summary.sparse ? 8 : 4);
   return node_local_run{std::move(*objective), shape, fitted->labels, fitted->scaling,
-                        fitted->rows};
+                        fitted->rows, feature_bytes};
 }
 
 result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {

@@ -107,6 +107,7 @@ result<prepared_data> prepare(io::raw_dataset train, std::optional<io::raw_datas
     return train_data.error();
   out.train = std::move(*train_data);
   out.train_rows = out.train->rows();
+  out.feature_bytes = out.train->nonzeros() * (out.train->is_sparse() ? 8 : 4);
   if (test) {
     out.test_source = test->source;
     auto test_data = finish(std::move(*test), out.labels, out.scaling);

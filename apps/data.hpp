@@ -37,6 +37,7 @@ struct data_options {
 struct prepared_data {
   std::shared_ptr<const model::dataset> train;
   std::int64_t train_rows = 0;
+  std::int64_t feature_bytes = 0;  ///< what the training features take in memory (wherever they are)
   std::shared_ptr<const model::dataset> test;  ///< null when there is no test set
   std::string train_source;
   std::string test_source;

@@ -23,14 +23,16 @@ namespace shardopt::apps {
 namespace {
 
 /// Newton-CG's settings: the stopping tests are the ones L-BFGS takes, by the same options. Its
-/// replayed products and its preconditioner's pairs each get at most a quarter of the bytes the
-/// training features take in memory (`data_bytes`, 0 when unknown), and 256 MiB: the driver holds
-/// a few dimension-sized vectors beyond the data, as LIBLINEAR's TRON does.
+/// replayed products and its preconditioner's pairs each get a quarter of the bytes the training
+/// features take in memory (`data_bytes`, wherever they are, so that the solver is the same for
+/// every placement), at least 16 MiB and at most 256 MiB: a run holds a few dimension-sized
+/// vectors beyond the data, as LIBLINEAR's TRON does.
 optimizer::newton_options newton_options(const train_options& options, std::int64_t data_bytes) {
   optimizer::newton_options out;
   if (data_bytes > 0) {
-    out.replay_bytes = std::min(out.replay_bytes, data_bytes / 4);
-    out.preconditioner_bytes = std::min(out.preconditioner_bytes, data_bytes / 4);
+    const auto budget = std::max(data_bytes / 4, std::int64_t{16} << 20);
+    out.replay_bytes = std::min(out.replay_bytes, budget);
+    out.preconditioner_bytes = std::min(out.preconditioner_bytes, budget);
   }
   out.epsilon = options.lbfgs.epsilon;
   out.epsilon_rel = options.lbfgs.epsilon_rel;
@@ -170,9 +172,7 @@ result<train_report> train_sharded(const train_options& options, const train_con
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return ok.error();
-  const std::int64_t data_bytes =
-    data.train ? data.train->nonzeros() * (data.train->is_sparse() ? 8 : 4) : 0;
-  const auto newton_settings = newton_options(options, data_bytes);
+  const auto newton_settings = newton_options(options, data.feature_bytes);
   if (auto problem = newton ? optimizer::check_options(newton_settings) : optimizer::check_options(lbfgs, dimension);
       !problem.empty())
     return fail(std::string{newton ? "invalid Newton-CG options: " : "invalid L-BFGS options: "} + problem);

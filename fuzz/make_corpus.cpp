@@ -6,7 +6,9 @@
 //
 // Usage: fuzz_make_corpus DIR   (writes DIR/<target>/<name>; the repository keeps fuzz/corpus)
 
+#include "io/binary_cache.hpp"
 #include "io/checkpoint.hpp"
+#include "io/readers.hpp"
 #include "io/lbfgs_checkpoint.hpp"
 #include "io/model_file.hpp"
 
@@ -298,6 +300,32 @@ void toml_seeds() {
 
 } // namespace
 
+/// Binary datasets converted from small CSV and LIBSVM texts: options byte (reseal, limit, parts).
+void binary_seeds() {
+  const auto scratch = fs::temp_directory_path() / ("shardopt-corpus-" + std::to_string(::getpid()));
+  fs::create_directories(scratch);
+  const std::pair<const char*, const char*> texts[] = {
+    {"sparse.svm", "+1 1:0.5 3:2\n-1 2:1.5\n0\n2 3:-4 7:1\n"},
+    {"dense.csv", "1,2.5,3\n0,-1,400\n1,0,0\n"},
+  };
+  for (const auto& [name, text] : texts) {
+    const auto source = (scratch / name).string();
+    std::ofstream{source} << text;
+    auto data = io::read_dataset(source, io::split::train, {});
+    if (!data)
+      throw std::runtime_error(data.error().message());
+    const auto path = (scratch / (std::string{name} + ".bin")).string();
+    if (auto ok = io::write_binary_dataset(path, *data, source, {}); !ok)
+      throw std::runtime_error(ok.error().message());
+    std::ifstream in{path, std::ios::binary};
+    const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    put("fuzz_binary_dataset", std::string{name} + "_whole", options({{0, 2}, {0, 2}, {0, 4}}) + bytes);
+    put("fuzz_binary_dataset", std::string{name} + "_resealed_parts", options({{1, 2}, {0, 2}, {2, 4}}) + bytes);
+    put("fuzz_binary_dataset", std::string{name} + "_limit", options({{0, 2}, {1, 2}, {0, 4}}) + bytes);
+  }
+  fs::remove_all(scratch);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
@@ -313,6 +341,7 @@ int main(int argc, char** argv) {
     checkpoint_seeds();
     lbfgs_seeds();
     toml_seeds();
+    binary_seeds();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fuzz_make_corpus: %s\n", e.what());
     return 1;

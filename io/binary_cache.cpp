@@ -223,7 +223,7 @@ result<void> check_rows(const std::string& path, const opened& file, std::int64_
       if (sparse) {
         first = starts[row];
         last = starts[row + 1];
-        if (last < first || last > h.nonzeros) {
+        if (first < 0 || last < first || last > h.nonzeros) {
           errors[k] = at(row) + "the CSR starts go backwards or past the values";
           return;
         }

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""The sparse benchmark: shardopt against LIBLINEAR (Debian's liblinear-tools) on the same data, to
+the same objective, in one run.
+
+Sets (written by `shardopt generate`, kept in build/bench-data and made again only when missing):
+  logistic  2,000,000 rows x 2^20 features, 40 non-zeros a row, lambda 1e-5  (liblinear -s 0)
+  svm       1,000,000 rows x 2^18 features, 100 non-zeros a row, lambda 1e-5 (liblinear -s 2: the
+            squared hinge, as shardopt's svm model)
+
+Common objective: LIBLINEAR's final weights (no bias: it runs without -B) evaluated here exactly
+under shardopt's normalisation, f = mean loss + lambda/2 ||w||^2 (LIBLINEAR's f / (C n) with
+C = 1 / (lambda n)). shardopt's unregularised bias can only lower its optimum; its time is the
+load, setup and solve seconds to its first iterate at or below that value.
+
+Runs: LIBLINEAR (1 core, as it is); shardopt with 1 shard pinned to one core (taskset -c 0: its
+reader then parses with one thread too), with 2 shards, and with 2 shards from the binary dataset
+(`shardopt convert`). Columns: load, solve, passes (evaluations plus Hessian-vector products; for
+LIBLINEAR, function evaluations plus CG steps from its log), ns per non-zero per pass (solve seconds
+/ (passes x non-zeros)), end-to-end seconds and the ratio to LIBLINEAR's, peak RSS and its ratio.
+LIBLINEAR's load is its run stopped after one pass (-e 1e30) less one pass.
+
+    python3 bench/sparse_bench.py BUILD/apps/shardopt [--out bench/results/sparse.json] [--sets logistic,svm]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import scipy.sparse
+
+SETS = {
+    "logistic": {"rows": 2000000, "features": 1 << 20, "nonzeros": 40, "seed": 1, "lambda": 1e-5,
+                 "model": "logistic", "liblinear": "0"},
+    "svm": {"rows": 1000000, "features": 1 << 18, "nonzeros": 100, "seed": 2, "lambda": 1e-5,
+            "model": "svm", "liblinear": "2"},
+}
+
+
+def timed_rss(command):
+    """Runs `command`; returns (wall seconds, peak RSS bytes from wait4, stdout, stderr)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        process = subprocess.Popen(command, stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"sparse_bench: {' '.join(command)} failed:\n{stderr}")
+    return seconds, usage.ru_maxrss * 1024, stdout, stderr
+
+
+def dataset(binary, name, spec, folder):
+    """The set's LIBSVM file and its binary dataset, made when missing."""
+    text = os.path.join(folder, f"{name}.svm")
+    cache = os.path.join(folder, f"{name}.shoptbin")
+    if not os.path.exists(text):
+        subprocess.run([binary, "generate", "-o", text, "--rows", str(spec["rows"]), "--features",
+                        str(spec["features"]), "--nonzeros", str(spec["nonzeros"]), "--seed",
+                        str(spec["seed"])], check=True)
+    if not os.path.exists(cache) or os.path.getmtime(cache) < os.path.getmtime(text):
+        subprocess.run([binary, "convert", "--data", text, "-o", cache, "--features",
+                        str(spec["features"])], check=True)
+    return text, cache
+
+
+def read_binary(path):
+    """A binary dataset's labels and CSR matrix, memory-mapped (io/binary_cache.hpp's layout)."""
+    header = np.fromfile(path, dtype=np.uint8, count=152)
+    fields = lambda at, kind: np.frombuffer(header[at:at + 8], dtype=kind)[0]
+    rows, cols, nnz = (int(fields(24, np.int64)), int(fields(32, np.int64)), int(fields(40, np.int64)))
+    labels_at, starts_at, indices_at, values_at = (int(fields(at, np.uint64)) for at in (48, 64, 72, 80))
+    m = np.memmap(path, dtype=np.uint8, mode="r")
+    labels = np.frombuffer(m, dtype=np.float64, count=rows, offset=labels_at)
+    starts = np.frombuffer(m, dtype=np.int32, count=rows + 1, offset=starts_at)
+    indices = np.frombuffer(m, dtype=np.int32, count=nnz, offset=indices_at)
+    values = np.frombuffer(m, dtype=np.float32, count=nnz, offset=values_at)
+    return labels, scipy.sparse.csr_matrix((values, indices, starts), shape=(rows, cols))
+
+
+def liblinear_objective(model_path, cache, spec):
+    """LIBLINEAR's final weights under shardopt's objective (bias 0)."""
+    with open(model_path) as f:
+        lines = f.read().split("\n")
+    label_line = next(line for line in lines if line.startswith("label "))
+    first_label = float(label_line.split()[1])
+    w = np.array([float(line.split()[0]) for line in lines[lines.index("w") + 1:] if line.strip()])
+    labels, x = read_binary(cache)
+    y = np.where(labels == first_label, 1.0, -1.0)  # LIBLINEAR's decision is positive for label[0]
+    w = np.pad(w, (0, x.shape[1] - w.size))
+    z = x @ w
+    if spec["model"] == "logistic":
+        loss = np.logaddexp(0.0, -y * z)
+    else:
+        loss = np.maximum(0.0, 1.0 - y * z) ** 2
+    return float(loss.mean() + 0.5 * spec["lambda"] * (w @ w))
+
+
+def run_liblinear(spec, text, cache, scratch):
+    c = 1.0 / (spec["lambda"] * spec["rows"])
+    model = os.path.join(scratch, "liblinear.model")
+    common = ["liblinear-train", "-s", spec["liblinear"], "-c", repr(c)]
+    seconds, rss, out, _ = timed_rss(common + [text, model])
+    iterations = re.findall(r"iter\s+\d+.*?CG\s+(\d+)", out)
+    passes = 1 + sum(int(cg) + 1 for cg in iterations)
+    first, _, _, _ = timed_rss(common + ["-e", "1e30", text, os.path.join(scratch, "once.model")])
+    pass_seconds = max(seconds - first, 0.0) / max(passes - 1, 1)
+    load = max(first - pass_seconds, 0.0)
+    objective = liblinear_objective(model, cache, spec)
+    return {"tool": "LIBLINEAR (1 core)", "end_to_end": seconds, "load": load, "solve": seconds - load,
+            "passes": passes, "rss": rss, "objective": objective}
+
+
+def run_shardopt(binary, spec, data, target, shards, pinned, scratch):
+    metrics = os.path.join(scratch, "metrics.jsonl")
+    command = (["taskset", "-c", "0"] if pinned else []) + [
+        binary, "train", "--model", spec["model"], "--data", data, "--scale", "none", "--features",
+        str(spec["features"]), "--lambda", repr(spec["lambda"]), "--solver", "newton-cg",
+        "--epsilon", "1e-12", "--max-iter", "100", "--shards", str(shards), "--metrics", metrics,
+        "--json", "--quiet"]
+    seconds, rss, out, _ = timed_rss(command)
+    summary = json.loads(out)
+    with open(metrics) as f:
+        rows = [json.loads(line) for line in f]
+    reached = next((row for row in rows if row["objective"] <= target), None)
+    if reached is None:
+        sys.exit(f"sparse_bench: shardopt never reached LIBLINEAR's objective {target!r} ({summary['objective']!r})")
+    passes = reached["evaluations"] + reached["hessian_products"]
+    to_target = summary["load_seconds"] + summary["setup_seconds"] + reached["seconds"]
+    return {"end_to_end": to_target, "load": summary["load_seconds"], "solve": reached["seconds"],
+            "passes": passes, "rss": rss, "objective": reached["objective"], "process_seconds": seconds,
+            "final_objective": summary["objective"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("binary")
+    parser.add_argument("--out", default="bench/results/sparse.json")
+    parser.add_argument("--sets", default="logistic,svm")
+    parser.add_argument("--data", default="build/bench-data")
+    options = parser.parse_args()
+    os.makedirs(options.data, exist_ok=True)
+    scratch = os.path.join(options.data, "scratch")
+    os.makedirs(scratch, exist_ok=True)
+    results = {}
+    for name in options.sets.split(","):
+        spec = SETS[name]
+        text, cache = dataset(options.binary, name, spec, options.data)
+        nnz = spec["rows"] * spec["nonzeros"]
+        peer = run_liblinear(spec, text, cache, scratch)
+        runs = [peer]
+        for label, data, shards, pinned in (("shardopt, 1 shard (1 core)", text, 1, True),
+                                            ("shardopt, 2 shards (2 cores)", text, 2, False),
+                                            ("shardopt, 2 shards, binary dataset", cache, 2, False)):
+            row = run_shardopt(options.binary, spec, data, peer["objective"], shards, pinned, scratch)
+            row["tool"] = label
+            runs.append(row)
+        for row in runs:
+            row["ns_per_nnz_pass"] = row["solve"] / (row["passes"] * nnz) * 1e9
+            row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
+            row["rss_ratio"] = row["rss"] / peer["rss"]
+        results[name] = {"set": spec, "liblinear_objective": peer["objective"], "runs": runs,
+                         "cache_load_over_text": runs[3]["load"] / runs[2]["load"]}
+
+    date = time.strftime("%Y-%m-%d")
+    print(f"sparse benchmark, {date}: shardopt Newton-CG against LIBLINEAR TRON, to LIBLINEAR's objective")
+    header = (f"{'set':<9} {'run':<36} {'load s':>7} {'solve s':>8} {'passes':>6} {'ns/nnz/pass':>11} "
+              f"{'total s':>8} {'vs LL':>6} {'RSS GB':>7} {'vs LL':>6}")
+    print(header)
+    for name, result in results.items():
+        for row in result["runs"]:
+            print(f"{name:<9} {row['tool']:<36} {row['load']:>7.2f} {row['solve']:>8.2f} {row['passes']:>6} "
+                  f"{row['ns_per_nnz_pass']:>11.2f} {row['end_to_end']:>8.2f} {row['time_ratio']:>6.2f} "
+                  f"{row['rss'] / 1e9:>7.2f} {row['rss_ratio']:>6.2f}")
+        print(f"{name:<9} {'binary dataset load / text load (2 cores)':<36} {result['cache_load_over_text']:>7.3f}"
+              f"   (LIBLINEAR's objective {result['liblinear_objective']:.10g})")
+    print("targets: 1 core <= 1.0x LIBLINEAR end to end; 2 cores <= 0.5x; RSS <= 1.0x; cache load <= 0.1x text")
+    os.makedirs(os.path.dirname(os.path.abspath(options.out)), exist_ok=True)
+    with open(options.out, "w") as f:
+        json.dump({"date": date, "results": results}, f, indent=2)
+    print(f"written to {options.out}")
+
+
+if __name__ == "__main__":
+    main()
