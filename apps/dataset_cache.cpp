@@ -28,9 +28,14 @@ result<io::raw_dataset> read_with_cache(const std::string& spec, io::split which
   auto parsed = io::read_dataset(spec, which, options);
   if (!parsed)
     return parsed;
+  // A source that changed while it was read has no cache: the next run reads it again.
+  if (auto after = io::origin_of(spec, options); !after || !io::same_origin(*after, *now)) {
+    std::fprintf(stderr, "shardopt: %s changed while it was read; no cache written\n", spec.c_str());
+    return parsed;
+  }
   if (!cache.directory.empty())
     std::filesystem::create_directories(cache.directory, ec);
-  if (auto written = io::write_binary_dataset(path, *parsed, spec, options); !written)
+  if (auto written = io::write_binary_dataset(path, *parsed, *now); !written)
     std::fprintf(stderr, "shardopt: could not write the cache of %s: %s\n", spec.c_str(),
                  written.error().message().c_str());
   return parsed;

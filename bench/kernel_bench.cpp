@@ -199,8 +199,11 @@ public:
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const auto& run : runs)
-      if (run.aggregate_name == "median")
-        seconds[run.run_name.str()] = run.GetAdjustedRealTime() * 1e-3;  // ms -> s
+      if (run.aggregate_name == "median") {
+        auto name = run.run_name.str();  // "BM_x/3/repeats:5"
+        name = name.substr(0, name.find("/repeats:"));
+        seconds[name] = run.GetAdjustedRealTime() * 1e-3;  // ms -> s
+      }
   }
   std::map<std::string, double> seconds;
 };

@@ -315,7 +315,10 @@ void binary_seeds() {
     if (!data)
       throw std::runtime_error(data.error().message());
     const auto path = (scratch / (std::string{name} + ".bin")).string();
-    if (auto ok = io::write_binary_dataset(path, *data, source, {}); !ok)
+    auto origin = io::origin_of(source, {});
+    if (!origin)
+      throw std::runtime_error(origin.error().message());
+    if (auto ok = io::write_binary_dataset(path, *data, *origin); !ok)
       throw std::runtime_error(ok.error().message());
     std::ifstream in{path, std::ios::binary};
     const std::string bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -344,9 +344,11 @@ result<cache_origin> origin_of(const std::string& source, const read_options& op
                            : fail(source + ": cannot look at: " + std::strerror(errno));
   cache_origin out;
   out.source = source;
-  out.size = static_cast<std::uint64_t>(st.st_size);
-  out.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   out.options = options;
+  if (!S_ISDIR(st.st_mode)) {
+    out.size = static_cast<std::uint64_t>(st.st_size);
+    out.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  }
   return out;
 }
 
@@ -376,12 +378,14 @@ result<cache_origin> recorded_origin(const std::string& path) {
 }
 
 result<void> write_binary_dataset(const std::string& path, const raw_dataset& data,
-                                  const std::string& source, const read_options& options) {
-  auto origin = origin_of(source, options);
-  cache_origin known;
-  if (origin)
-    known = *origin;  // a source that is not a file (an IDX directory) records no size or time
+                                  const cache_origin& origin) {
+  const auto& known = origin;
+  const auto& options = origin.options;
   const auto& x = data.data;
+  const float* all_values = x.is_sparse() ? x.sparse().valuePtr() : x.dense().data();
+  for (std::int64_t i = 0; i < x.nonzeros(); ++i)
+    if (!std::isfinite(all_values[i]))
+      return fail(path + ": cannot store " + data.source + ": a value is not finite");
   const bool sparse = x.is_sparse();
   file_header h{};
   h.magic = magic;

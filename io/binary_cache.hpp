@@ -30,10 +30,6 @@ namespace shardopt::io {
 /// Whether `path` is a file that starts with the binary dataset's magic number.
 bool is_binary_dataset(const std::string& path);
 
-/// Writes `data` (as read from `source` with `options`) to `path` atomically (atomic_file.hpp).
-/// Errors name the path and the failing step ("No space left on device").
-result<void> write_binary_dataset(const std::string& path, const raw_dataset& data,
-                                  const std::string& source, const read_options& options);
 
 /// Maps a binary dataset and checks it; the dataset's features share the mapping (read-only), its
 /// labels and line numbers are copied. Its source is the text it was converted from, so messages
@@ -58,11 +54,17 @@ struct cache_origin {
 bool same_origin(const cache_origin& a, const cache_origin& b);
 
 /// The origin a cache of `source` read with `options` would record now; errors when the source
-/// cannot be looked at.
+/// cannot be looked at. A source that is not a file (a dataset directory) has size and time 0.
 result<cache_origin> origin_of(const std::string& source, const read_options& options);
 
 /// The origin recorded in a binary dataset's header (checked as read_binary_dataset checks it).
 result<cache_origin> recorded_origin(const std::string& path);
+
+/// Writes `data`, read from `origin` (looked at before it was read: `origin_of`), to `path`
+/// atomically (atomic_file.hpp). Errors name the path and the failing step ("No space left on
+/// device"), or a value that is not finite.
+result<void> write_binary_dataset(const std::string& path, const raw_dataset& data,
+                                  const cache_origin& origin);
 
 /// Where the cache of `source` read with `options` lives: next to it, or in `directory` when that
 /// is not empty, named after the source and a digest of its absolute path and the options.

@@ -3,6 +3,8 @@
 #include "io/text_parse.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -120,14 +122,20 @@ public:
     return c;
   }
 
+  std::int64_t data_lines(std::string_view buffer, std::int64_t lines_before) const {
+    std::int64_t rows = 0;
+    detail::for_each_line(buffer, lines_before + 1, [&](std::string_view line, std::int64_t number) {
+      rows += number != layout_.header_line && !detail::trim(line).empty();
+    });
+    return rows;
+  }
+
   result<void> allocate(const piece_counts& total) {
     storage_ = std::make_shared<dense_storage>();
     storage_->values = detail::uninitialised<float>(total.items);
-    lines_ = detail::uninitialised<std::int64_t>(total.rows);
-    if (!storage_->values || !lines_)
+    if (!storage_->values || !rows_.allocate(total.rows))
       return fail(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows of "
                   + std::to_string(width_) + " features");
-    labels_.resize(std::max<std::int64_t>(total.rows, 1));
     return {};
   }
 
@@ -135,6 +143,7 @@ public:
                      const piece_counts& room) {
     piece_result out;
     std::vector<std::string_view> fields;
+    std::vector<float> row_values;
     std::int64_t line_number = first_line - 1;
     std::string_view rest = piece;
     std::string_view line;
@@ -150,22 +159,30 @@ public:
       if (static_cast<std::int64_t>(fields.size()) != layout_.fields)
         return fail_at("expected " + std::to_string(layout_.fields) + " fields, got " +
                        std::to_string(fields.size()));
-      if (out.rows == room.rows)  // the counts make this impossible; it guards the writes
-        return fail_at("more rows than the file can hold; the reader is wrong");
-      const auto row = at.row + out.rows;
-      float* x = &storage_->values[static_cast<std::size_t>(row * width_)];
+      // The row is checked whole before it takes a place: the places are counted for rows of valid
+      // (non-empty) fields.
+      row_values.resize(static_cast<std::size_t>(width_));
       std::int64_t feature = 0;
+      double label = 0;
       for (std::int64_t i = 0; i < layout_.fields; ++i) {
         const auto field = fields[static_cast<std::size_t>(i)];
         const auto value = detail::parse_number(field);
         if (!value)
           return fail_at("field " + std::to_string(i + 1) + ": expected a number, got " + detail::quote(field));
-        if (i == layout_.label_column)
-          labels_[row] = *value;
-        else
-          x[feature++] = static_cast<float>(*value);
+        if (i == layout_.label_column) {
+          label = *value;
+        } else {
+          if (std::fabs(*value) > std::numeric_limits<float>::max())
+            return fail_at("field " + std::to_string(i + 1) + ": " + detail::quote(field)
+                           + " is too large for a float");
+          row_values[static_cast<std::size_t>(feature++)] = static_cast<float>(*value);
+        }
       }
-      lines_[static_cast<std::size_t>(row)] = line_number;
+      if (out.rows == room.rows)  // the counts make this impossible; it guards the writes
+        return fail_at("more rows than the file can hold; the reader is wrong");
+      const auto row = at.row + out.rows;
+      std::copy(row_values.begin(), row_values.end(), &storage_->values[static_cast<std::size_t>(row * width_)]);
+      rows_.set(row, label, line_number);
       ++out.rows;
     }
     out.items = out.rows * width_;
@@ -173,10 +190,7 @@ public:
   }
 
   void move(region from, region to, const piece_result& stored) {
-    for (std::int64_t r = 0; r < stored.rows; ++r) {
-      labels_[to.row + r] = labels_[from.row + r];
-      lines_[static_cast<std::size_t>(to.row + r)] = lines_[static_cast<std::size_t>(from.row + r)];
-    }
+    rows_.move(from.row, to.row, stored.rows);
     std::memmove(&storage_->values[static_cast<std::size_t>(to.item)],
                  &storage_->values[static_cast<std::size_t>(from.item)],
                  static_cast<std::size_t>(stored.items) * sizeof(float));
@@ -187,10 +201,7 @@ public:
   /// The parsed rows as a dataset sharing the array.
   raw_dataset finish(const detail::parsed_text& stored) {
     raw_dataset out;
-    labels_.conservativeResize(stored.rows);
-    out.data.y = std::move(labels_);
-    out.lines.assign(lines_.get(), lines_.get() + stored.rows);
-    lines_.reset();
+    rows_.finish(stored.rows, out);
     model::shared_dense x;
     x.values = storage_->values.get();
     x.rows = stored.rows;
@@ -207,8 +218,7 @@ private:
   csv_layout layout_;
   std::int64_t width_;
   std::shared_ptr<dense_storage> storage_;
-  Eigen::VectorXd labels_;
-  std::unique_ptr<std::int64_t[]> lines_;
+  detail::row_labels rows_;
 };
 
 } // namespace

@@ -3,6 +3,7 @@
 #include "io/text_parse.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -43,17 +44,24 @@ public:
     return c;
   }
 
+  std::int64_t data_lines(std::string_view buffer, std::int64_t lines_before) const {
+    std::int64_t rows = 0;
+    detail::for_each_line(buffer, lines_before + 1, [&](std::string_view line, std::int64_t) {
+      const auto first = line.find_first_not_of(" \t");
+      rows += first != std::string_view::npos && line[first] != '#';
+    });
+    return rows;
+  }
+
   result<void> allocate(const piece_counts& total) {
     capacity_ = std::min(total.items, max_index);
     storage_ = std::make_shared<csr_storage>();
     storage_->starts = detail::uninitialised<std::int32_t>(total.rows + 1);
     storage_->indices = detail::uninitialised<std::int32_t>(capacity_);
     storage_->values = detail::uninitialised<float>(capacity_);
-    lines_ = detail::uninitialised<std::int64_t>(total.rows);
-    if (!storage_->starts || !storage_->indices || !storage_->values || !lines_)
+    if (!storage_->starts || !storage_->indices || !storage_->values || !rows_.allocate(total.rows))
       return fail(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows and "
                   + std::to_string(capacity_) + " non-zero values");
-    labels_.resize(std::max<std::int64_t>(total.rows, 1));
     storage_->starts[0] = 0;
     return {};
   }
@@ -116,6 +124,8 @@ public:
         const auto value = detail::parse_number(token.substr(colon + 1));
         if (!value)
           return fail_at("malformed pair " + detail::quote(token) + ": value is not a number");
+        if (std::fabs(*value) > std::numeric_limits<float>::max())
+          return fail_at("malformed pair " + detail::quote(token) + ": the value is too large for a float");
         if (*index < 1)
           return fail_at("index " + std::to_string(*index) + ": LIBSVM indices start at 1");
         if (*index <= previous)
@@ -137,8 +147,7 @@ public:
         ++out.items;
       }
       const auto row = at.row + out.rows;
-      labels_[row] = *label;
-      lines_[static_cast<std::size_t>(row)] = line_number;
+      rows_.set(row, *label, line_number);
       storage_->starts[static_cast<std::size_t>(row + 1)] = static_cast<std::int32_t>(at.item + out.items);
       ++out.rows;
       p = next;
@@ -148,13 +157,10 @@ public:
 
   void move(region from, region to, const piece_result& stored) {
     const auto shift = from.item - to.item;
-    for (std::int64_t r = 0; r < stored.rows; ++r) {
-      const auto f = static_cast<std::size_t>(from.row + r);
-      const auto t = static_cast<std::size_t>(to.row + r);
-      labels_[static_cast<Eigen::Index>(t)] = labels_[static_cast<Eigen::Index>(f)];
-      lines_[t] = lines_[f];
-      storage_->starts[t + 1] = static_cast<std::int32_t>(storage_->starts[f + 1] - shift);
-    }
+    rows_.move(from.row, to.row, stored.rows);
+    for (std::int64_t r = 0; r < stored.rows; ++r)
+      storage_->starts[static_cast<std::size_t>(to.row + r + 1)] =
+        static_cast<std::int32_t>(storage_->starts[static_cast<std::size_t>(from.row + r + 1)] - shift);
     const auto n = static_cast<std::size_t>(stored.items);
     std::memmove(&storage_->indices[static_cast<std::size_t>(to.item)],
                  &storage_->indices[static_cast<std::size_t>(from.item)], n * sizeof(std::int32_t));
@@ -168,10 +174,7 @@ public:
   raw_dataset finish(const detail::parsed_text& stored) {
     const auto rows = stored.rows;
     raw_dataset out;
-    labels_.conservativeResize(rows);
-    out.data.y = std::move(labels_);
-    out.lines.assign(lines_.get(), lines_.get() + rows);
-    lines_.reset();
+    rows_.finish(rows, out);
     model::shared_sparse x;
     x.starts = storage_->starts.get();
     x.indices = storage_->indices.get();
@@ -195,8 +198,7 @@ private:
   std::int64_t features_;
   std::int64_t capacity_ = 0;
   std::shared_ptr<csr_storage> storage_;
-  Eigen::VectorXd labels_;
-  std::unique_ptr<std::int64_t[]> lines_;
+  detail::row_labels rows_;
 };
 
 } // namespace

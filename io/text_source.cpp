@@ -70,6 +70,9 @@ text_source text_source::of(std::string_view text, std::size_t buffer_bytes) {
 }
 
 result<void> text_source::rewind() {
+  // The buffer starts at its first size again, so that a second pass cuts the text into the same
+  // buffers as the first (a parser's counts depend on it).
+  buffer_.resize(std::min(buffer_.size(), capacity_));
   kept_ = 0;
   handed_ = false;
   exhausted_ = false;

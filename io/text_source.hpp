@@ -39,6 +39,9 @@ public:
   /// Starts over from the first line.
   result<void> rewind();
 
+  /// The file's path, or "text" for text in memory.
+  std::string name() const { return path_.empty() ? std::string{"text"} : path_; }
+
   /// The bytes of the part, [begin, end) of the text (the whole text: [0, size)).
   std::int64_t begin() const { return begin_; }
   std::int64_t end() const { return end_; }

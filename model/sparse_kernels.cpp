@@ -35,8 +35,8 @@ public:
     for (std::int64_t j = 0; j < features_; ++j)
       for (std::int64_t k = 0; k < outputs_; ++k) {
         const auto entry = static_cast<std::size_t>(k * features_ + j);
-        std::memcpy(&slots_[at(j) + static_cast<std::size_t>(k)], &coefficients[entry], sizeof(double));
-        slots_[at(j) + static_cast<std::size_t>(outputs_ + k)] = below[entry];
+        std::memcpy(&slots_[slot_of(j) + static_cast<std::size_t>(k)], &coefficients[entry], sizeof(double));
+        slots_[slot_of(j) + static_cast<std::size_t>(outputs_ + k)] = below[entry];
       }
     // 2^below, where the grid 2^(base - below) is the exponent exact_sum uses (no finer than
     // lowest_grid).
@@ -44,14 +44,10 @@ public:
       steps_[static_cast<std::size_t>(b)] = power_of_two(std::min(b, base_ - lowest_grid));
   }
 
-  std::size_t at(std::int64_t feature) const {
-    return static_cast<std::size_t>(2 * feature * outputs_);
-  }
-
-  /// `at` for a compile-time output count (1), else as `at`.
-  template <int Outputs>
-  std::size_t at_(std::int64_t feature) const {
-    return Outputs > 0 ? static_cast<std::size_t>(2 * Outputs * feature) : at(feature);
+  /// Where feature j's record starts; `Outputs` is the output count when fixed at compile time.
+  template <int Outputs = 0>
+  std::size_t slot_of(std::int64_t feature) const {
+    return static_cast<std::size_t>(2 * (Outputs > 0 ? Outputs : outputs_) * feature);
   }
 
   double coefficient(std::size_t slot) const {
@@ -61,7 +57,7 @@ public:
   }
 
   template <int Outputs>
-  void prefetch_(std::int64_t feature) const { __builtin_prefetch(&slots_[at_<Outputs>(feature)], 1); }
+  void prefetch(std::int64_t feature) const { __builtin_prefetch(&slots_[slot_of<Outputs>(feature)], 1); }
 
   /// A residual r in units of the coarsest grid: what `add` takes.
   double coarse(double r) const { return scaled(r, -base_); }
@@ -80,7 +76,7 @@ public:
     std::int64_t* words = sum.word_data();
     for (std::int64_t j = 0; j < features_; ++j)
       for (std::int64_t k = 0; k < outputs_; ++k) {
-        const auto packed = static_cast<std::int64_t>(slots_[at(j) + static_cast<std::size_t>(outputs_ + k)]);
+        const auto packed = static_cast<std::int64_t>(slots_[slot_of(j) + static_cast<std::size_t>(outputs_ + k)]);
         const std::int64_t total = packed >> 8;  // arithmetic: the sign of the 56-bit sum
         add_words(&words[k * features_ + j], &total, 1);
       }
@@ -94,11 +90,12 @@ private:
   std::array<double, max_grid_below + 1> steps_{};
 };
 
-/// The scores zt (outputs x m) of a chunk's rows from the coefficients in `rec` and the biases `b`.
-/// `Outputs` is the output count when fixed at compile time (1), else 0.
-template <int Outputs>
-void gather(const sparse_view& x, const chunk& c, const records& rec, std::int64_t outputs_,
-            const double* b, Eigen::MatrixXd& zt) {
+/// The scores zt (outputs x m) of a chunk's rows: for row i, z_k = sum over its non-zeros (in
+/// order) of x_ij coefficient(j, k), plus b_k. `prefetch(j)` asks for feature j's line a few
+/// non-zeros ahead. `Outputs` is the output count when fixed at compile time (1), else 0.
+template <int Outputs, class Coefficient, class Prefetch>
+void scores_of(const sparse_view& x, const chunk& c, std::int64_t outputs_, const double* b,
+               Eigen::MatrixXd& zt, Coefficient coefficient, Prefetch prefetch) {
   const std::int64_t outputs = Outputs > 0 ? Outputs : outputs_;
   zt.resize(outputs, c.count);
   const auto* starts = x.outerIndexPtr();
@@ -112,15 +109,26 @@ void gather(const sparse_view& x, const chunk& c, const records& rec, std::int64
       z[k] = 0;
     for (auto p = starts[row]; p < starts[row + 1]; ++p) {
       if (p < last - prefetch_distance)
-        rec.prefetch_<Outputs>(index[p + prefetch_distance]);
+        prefetch(index[p + prefetch_distance]);
       const double v = value[p];
-      const auto slot = rec.at_<Outputs>(index[p]);
       for (std::int64_t k = 0; k < outputs; ++k)
-        z[k] += v * rec.coefficient(slot + static_cast<std::size_t>(k));
+        z[k] += v * coefficient(index[p], k);
     }
     for (std::int64_t k = 0; k < outputs; ++k)
       z[k] += b[k];
   }
+}
+
+/// The scores of a chunk's rows from the coefficients in `rec` and the biases `b`.
+template <int Outputs>
+void gather(const sparse_view& x, const chunk& c, const records& rec, std::int64_t outputs,
+            const double* b, Eigen::MatrixXd& zt) {
+  scores_of<Outputs>(
+    x, c, outputs, b, zt,
+    [&](std::int32_t feature, std::int64_t k) {
+      return rec.coefficient(rec.template slot_of<Outputs>(feature) + static_cast<std::size_t>(k));
+    },
+    [&](std::int32_t feature) { rec.template prefetch<Outputs>(feature); });
 }
 
 /// Adds the terms x_ij r_jk of a chunk's rows (rt: outputs x m) to the words in `rec`; returns the
@@ -155,7 +163,7 @@ double scatter(const sparse_view& x, const chunk& c, const Eigen::MatrixXd& rt, 
     }
     for (auto p = starts[row]; p < starts[row + 1]; ++p) {
       const double v = value[p];
-      const auto slot = rec.at_<Outputs>(index[p]) + static_cast<std::size_t>(outputs);
+      const auto slot = rec.template slot_of<Outputs>(index[p]) + static_cast<std::size_t>(outputs);
       for (std::int64_t k = 0; k < outputs; ++k)
         rec.add(slot + static_cast<std::size_t>(k), v, rc[k]);
     }
@@ -202,7 +210,7 @@ void exact_pass(const model_shape& shape, const dataset& data, const std::vector
       loss += residual(b, c, zt, rt);
       const double chunk_most = outputs == 1 ? scatter<1>(x, c, rt, rec, outputs, bias_grids, coarse)
                                              : scatter<0>(x, c, rt, rec, outputs, bias_grids, coarse);
-      if (!(chunk_most <= most))  // NaN stays
+      if (std::isnan(chunk_most) || (!std::isnan(most) && chunk_most > most))  // once NaN, NaN
         most = chunk_most;
       bias_sums += rt.rowwise().sum();
     }, fused_rows);
@@ -232,27 +240,16 @@ sparse_products::sparse_products(const model_shape& shape, const dataset& data,
 }
 
 void sparse_products::forward(const chunk& c, Eigen::MatrixXd& zt) const {
-  zt.resize(outputs_, c.count);
-  const auto* starts = x_.outerIndexPtr();
-  const auto* index = x_.innerIndexPtr();
-  const auto* value = x_.valuePtr();
-  const auto last = static_cast<std::int32_t>(x_.nonZeros());
-  for (std::int64_t j = 0; j < c.count; ++j) {
-    const auto row = c.row(j);
-    double* z = zt.col(j).data();
-    for (std::int64_t k = 0; k < outputs_; ++k)
-      z[k] = 0;
-    for (auto p = starts[row]; p < starts[row + 1]; ++p) {
-      if (p < last - prefetch_distance)
-        __builtin_prefetch(w_ + static_cast<std::int64_t>(index[p + prefetch_distance]) * outputs_);
-      const double v = value[p];
-      const double* w = w_ + static_cast<std::int64_t>(index[p]) * outputs_;
-      for (std::int64_t k = 0; k < outputs_; ++k)
-        z[k] += v * w[k];
-    }
-    for (std::int64_t k = 0; k < outputs_; ++k)
-      z[k] += b_[k];
-  }
+  const auto coefficient = [this](std::int32_t feature, std::int64_t k) {
+    return w_[static_cast<std::int64_t>(feature) * outputs_ + k];
+  };
+  const auto prefetch = [this](std::int32_t feature) {
+    __builtin_prefetch(w_ + static_cast<std::int64_t>(feature) * outputs_);
+  };
+  if (outputs_ == 1)
+    scores_of<1>(x_, c, outputs_, b_.data(), zt, coefficient, prefetch);
+  else
+    scores_of<0>(x_, c, outputs_, b_.data(), zt, coefficient, prefetch);
 }
 
 void sparse_products::backward(const chunk& c, const Eigen::MatrixXd& rt, double* grad_rows,

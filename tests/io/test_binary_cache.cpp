@@ -75,6 +75,12 @@ std::string libsvm_text(unsigned seed, int rows) {
   return text;
 }
 
+/// What a cache of `source` read with `options` records (named datasets record no size or time).
+io::cache_origin origin(const std::string& source, const io::read_options& options = {}) {
+  auto now = io::origin_of(source, options);
+  return now ? *now : io::cache_origin{source, 0, 0, options};
+}
+
 void check_same(const io::raw_dataset& a, const io::raw_dataset& b) {
   REQUIRE(a.data.is_sparse() == b.data.is_sparse());
   REQUIRE(a.data.rows() == b.data.rows());
@@ -109,7 +115,7 @@ TEST_CASE("binary datasets: sparse, dense and IDX data round-trip, read by magic
     auto text = io::read_dataset(source, io::split::train, options);
     REQUIRE_MESSAGE(text.ok(), text.error().message());
     const auto cache = dir.file("cache.whatever");
-    REQUIRE(io::write_binary_dataset(cache, *text, source, options).ok());
+    REQUIRE(io::write_binary_dataset(cache, *text, origin(source, options)).ok());
     CHECK(io::is_binary_dataset(cache));
     CHECK_FALSE(io::is_binary_dataset(svm));
     auto mapped = io::read_dataset(cache, io::split::train, {});
@@ -126,7 +132,7 @@ TEST_CASE("binary datasets: parts are whole canonical blocks of rows, and a limi
   auto text = io::read_libsvm(svm, {});
   REQUIRE(text.ok());
   const auto cache = dir.file("a.bin");
-  REQUIRE(io::write_binary_dataset(cache, *text, svm, {}).ok());
+  REQUIRE(io::write_binary_dataset(cache, *text, origin(svm)).ok());
   for (std::int64_t parts = 1; parts <= 5; ++parts) {
     const auto ranges = io::partition_blocks(2000, parts);
     for (std::int64_t p = 0; p < parts; ++p) {
@@ -162,7 +168,7 @@ TEST_CASE("binary datasets: truncated, damaged and hostile files are refused, na
   auto text = io::read_libsvm(svm, {});
   REQUIRE(text.ok());
   const auto good = dir.file("good.bin");
-  REQUIRE(io::write_binary_dataset(good, *text, svm, {}).ok());
+  REQUIRE(io::write_binary_dataset(good, *text, origin(svm)).ok());
   const auto bytes = slurp(good);
   const auto indices = field<std::uint64_t>(bytes, indices_at_field);
   const auto values = field<std::uint64_t>(bytes, values_at_field);
@@ -217,6 +223,27 @@ TEST_CASE("binary datasets: truncated, damaged and hostile files are refused, na
   }
 }
 
+TEST_CASE("binary datasets: a value that is not finite is not written, and too large a float is not read") {
+  test::temp_dir dir;
+  io::raw_dataset data;
+  data.source = "made.csv";
+  data.data.x = model::dense_features{{1.0f, std::numeric_limits<float>::infinity()}};
+  data.data.y = Eigen::VectorXd::Ones(1);
+  const auto path = dir.file("inf.bin");
+  auto written = io::write_binary_dataset(path, data, origin("made.csv"));
+  REQUIRE_FALSE(written.ok());
+  CHECK(written.error().message() == path + ": cannot store made.csv: a value is not finite");
+  CHECK_FALSE(fs::exists(path));
+  const auto big = dir.write("big.svm", "1 1:1e39\n");
+  auto r = io::read_libsvm(big, {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message() == big + ":1: malformed pair '1:1e39': the value is too large for a float");
+  const auto wide = dir.write("big.csv", "1,2\n0,-4e38\n");
+  auto c = io::read_csv(wide, {});
+  REQUIRE_FALSE(c.ok());
+  CHECK(c.error().message() == wide + ":2: field 2: '-4e38' is too large for a float");
+}
+
 TEST_CASE("binary datasets: a changed source no longer matches the origin its cache records") {
   test::temp_dir dir;
   const auto svm = dir.write("a.svm", libsvm_text(4, 50));
@@ -224,7 +251,7 @@ TEST_CASE("binary datasets: a changed source no longer matches the origin its ca
   REQUIRE(text.ok());
   const auto cache = io::cache_path(svm, {}, "");
   CHECK(fs::path{cache}.parent_path() == fs::path{svm}.parent_path());
-  REQUIRE(io::write_binary_dataset(cache, *text, svm, {}).ok());
+  REQUIRE(io::write_binary_dataset(cache, *text, origin(svm)).ok());
   auto recorded = io::recorded_origin(cache);
   REQUIRE(recorded.ok());
   CHECK(io::same_origin(*recorded, *io::origin_of(svm, {})));
@@ -254,7 +281,7 @@ TEST_CASE("binary datasets: a full disk fails naming the file and leaves no part
     return;
   }
   const auto target = (mount_point / "a.bin").string();
-  auto written = io::write_binary_dataset(target, *text, svm, {});
+  auto written = io::write_binary_dataset(target, *text, origin(svm));
   REQUIRE_FALSE(written.ok());
   CHECK(written.error().message().find(target + ": cannot write: ") == 0);
   CHECK(written.error().message().find("No space left on device") != std::string::npos);

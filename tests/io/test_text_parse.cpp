@@ -183,17 +183,24 @@ TEST_CASE("text source: parts of a file hold every line once and in order, plain
         for (std::int64_t part = 0; part < parts; ++part) {
           auto source = text_source::open(path, 0, part, parts, 5);
           REQUIRE_MESSAGE(source.ok(), source.error().message());
-          for (int pass = 0; pass < 2; ++pass) {  // a rewound source gives the same lines
+          std::string first_pass;
+          for (int pass = 0; pass < 2; ++pass) {  // a rewound source gives the same buffers
             std::string lines;
+            std::vector<std::size_t> sizes;
             for (;;) {
               auto next = source->next();
               REQUIRE(next.ok());
               if (next->empty())
                 break;
               lines += *next;
+              sizes.push_back(next->size());
             }
-            if (pass == 0)
+            if (pass == 0) {
               joined += lines;
+              first_pass = lines;
+            } else {
+              CHECK(lines == first_pass);
+            }
             REQUIRE(source->rewind().ok());
           }
         }
@@ -201,6 +208,42 @@ TEST_CASE("text source: parts of a file hold every line once and in order, plain
       }
     }
   }
+}
+
+TEST_CASE("text parse: a long line that grows the buffer mid-text cuts both passes alike") {
+  // Blank lines, then a line padded far past the buffer, then rows: the first pass grows the buffer
+  // after handing some out; the second pass must cut the same buffers, or its counts would reserve
+  // rows past what the first pass allocated.
+  for (const bool csv : {false, true}) {
+    std::string text = csv ? "1,2\n" : "1 2:3\n";
+    text += std::string(40, '\n');
+    text += (csv ? "1,2" : "1 1:2") + std::string(300, ' ') + "\n";
+    for (int i = 0; i < 50; ++i)
+      text += csv ? "0,4\n" : "-1 3:4\n";
+    INFO(std::string{csv ? "csv" : "libsvm"});
+    auto reference = parse(csv, text, {}, ways[0].how, ways[0].buffer);
+    REQUIRE_MESSAGE(reference.ok(), reference.error().message());
+    CHECK(reference->data.rows() == 52);
+    for (const std::size_t buffer : {8, 16, 33, 100}) {
+      auto small = parse(csv, text, {}, parse_options{2, 1, 0}, buffer);
+      REQUIRE_MESSAGE(small.ok(), small.error().message());
+      check_same(*reference, *small);
+    }
+  }
+}
+
+TEST_CASE("text parse: a limit reads the text only up to the buffer of its last row") {
+  std::string text;
+  for (int i = 0; i < 20000; ++i)
+    text += i % 2 ? "1 4:1\n" : "# comment\n\n-1 5:2\n";
+  io::read_options options;
+  options.limit = 100;
+  auto limited = parse(false, text, options, parse_options{2, 1, 0}, 512);
+  REQUIRE_MESSAGE(limited.ok(), limited.error().message());
+  CHECK(limited->data.rows() == 100);
+  auto reference = parse(false, text, options, ways[0].how, ways[0].buffer);
+  REQUIRE(reference.ok());
+  check_same(*reference, *limited);
 }
 
 TEST_CASE("text parse: a load's peak memory stays within 1.2x its final arrays plus its read buffer") {
