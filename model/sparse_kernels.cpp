@@ -56,8 +56,15 @@ public:
     return value;
   }
 
+  /// Asks for every cache line of feature j's record: the scatter writes the words the gather
+  /// did not read.
   template <int Outputs>
-  void prefetch(std::int64_t feature) const { __builtin_prefetch(&slots_[slot_of<Outputs>(feature)], 1); }
+  void prefetch(std::int64_t feature) const {
+    const auto* record = reinterpret_cast<const char*>(&slots_[slot_of<Outputs>(feature)]);
+    const auto bytes = static_cast<std::int64_t>(2 * sizeof(std::uint64_t)) * (Outputs > 0 ? Outputs : outputs_);
+    for (std::int64_t at = 0; at < bytes; at += 64)
+      __builtin_prefetch(record + at, 1);
+  }
 
   /// A residual r in units of the coarsest grid: what `add` takes.
   double coarse(double r) const { return scaled(r, -base_); }
@@ -69,6 +76,26 @@ public:
     const std::uint64_t word = slots_[slot];
     const double step = coarse_r * steps_[word & 0xff];
     slots_[slot] = word + (static_cast<std::uint64_t>(round_units(x * step)) << 8);
+  }
+
+  /// Adds x * r_k for each of `outputs` outputs to the words from `slot` on, as `add` does each
+  /// (several outputs: a loop the compiler vectorises; nearbyint rounds as cvtsd2si does).
+  void add_outputs(std::size_t slot, double x, const double* coarse_r, std::int64_t outputs) {
+    std::uint64_t* words = &slots_[slot];
+    if (base_ - lowest_grid < max_grid_below) {  // grids clamped at the finest: from the table
+      for (std::int64_t k = 0; k < outputs; ++k)
+        add(slot + static_cast<std::size_t>(k), x, coarse_r[k]);
+      return;
+    }
+    for (std::int64_t k = 0; k < outputs; ++k) {
+      const std::uint64_t word = words[k];
+      // 2^below from its bits (the table's value when no grid is clamped), without a gather.
+      const std::uint64_t power = ((word & 0xff) + 1023) << 52;
+      double step;
+      std::memcpy(&step, &power, sizeof step);
+      const double units = std::clamp(x * (coarse_r[k] * step), -unit_limit, unit_limit);
+      words[k] = word + (static_cast<std::uint64_t>(static_cast<std::int64_t>(std::nearbyint(units))) << 8);
+    }
   }
 
   /// Adds every word's sum to `sum` (entry (j, k) at k * features + j).
@@ -164,8 +191,10 @@ double scatter(const sparse_view& x, const chunk& c, const Eigen::MatrixXd& rt, 
     for (auto p = starts[row]; p < starts[row + 1]; ++p) {
       const double v = value[p];
       const auto slot = rec.template slot_of<Outputs>(index[p]) + static_cast<std::size_t>(outputs);
-      for (std::int64_t k = 0; k < outputs; ++k)
-        rec.add(slot + static_cast<std::size_t>(k), v, rc[k]);
+      if (Outputs == 1)
+        rec.add(slot, v, rc[0]);
+      else
+        rec.add_outputs(slot, v, rc, outputs);
     }
   }
   return most;
