@@ -32,10 +32,10 @@ result<std::int64_t> chief_session::initialise() {
       const auto& saved = *found->state;
       const auto& path = found->path;
       if (saved.model.shape != job_.shape)
-        return fail(path + ": the checkpoint is of a model of shape " + model::describe(saved.model.shape) +
+        return fail_runtime(path + ": the checkpoint is of a model of shape " + model::describe(saved.model.shape) +
                     "; this job trains " + model::describe(job_.shape) + " (use another --checkpoint-dir)");
       if (saved.rule != optimizer::to_string(job_.rule.kind))
-        return fail(path + ": the checkpoint holds " + saved.rule + " state; this job uses " +
+        return fail_runtime(path + ": the checkpoint holds " + saved.rule + " state; this job uses " +
                     std::string{optimizer::to_string(job_.rule.kind)} + " (use another --checkpoint-dir)");
       theta = saved.model.theta;
       state.slots = saved.slots;
@@ -74,7 +74,7 @@ result<void> chief_session::checkpoint() {
   if (auto got = client_.state(out.model.theta, out.slots, out.step, out.updates); !got)
     return got.error();
   if (!out.model.theta.allFinite())
-    return fail("theta is not finite at step " + std::to_string(out.step) +
+    return fail_runtime("theta is not finite at step " + std::to_string(out.step) +
                 "; the newest checkpoint is the last good state");
   auto written = io::save_checkpoint(options_.checkpoint_dir, out, options_.keep_checkpoints);
   if (!written)

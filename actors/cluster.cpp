@@ -64,7 +64,7 @@ struct cluster::impl {
       if (!received)
         return received.error();
       if (*received != piece.end - range.begin)
-        return fail("node " + nodes.name(j) + " reported " + std::to_string(*received)
+        return fail_runtime("node " + nodes.name(j) + " reported " + std::to_string(*received)
                     + " rows received, " + std::to_string(piece.end - range.begin) + " were sent");
     }
     return spawn_on(j, shard_spec{shape, data_block{data, {range.end, range.end}}, layout});
@@ -91,7 +91,7 @@ struct cluster::impl {
         if (static_cast<std::int64_t>(feature_max.size()) != spec.shape.features
             || !feature_max.map().allFinite() || feature_max.map().minCoeff() < 0
             || !std::isfinite(max_label) || max_label < 0)
-          return fail("reported impossible data bounds");
+          return fail_runtime("reported impossible data bounds");
         out = part_reply{std::move(shard), rows, std::move(feature_max), max_label};
         return {};
       });
@@ -235,7 +235,7 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
         if (c.alive[j] && (best == c.info.size() || c.load[j] < c.load[best]))
           best = j;
       if (best == c.info.size())
-        return fail("no node left to recreate " + shard_range(members) + " on (all "
+        return fail_runtime("no node left to recreate " + shard_range(members) + " on (all "
                     + std::to_string(c.info.size()) + " nodes lost)");
       auto peer = c.peer_on(best, members,
                             [&](std::size_t j, std::size_t i) { return spawn(c, j, i); });
@@ -361,7 +361,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     if (!shard)
       return shard.error();
     if (shard->rows != rows[i])
-      return fail("node " + c.info[node].endpoint.text() + " read " + std::to_string(shard->rows)
+      return fail_runtime("node " + c.info[node].endpoint.text() + " read " + std::to_string(shard->rows)
                   + " rows of part " + std::to_string(i + 1) + ", it summarised "
                   + std::to_string(rows[i]));
     *bounds += model::data_bounds{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
@@ -386,13 +386,13 @@ result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {
   if (!back)
     return back.error();
   if (back->size() != static_cast<std::size_t>(values.size()))
-    return fail(s.info[j].endpoint.text() + ": the echo came back with another size");
+    return fail_runtime(s.info[j].endpoint.text() + ": the echo came back with another size");
   return {};
 }
 
 result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& endpoints) {
   if (endpoints.empty())
-    return fail("no nodes given");
+    return fail_invalid("no nodes given");
   std::vector<node_actor> handles;
   std::vector<connected_node> connected;
   for (const auto& where : endpoints) {
@@ -411,10 +411,10 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
     },
     [&](std::size_t j, node_info answer) -> result<void> {
       if (answer.version != protocol_version)
-        return fail("speaks shardopt protocol version " + std::to_string(answer.version)
+        return fail_runtime("speaks shardopt protocol version " + std::to_string(answer.version)
                     + ", this driver speaks version " + std::to_string(protocol_version));
       if (answer.threads == 0 || answer.threads > max_node_threads)
-        return fail("announced " + std::to_string(answer.threads) + " worker threads (expected 1.."
+        return fail_runtime("announced " + std::to_string(answer.threads) + " worker threads (expected 1.."
                     + std::to_string(max_node_threads) + ")");
       s.info[j].threads = answer.threads;
       s.info[j].host = answer.host.substr(0, 255);
@@ -432,7 +432,7 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
                                         std::chrono::milliseconds timeout,
                                         std::function<void(const std::string&)> log) {
   if (plan.size() != ranges.size())
-    return fail("placement plan does not cover every shard");
+    return fail_invalid("placement plan does not cover every shard");
   std::vector<std::int64_t> rows;
   std::int64_t total = 0;
   for (const auto& range : ranges) {

@@ -4,7 +4,7 @@
 #include "actors/runtime.hpp"
 #include "actors/sharded_objective.hpp"
 #include "io/splits.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <Eigen/Core>
 

@@ -7,7 +7,7 @@
 // (xgboost's src/collective keeps one such layer for the same reason).
 
 #include "actors/messages.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <caf/all.hpp>
 
@@ -141,7 +141,7 @@ public:
         caf::after(std::chrono::duration_cast<std::chrono::milliseconds>(left)) >> [] {});
     }
     if (!problem.empty())
-      return fail(problem);
+      return fail_invalid(problem);
     return {};
   }
 

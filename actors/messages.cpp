@@ -137,7 +137,7 @@ caf::error load_raw(caf::deserializer& f, std::vector<T>& values, const char* wh
 
 result<void> merge(block_sums& total, block_sums&& part) {
   if (total.words.size() != part.words.size())
-    return fail("sums of " + std::to_string(part.words.size())
+    return fail_invalid("sums of " + std::to_string(part.words.size())
                 + " entries cannot be added to sums of " + std::to_string(total.words.size()));
   total.runs.insert(total.runs.end(), part.runs.begin(), part.runs.end());
   total.values.insert(total.values.end(), part.values.begin(), part.values.end());
@@ -174,7 +174,7 @@ exact_grid encode_grid(const std::vector<int>& exponents) {
 
 result<std::vector<int>> decode_grid(const exact_grid& grid) {
   if (grid.base < model::lowest_grid || grid.base > model::highest_grid)
-    return fail("no grid 2^" + std::to_string(grid.base));
+    return fail_invalid("no grid 2^" + std::to_string(grid.base));
   std::vector<int> exponents;
   exponents.reserve(grid.below.size());
   for (const auto below : grid.below)
@@ -256,11 +256,11 @@ std::vector<char> wire_probe() {
 result<void> check_hello(std::uint32_t version, const std::vector<char>& probe,
                          const std::string& peer) {
   if (version != protocol_version)
-    return fail(peer + " speaks shardopt protocol version " + std::to_string(version)
+    return fail_invalid(peer + " speaks shardopt protocol version " + std::to_string(version)
                 + ", this process speaks version " + std::to_string(protocol_version)
                 + " (run the same shardopt release everywhere)");
   if (probe != wire_probe())
-    return fail(peer + "'s floating-point format differs from this process's (IEEE 754 "
+    return fail_invalid(peer + "'s floating-point format differs from this process's (IEEE 754 "
                        "little-endian double and float expected)");
   return {};
 }

@@ -33,7 +33,7 @@
 // A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <caf/all.hpp>
 

@@ -21,7 +21,7 @@ result<std::vector<endpoint>> parse_endpoints(const std::string& list, const std
     const auto item = list.substr(start, end - start);
     const auto colon = item.rfind(':');
     if (item.empty() || colon == std::string::npos || colon == 0 || colon + 1 == item.size())
-      return fail(option + ": '" + item + "' is not host:port");
+      return fail_invalid(option + ": '" + item + "' is not host:port");
     endpoint where;
     where.host = item.substr(0, colon);
     if (where.host.size() > 2 && where.host.front() == '[' && where.host.back() == ']')
@@ -30,7 +30,7 @@ result<std::vector<endpoint>> parse_endpoints(const std::string& list, const std
     char* rest = nullptr;
     const long port = std::strtol(port_text.c_str(), &rest, 10);
     if (*rest != '\0' || port <= 0 || port > 65535)
-      return fail(option + ": '" + item + "': port must be 1..65535");
+      return fail_invalid(option + ": '" + item + "': port must be 1..65535");
     where.port = static_cast<std::uint16_t>(port);
     out.push_back(where);
     start = end + 1;
@@ -72,7 +72,7 @@ result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
   const auto give_up_at = std::chrono::steady_clock::now() + retry_for;
   caf::scoped_actor self{system};
   for (;;) {
-    result<caf::strong_actor_ptr> out = fail(
+    result<caf::strong_actor_ptr> out = fail_runtime(
       prefix + "no answer within " + std::to_string(timeouts::connect.count() / 1000) + " s");
     bool retry = false;
     self->request(middleman, timeouts::connect, caf::connect_atom::value, where.host, where.port)
@@ -80,14 +80,14 @@ result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
         [&](const caf::node_id&, caf::strong_actor_ptr& published,
             const std::set<std::string>& ifs) {
           if (!published)
-            out = fail(prefix + "nothing is published on that port");
+            out = fail_runtime(prefix + "nothing is published on that port");
           else if (ifs != interface)
-            out = fail(prefix + "the actor there is not " + kind + " of this version");
+            out = fail_runtime(prefix + "the actor there is not " + kind + " of this version");
           else
             out = std::move(published);
         },
         [&](caf::error& err) {
-          out = fail(prefix + describe(err, system));
+          out = fail_runtime(prefix + describe(err, system));
           retry = err == caf::sec::cannot_connect_to_node;
         });
     if (out || !retry || std::chrono::steady_clock::now() >= give_up_at)
@@ -102,13 +102,13 @@ result<std::uint16_t> publish_actor(runtime& rt, const caf::strong_actor_ptr& ac
                                     std::uint16_t port) {
   // Through the middleman actor (the TLS one when configured), as connect_actor does.
   caf::scoped_actor self{rt.system()};
-  result<std::uint16_t> out = fail("cannot listen on " + bind + ":" + std::to_string(port)
+  result<std::uint16_t> out = fail_runtime("cannot listen on " + bind + ":" + std::to_string(port)
                                    + ": no answer from the middleman");
   self->request(middleman_of(rt), timeouts::connect, caf::publish_atom::value, port, actor,
                 std::move(interface), bind, true)
     .receive([&](std::uint16_t bound) { out = bound; },
              [&](caf::error& err) {
-               out = fail("cannot listen on " + bind + ":" + std::to_string(port) + ": "
+               out = fail_runtime("cannot listen on " + bind + ":" + std::to_string(port) + ": "
                           + describe(err, rt.system()));
              });
   return out;
@@ -124,7 +124,7 @@ result<void> check_exposure(const std::string& bind, bool tls, bool insecure,
                             const std::string& what) {
   if (tls || insecure || is_loopback(bind))
     return {};
-  return fail(what + ": refusing to listen on " + bind
+  return fail_invalid(what + ": refusing to listen on " + bind
               + " without TLS: anyone who can reach this port could use it (give --tls-cert, "
                 "--tls-key and --tls-ca, or --insecure on a network you trust)");
 }

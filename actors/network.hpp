@@ -5,7 +5,7 @@
 // mutual TLS, as the runtime is configured). Include only in translation units that use CAF.
 
 #include "actors/runtime.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <caf/all.hpp>
 

@@ -62,7 +62,7 @@ struct driver_share {
 result<void> check_layout(const block_layout& layout) {
   if (layout.first_block < 0 || layout.first_block > (std::int64_t{1} << 40) || layout.block_rows < 1
       || layout.block_rows > (std::int64_t{1} << 20))
-    return fail("invalid block layout (first block " + std::to_string(layout.first_block) + ", "
+    return fail_invalid("invalid block layout (first block " + std::to_string(layout.first_block) + ", "
                 + std::to_string(layout.block_rows) + " rows per block)");
   return {};
 }
@@ -171,21 +171,21 @@ private:
   result<caf::actor_addr> admit(std::int64_t bytes, bool bytes_only = false) {
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
     if (!driver)
-      return fail("an anonymous request cannot own shards");
+      return fail_invalid("an anonymous request cannot own shards");
     const auto it = drivers_.find(driver);
     const std::int64_t mine = it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size())
                                                             + (it->second.staged ? 1 : 0);
     const std::int64_t my_bytes = it == drivers_.end() ? 0 : it->second.bytes;
     if (!bytes_only && mine >= limits_.shards_per_driver)
-      return fail("this node allows " + std::to_string(limits_.shards_per_driver)
+      return fail_invalid("this node allows " + std::to_string(limits_.shards_per_driver)
                   + " shards per driver");
     if (!bytes_only && shards_ >= limits_.shards)
-      return fail("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
+      return fail_invalid("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
     if (bytes > limits_.bytes_per_driver - my_bytes)
-      return fail("the data would exceed this node's limit of "
+      return fail_invalid("the data would exceed this node's limit of "
                   + std::to_string(limits_.bytes_per_driver) + " bytes per driver");
     if (bytes > limits_.bytes - bytes_)
-      return fail("the data would exceed this node's limit of " + std::to_string(limits_.bytes)
+      return fail_invalid("the data would exceed this node's limit of " + std::to_string(limits_.bytes)
                   + " bytes in all");
     return driver;
   }
@@ -383,10 +383,10 @@ private:
     if (block.rows.begin < 0 || block.rows.end > block.data->rows() || block.rows.size() <= 0)
       return make_error(errc::dimension_mismatch, "shard data holds no rows");
     const Eigen::VectorXd labels = block.data->y.segment(block.rows.begin, block.rows.size());
-    if (auto row = model::first_invalid_label(shape, labels); row >= 0)
+    if (auto row = model::first_invalid_label(shape, labels))
       return make_error(errc::dimension_mismatch,
-                        "shard data row " + std::to_string(row) + " has label "
-                          + std::to_string(labels[row]) + ", invalid for this model");
+                        "shard data row " + std::to_string(*row) + " has label "
+                          + std::to_string(labels[*row]) + ", invalid for this model");
     auto driver = admit(bytes_of(*block.data));
     if (!driver)
       return refuse(driver.error().message());
@@ -425,9 +425,9 @@ private:
                       io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
       if (!step)
         return make_error(errc::shard_failed, redact(step.error().message()));
-    if (auto row = model::first_invalid_label(shape, part->data.y); row >= 0)
+    if (auto row = model::first_invalid_label(shape, part->data.y))
       return make_error(errc::dimension_mismatch,
-                        redact(part->where(row)) + ": label invalid for this model");
+                        redact(part->where(*row)) + ": label invalid for this model");
     auto data = std::make_shared<const model::dataset>(std::move(part->data));
     auto driver = admit(bytes_of(*data));
     if (!driver)

@@ -25,13 +25,13 @@ std::int64_t half_of_memory() {
 
 result<void> check_shape(const model::model_shape& shape, const node_limits& limits) {
   if (static_cast<std::uint8_t>(shape.kind) > static_cast<std::uint8_t>(model::model_kind::svm))
-    return fail("unknown model kind");
-  if (auto why = model::check_architecture(shape); !why.empty())
-    return fail("bad network: " + why);
+    return fail_invalid("unknown model kind");
+  if (auto ok = model::check_architecture(shape); !ok)
+    return std::move(ok).with_context("bad network");
   if (shape.features <= 0 || shape.outputs <= 0)
-    return fail("bad model shape");
+    return fail_invalid("bad model shape");
   if (!model::checked_dimension(shape, limits.dimension))
-    return fail("a model of shape " + model::describe(shape) + " exceeds this node's limit of " +
+    return fail_invalid("a model of shape " + model::describe(shape) + " exceeds this node's limit of " +
                 std::to_string(limits.dimension) + " parameters");
   return {};
 }
@@ -43,24 +43,24 @@ namespace {
 /// directory's entries are checked one by one.
 result<std::string> confine(const std::string& spec, const std::string& root) {
   if (root.empty())
-    return fail("this node serves no node-local data (start it with --data-root DIR)");
+    return fail_invalid("this node serves no node-local data (start it with --data-root DIR)");
   std::error_code ec;
   const fs::path wanted = spec == "fashion-mnist" ? fs::path{"/usr/share/datasets/fashion-mnist"}
                                                   : fs::path{spec};
   const auto resolved = fs::weakly_canonical(fs::path{root} / wanted, ec);
   if (ec)
-    return fail(spec + ": cannot resolve the path");
+    return fail_invalid(spec + ": cannot resolve the path");
   auto inside = [&](const fs::path& path) {
     const auto rel = path.lexically_relative(root);
     return !rel.empty() && *rel.begin() != ".." && !rel.is_absolute();
   };
   if (!inside(resolved) && resolved != fs::path{root})
-    return fail(spec + ": outside this node's data root");
+    return fail_invalid(spec + ": outside this node's data root");
   if (fs::is_directory(resolved, ec))
     for (const auto& entry : fs::directory_iterator{resolved, ec}) {
       const auto target = fs::weakly_canonical(entry.path(), ec);
       if (ec || !inside(target))
-        return fail(spec + ": an entry of the dataset directory leads outside this node's data root");
+        return fail_invalid(spec + ": an entry of the dataset directory leads outside this node's data root");
     }
   if (spec == "fashion-mnist")
     return std::string{"fashion-mnist"};
@@ -72,12 +72,12 @@ result<std::string> confine(const std::string& spec, const std::string& root) {
 result<io::part_request> check_part(io::part_request request, const node_limits& limits) {
   if (request.parts < 1 || request.parts > limits.parts || request.part < 0
       || request.part >= request.parts)
-    return fail("part " + std::to_string(request.part) + " of " + std::to_string(request.parts)
+    return fail_invalid("part " + std::to_string(request.part) + " of " + std::to_string(request.parts)
                 + " is not a valid part (at most " + std::to_string(limits.parts) + " parts)");
   if (request.options.features < 0 || request.options.features > limits.dimension
       || request.options.limit < 0 || request.options.label_column < -(1 << 24)
       || request.options.label_column > (1 << 24))
-    return fail("invalid read options");
+    return fail_invalid("invalid read options");
   auto path = confine(request.spec, limits.data_root);
   if (!path)
     return path.error();

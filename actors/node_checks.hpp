@@ -6,7 +6,7 @@
 
 #include "io/splits.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <chrono>
 #include <cstdint>

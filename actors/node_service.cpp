@@ -44,7 +44,7 @@ result<void> node_service::serve() {
     impl_->waiter->receive(
       [&](stop_atom) { out = result<void>{}; },
       [&](caf::down_msg& down) {
-        out = result<void>{fail("the node actor ended (" + describe(down.reason, impl_->rt.system())
+        out = result<void>{fail_invalid("the node actor ended (" + describe(down.reason, impl_->rt.system())
                                 + "); exiting so that a supervisor can restart the node")};
       },
       caf::others >> [](caf::message_view&) -> caf::result<caf::message> { return caf::message{}; });

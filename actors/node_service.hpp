@@ -1,7 +1,7 @@
 #pragma once
 
 #include "actors/runtime.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <memory>

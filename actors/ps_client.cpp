@@ -47,7 +47,7 @@ result<pulled> ps_client::pull(Eigen::VectorXd& theta) {
     [&](std::size_t j, std::uint64_t round) { self()->send(servers_[j], pull_atom::value, round, job_.token); },
     [&](std::size_t j, ps_view view) -> result<void> {
       if (view.status > static_cast<std::uint8_t>(ps_status::failed))
-        return fail("answered with an unknown status");
+        return fail_runtime("answered with an unknown status");
       const auto status = static_cast<ps_status>(view.status);
       out.stamps[j] = view.step;
       if (j == 0)
@@ -60,7 +60,7 @@ result<pulled> ps_client::pull(Eigen::VectorXd& theta) {
       if (status == ps_status::running || status == ps_status::finished) {
         const auto n = bounds_[j + 1] - bounds_[j];
         if (static_cast<std::int64_t>(view.theta.size()) != n)
-          return fail("holds " + std::to_string(view.theta.size()) + " parameters, this worker expects "
+          return fail_runtime("holds " + std::to_string(view.theta.size()) + " parameters, this worker expects "
                       + std::to_string(n) + " (do all tasks use the same model, data and --ps count?)");
         theta.segment(bounds_[j], n) = view.theta.map();
       }
@@ -143,7 +143,7 @@ result<void> ps_client::state(Eigen::VectorXd& theta, std::vector<Eigen::VectorX
       const auto n = bounds_[j + 1] - begin;
       if (static_cast<std::int64_t>(snapshot.theta.size()) != n
           || static_cast<std::int64_t>(snapshot.slots.size()) != n * static_cast<std::int64_t>(slots.size()))
-        return fail("returned a state of the wrong size");
+        return fail_runtime("returned a state of the wrong size");
       theta.segment(begin, n) = snapshot.theta.map();
       for (std::size_t k = 0; k < slots.size(); ++k)
         slots[k].segment(begin, n) = snapshot.slots.map().segment(static_cast<Eigen::Index>(k) * n, n);

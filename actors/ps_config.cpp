@@ -36,22 +36,22 @@ void set_rule(ps_config& config, const optimizer::update_rule& rule) {
 
 result<void> check_config(const ps_config& c) {
   if (c.count == 0 || c.index >= c.count)
-    return fail("PS index " + std::to_string(c.index) + " is not below the PS count " + std::to_string(c.count));
+    return fail_invalid("PS index " + std::to_string(c.index) + " is not below the PS count " + std::to_string(c.count));
   if (c.begin < 0 || c.end < c.begin || c.end - c.begin > static_cast<std::int64_t>(max_wire_elements))
-    return fail("invalid theta slice [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")");
+    return fail_invalid("invalid theta slice [" + std::to_string(c.begin) + ", " + std::to_string(c.end) + ")");
   if (c.rule > static_cast<std::uint8_t>(optimizer::update_kind::adam))
-    return fail("unknown update rule code " + std::to_string(c.rule));
+    return fail_invalid("unknown update rule code " + std::to_string(c.rule));
   if (c.schedule > static_cast<std::uint8_t>(optimizer::schedule_kind::inverse_time))
-    return fail("unknown learning-rate schedule code " + std::to_string(c.schedule));
+    return fail_invalid("unknown learning-rate schedule code " + std::to_string(c.schedule));
   if (!(c.learning_rate > 0) || !std::isfinite(c.learning_rate))
-    return fail("the learning rate must be positive");
+    return fail_invalid("the learning rate must be positive");
   if (c.total_replicas == 0 || c.replicas_to_aggregate == 0 || c.replicas_to_aggregate > c.total_replicas)
-    return fail("replicas_to_aggregate must be 1.." + std::to_string(c.total_replicas) + ", got " +
+    return fail_invalid("replicas_to_aggregate must be 1.." + std::to_string(c.total_replicas) + ", got " +
            std::to_string(c.replicas_to_aggregate));
   if (c.total_replicas > 65536)
-    return fail("more than 65536 workers");
+    return fail_invalid("more than 65536 workers");
   if (c.last_step < 0 || c.staleness < -1)
-    return fail("negative last step or staleness");
+    return fail_invalid("negative last step or staleness");
   return {};
 }
 

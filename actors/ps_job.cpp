@@ -60,7 +60,7 @@ result<ps_outcome> run_local_job(runtime& rt, const ps_job& options, std::uint32
     for (auto& server : group.servers)
       waiter->send_exit(server, caf::exit_reason::user_shutdown);
     if (outcome)
-      return fail("the workers and parameter servers did not finish within 60 s of the chief");
+      return fail_invalid("the workers and parameter servers did not finish within 60 s of the chief");
   }
   return outcome;
 }

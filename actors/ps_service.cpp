@@ -43,7 +43,7 @@ result<void> await_parameter_server(runtime& rt, const ps_actor& server, std::ch
     self->receive(
       [&](caf::down_msg& down) {
         if (down.reason && down.reason != caf::exit_reason::normal)
-          out = result<void>{fail(describe(down.reason, rt.system()))};
+          out = result<void>{fail_runtime(describe(down.reason, rt.system()))};
         else
           out = result<void>{};
       },
@@ -60,7 +60,7 @@ result<void> await_parameter_server(runtime& rt, const ps_actor& server, std::ch
                                    && err.code() == static_cast<std::uint8_t>(errc::refused);
                    });
         if (!initialised)
-          out = result<void>{fail("no chief initialised this parameter server within " +
+          out = result<void>{fail_runtime("no chief initialised this parameter server within " +
                                   std::to_string(std::chrono::duration_cast<std::chrono::seconds>(startup).count()) + " s")};
       });
   }

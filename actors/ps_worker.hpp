@@ -6,7 +6,7 @@
 #include "io/model_file.hpp"
 #include "model/dataset.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 #include "optimizer/sgd.hpp"
 
 #include <Eigen/Core>

@@ -94,15 +94,15 @@ struct sharded_objective::impl {
   result<void> take(std::size_t i, block_sums sums, bool values) {
     const auto& share = shares[i];
     if (sums.count != share.rows)
-      return fail("answered for " + std::to_string(sums.count) + " examples, it holds "
+      return fail_runtime("answered for " + std::to_string(sums.count) + " examples, it holds "
                   + std::to_string(share.rows));
     if (sums.words.size() != total.size())
-      return fail("returned " + std::to_string(sums.words.size()) + " sums, expected "
+      return fail_runtime("returned " + std::to_string(sums.words.size()) + " sums, expected "
                   + std::to_string(total.size()));
     if (sums.runs.size() % 2 != 0)
-      return fail("returned a malformed list of blocks");
+      return fail_runtime("returned a malformed list of blocks");
     if (!runs_match(sums.runs, share.runs))
-      return fail("answered for blocks that are not its own");
+      return fail_runtime("answered for blocks that are not its own");
     std::int64_t expected = 0;
     for (const auto& run : share.runs)
       expected += run.second;
@@ -112,30 +112,30 @@ struct sharded_objective::impl {
       const auto first = sums.runs[r];
       const auto count = sums.runs[r + 1];
       if (first < 0 || count < 0 || count > bounds.blocks || first > bounds.blocks - count)
-        return fail("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
+        return fail_runtime("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
       for (auto b = first; b < first + count; ++b) {
         if (seen[static_cast<std::size_t>(b)])
-          return fail("answered for block " + std::to_string(b) + ", which another reply covers");
+          return fail_runtime("answered for block " + std::to_string(b) + ", which another reply covers");
         seen[static_cast<std::size_t>(b)] = 1;
         if (values) {
           if (next >= sums.values.size())
-            return fail("returned fewer values than blocks");
+            return fail_runtime("returned fewer values than blocks");
           if (!std::isfinite(sums.values[next]))
-            return fail("returned a non-finite sum for block " + std::to_string(b));
+            return fail_runtime("returned a non-finite sum for block " + std::to_string(b));
           block_values[static_cast<std::size_t>(b)] = sums.values[next++];
         }
       }
       covered += count;
     }
     if (covered != expected || (values && next != sums.values.size()))
-      return fail("answered for " + std::to_string(covered) + " blocks with "
+      return fail_runtime("answered for " + std::to_string(covered) + " blocks with "
                   + std::to_string(sums.values.size()) + " values, it holds "
                   + std::to_string(expected) + " blocks");
     // Infinite units are honest (a grid far too fine: the round is redone on coarser ones); NaN
     // means a non-finite term.
     if (std::isnan(sums.max_units) || sums.max_units < 0 || !std::isfinite(sums.correct)
         || sums.correct < 0 || sums.correct > static_cast<double>(sums.count))
-      return fail("returned a non-finite gradient or impossible counts");
+      return fail_runtime("returned a non-finite gradient or impossible counts");
     total.merge(sums.words.data(), sums.max_units);
     correct += sums.correct;
     return {};
@@ -145,7 +145,7 @@ struct sharded_objective::impl {
   result<void> covered() const {
     for (std::size_t b = 0; b < seen.size(); ++b)
       if (!seen[b])
-        return fail("no shard answered for block " + std::to_string(b));
+        return fail_runtime("no shard answered for block " + std::to_string(b));
     return {};
   }
 
@@ -181,7 +181,7 @@ struct sharded_objective::impl {
       if (model::fits_grid(total.max_units(), bounds.blocks))
         return {};
       if (attempt > 0)
-        return fail(what + ": block sums overflow their grids");
+        return fail_runtime(what + ": block sums overflow their grids");
       const auto shift = model::grid_shift(total.max_units(), bounds.blocks);
       for (auto& e : exponents)
         e = std::min(e + shift, model::highest_grid);
@@ -256,10 +256,10 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   auto& s = *impl_;
   const auto dimension = s.shape.dimension();
   if (theta.size() != dimension)
-    return fail("theta has " + std::to_string(theta.size()) + " entries, the model expects "
+    return fail_invalid("theta has " + std::to_string(theta.size()) + " entries, the model expects "
                 + std::to_string(dimension));
   if (s.rows <= 0)
-    return fail("the shards hold no examples");
+    return fail_invalid("the shards hold no examples");
   const dense_vector shared_theta{theta};  // one copy, shared by every request in this process
   s.evaluated_theta = dense_vector{};
   s.needs_theta.assign(s.peers.size(), false);
@@ -287,12 +287,12 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
   auto& s = *impl_;
   const auto dimension = s.shape.dimension();
   if (!model::has_hessian(s.shape))
-    return fail("Hessian-vector products are defined for the linear models, not "
+    return fail_invalid("Hessian-vector products are defined for the linear models, not "
                 + model::describe(s.shape));
   if (s.evaluated_theta.size() == 0)
-    return fail("a Hessian-vector product needs a successful evaluation first");
+    return fail_invalid("a Hessian-vector product needs a successful evaluation first");
   if (v.size() != dimension)
-    return fail("v has " + std::to_string(v.size()) + " entries, the model expects "
+    return fail_invalid("v has " + std::to_string(v.size()) + " entries, the model expects "
                 + std::to_string(dimension));
   const dense_vector shared_v{v};
   const auto at = s.evaluated_round;

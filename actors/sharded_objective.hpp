@@ -3,7 +3,7 @@
 #include "actors/runtime.hpp"
 #include "model/dataset.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <Eigen/Core>
 

@@ -65,7 +65,7 @@ private:
       if (state->status != ps_status::waiting)
         return {};
       if (clock_type::now() > deadline)
-        return fail(me() + ": the chief (worker 0) did not initialise the parameter servers within "
+        return fail_runtime(me() + ": the chief (worker 0) did not initialise the parameter servers within "
                     + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(job_.startup_timeout).count())
                     + " s");
       // Polling a PS that has nothing to announce: there is no event to wait for.
@@ -76,7 +76,7 @@ private:
   /// Stops the whole job: every PS is told, so the other tasks stop too.
   failure abort(const std::string& why) {
     client_.report_failure(why);
-    return fail(why);
+    return fail_runtime(why);
   }
 
   result<ps_outcome> train() {
@@ -103,7 +103,7 @@ private:
         state = std::move(*next);
       }
       if (state->status == ps_status::failed)
-        return fail(state->note);
+        return fail_runtime(state->note);
       if (state->status != ps_status::running)
         break;
       if (!theta_.allFinite())
@@ -166,7 +166,7 @@ private:
 result<ps_outcome> run_worker(caf::blocking_actor* self, const ps_group& ps, const ps_job& job,
                               const worker_task& task, const chief_options* chief) {
   if (ps.servers.empty())
-    return fail("no parameter servers");
+    return fail_runtime("no parameter servers");
   worker_run run{self, ps, job, task, chief};
   return run.run();
 }

@@ -9,7 +9,7 @@ namespace {
 result<std::vector<std::int64_t>> parse_widths(const std::string& text) {
   std::vector<std::int64_t> widths;
   const auto bad = [&] {
-    return fail("--hidden: expected layer widths like 100 or 256,128, got '" + text + "'");
+    return fail_invalid("--hidden: expected layer widths like 100 or 256,128, got '" + text + "'");
   };
   std::size_t at = 0;
   while (at <= text.size()) {
@@ -19,7 +19,7 @@ result<std::vector<std::int64_t>> parse_widths(const std::string& text) {
     if (ec != std::errc{} || end != text.data() + comma || comma == at)
       return bad();
     if (width < 1 || width > model::max_hidden_units)
-      return fail("--hidden: a layer width must be in 1.." + std::to_string(model::max_hidden_units) +
+      return fail_invalid("--hidden: a layer width must be in 1.." + std::to_string(model::max_hidden_units) +
                   ", got " + std::to_string(width));
     widths.push_back(width);
     at = comma + 1;
@@ -34,13 +34,13 @@ result<model::model_shape> model_architecture(const train_options& o) {
   if (o.model != "mlp") {
     const auto kind = model::parse_model_kind(o.model);
     if (!kind)
-      return fail("--model: unknown model '" + o.model + "' (expected linear, logistic, softmax, svm or mlp)");
+      return fail_invalid("--model: unknown model '" + o.model + "' (expected linear, logistic, softmax, svm or mlp)");
     if (!o.hidden.empty())
-      return fail("--hidden: only --model mlp has hidden layers");
+      return fail_invalid("--hidden: only --model mlp has hidden layers");
     if (o.loss != "auto")
-      return fail("--loss: only --model mlp takes --loss (a linear model's loss is its name)");
+      return fail_invalid("--loss: only --model mlp takes --loss (a linear model's loss is its name)");
     if (o.activation != "relu")
-      return fail("--activation: only --model mlp has hidden layers to activate");
+      return fail_invalid("--activation: only --model mlp has hidden layers to activate");
     shape.kind = *kind;
     return shape;
   }
@@ -49,23 +49,23 @@ result<model::model_shape> model_architecture(const train_options& o) {
   else if (o.loss == "squared")
     shape.kind = model::model_kind::linear;
   else
-    return fail("--loss: expected cross-entropy or squared, got '" + o.loss + "'");
+    return fail_invalid("--loss: expected cross-entropy or squared, got '" + o.loss + "'");
   auto widths = parse_widths(o.hidden.empty() ? std::string{"100"} : o.hidden);
   if (!widths)
     return widths.error();
   shape.hidden = std::move(*widths);
   const auto act = model::parse_activation(o.activation);
   if (!act)
-    return fail("--activation: expected relu or tanh, got '" + o.activation + "'");
+    return fail_invalid("--activation: expected relu or tanh, got '" + o.activation + "'");
   shape.act = *act;
-  if (auto why = model::check_architecture(shape); !why.empty())
-    return fail("--hidden: " + why);
+  if (auto ok = model::check_architecture(shape); !ok)
+    return ok.error().with_context("--hidden");
   return shape;
 }
 
 result<void> check_model_size(const model::model_shape& shape) {
   if (!model::checked_dimension(shape, max_parameters))
-    return fail("the model (" + model::describe(shape) + ") has more than " + std::to_string(max_parameters) +
+    return fail_invalid("the model (" + model::describe(shape) + ") has more than " + std::to_string(max_parameters) +
                 " parameters" + (shape.is_network() ? "; use fewer or narrower --hidden layers" : ""));
   return {};
 }

@@ -2,7 +2,7 @@
 
 #include "apps/train.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 namespace shardopt::apps {
 

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -10,6 +11,27 @@
 namespace shardopt::apps {
 
 namespace {
+
+/// An option that takes one of `choices` by name (shown as the default: the first) and sets `target`
+/// to its value; the given name stays the option's result (configuration files round-trip it).
+template <class E>
+void add_choice(CLI::App& command, const std::string& name, E& target, const std::string& description,
+                std::vector<std::pair<std::string, E>> choices) {
+  std::vector<std::string> names;
+  for (const auto& [text, value] : choices)
+    names.push_back(text);
+  command
+    .add_option_function<std::string>(
+      name,
+      [&target, choices](const std::string& text) {
+        for (const auto& [known, value] : choices)
+          if (known == text)
+            target = value;
+      },
+      description)
+    ->check(CLI::IsMember(names))
+    ->default_str(choices.front().first);
+}
 
 void add_data_options(CLI::App& command, data_options& data, bool training) {
   command.add_option("--data", data.data,
@@ -184,8 +206,8 @@ void add_train_command(CLI::App& app, train_options& o) {
   auto* train = app.add_subcommand("train", "Train a model: L-BFGS over shard actors, or parameter-server SGD");
   add_data_options(*train, o.data, true);
   add_model_options(*train, o);
-  train->add_option("--mode", o.mode, "lbfgs (sharded L-BFGS) or ps (parameter servers and workers)")
-    ->capture_default_str()->check(CLI::IsMember({"lbfgs", "ps"}));
+  add_choice(*train, "--mode", o.mode, "lbfgs (sharded L-BFGS) or ps (parameter servers and workers)",
+             {{"lbfgs", train_mode::lbfgs}, {"ps", train_mode::ps}});
   train->add_option("--workers", o.ps.workers, "--mode ps: worker actors (default: hardware threads)")
     ->group("Parameter-server mode");
   train->add_option("--ps", o.ps.servers, "--mode ps: parameter-server actors")->capture_default_str()
@@ -197,16 +219,16 @@ void add_train_command(CLI::App& app, train_options& o) {
                     "thread, or the nodes' threads)");
   train->add_option("--nodes", o.nodes,
                     "Run the shards on node processes: host:port,host:port (see `shardopt node`)");
-  train->add_option("--data-placement", o.data_placement,
-                    "With --nodes: 'shipped' (the driver sends each shard's rows) or 'node-local' "
-                    "(each node reads its own part of --data, a path every node can see)")
-    ->capture_default_str();
+  add_choice(*train, "--data-placement", o.placement,
+             "With --nodes: 'shipped' (the driver sends each shard's rows) or 'node-local' (each node "
+             "reads its own part of --data, a path every node can see)",
+             {{"shipped", data_placement::shipped}, {"node-local", data_placement::node_local}});
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
-  train->add_option("--solver", o.solver,
-                    "--mode lbfgs: lbfgs (L-BFGS, L-BFGS-B with bounds) or newton-cg (trust-region "
-                    "Newton-CG with Hessian-vector products on the shards; linear models)")
-    ->capture_default_str()->check(CLI::IsMember({"lbfgs", "newton-cg"}));
+  add_choice(*train, "--solver", o.solver,
+             "--mode lbfgs: lbfgs (L-BFGS, L-BFGS-B with bounds) or newton-cg (trust-region Newton-CG "
+             "with Hessian-vector products on the shards; linear models)",
+             {{"lbfgs", solver_kind::lbfgs}, {"newton-cg", solver_kind::newton_cg}});
   train->add_option("--cg-tolerance", o.cg_tolerance,
                     "newton-cg: inner CG stops at this fraction of ||grad||, in (0, 1)")
     ->capture_default_str()->check(CLI::Range(1e-12, 0.999999));

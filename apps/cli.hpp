@@ -10,7 +10,7 @@
 #include "apps/node_command.hpp"
 #include "apps/ps_train.hpp"
 #include "apps/train.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <CLI/CLI.hpp>
 

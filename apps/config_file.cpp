@@ -96,7 +96,7 @@ result<void> check_config_text(std::string_view text, const std::string& name) {
   for (std::size_t i = 0; i < text.size();) {
     const auto length = utf8_length(text.substr(i));
     if (length == 0)
-      return fail(at() + "not valid UTF-8 (a TOML file must be)");
+      return fail_invalid(at() + "not valid UTF-8 (a TOML file must be)");
     line += text[i] == '\n' ? 1 : 0;
     i += length;
   }
@@ -109,7 +109,7 @@ result<void> check_config_text(std::string_view text, const std::string& name) {
   std::size_t key_dots = 0;
   const auto too_deep = [&] { return open.size() + key_dots > max_config_depth; };
   const auto deep = [&] {
-    return fail(at() + "nested more than " + std::to_string(max_config_depth) +
+    return fail_invalid(at() + "nested more than " + std::to_string(max_config_depth) +
                 " levels deep (arrays, inline tables and dotted keys); a configuration needs a few");
   };
   for (std::size_t i = 0; i < text.size(); ++i) {
@@ -159,7 +159,7 @@ result<std::vector<std::string>> value_arguments(const std::string& key, const t
   const bool flag = option.get_expected_max() == 0;
   if (flag) {
     if (!value.is_boolean())
-      return fail("expected true or false for the flag --" + key);
+      return fail_invalid("expected true or false for the flag --" + key);
     if (value.as_boolean())
       return std::vector<std::string>{"--" + key};
     return std::vector<std::string>{};
@@ -174,9 +174,9 @@ result<std::vector<std::string>> value_arguments(const std::string& key, const t
     std::snprintf(buffer, sizeof buffer, "%.17g", value.as_floating());
     text = buffer;
   } else if (value.is_boolean())
-    return fail("--" + key + " takes a value, not true or false");
+    return fail_invalid("--" + key + " takes a value, not true or false");
   else
-    return fail("--" + key + " takes a single value (a string or a number)");
+    return fail_invalid("--" + key + " takes a single value (a string or a number)");
   return std::vector<std::string>{"--" + key, text};
 }
 
@@ -195,7 +195,7 @@ result<std::vector<std::string>> config_text_arguments(const std::string& text, 
     std::istringstream stream{text};
     document = toml::parse<toml::discard_comments, std::map, std::vector>(stream, name);
   } catch (const std::exception& e) {
-    return fail(std::string{e.what()});
+    return fail_invalid(std::string{e.what()});
   }
   std::vector<std::string> args;
   for (const auto& [key, value] : document.as_table()) {
@@ -219,7 +219,7 @@ result<std::vector<std::string>> option_arguments(const std::string& command, co
   auto* sub = app.get_subcommand(command);
   const auto* option = sub->get_option_no_throw("--" + key);
   if (!option || option->get_positional())
-    return fail("unknown " + noun + " '" + key + "' (`shardopt " + command + "` has no option --" + key + ")");
+    return fail_invalid("unknown " + noun + " '" + key + "' (`shardopt " + command + "` has no option --" + key + ")");
   auto converted = value_arguments(key, value, *option);
   if (!converted)
     return converted.error().with_context(noun + " '" + key + "'");
@@ -231,7 +231,7 @@ result<std::vector<std::string>> option_arguments(const std::string& command, co
   } catch (const CLI::RequiredError&) {
     // Other required options are missing from this one-key probe; the value itself is fine.
   } catch (const CLI::ParseError& e) {
-    return fail(noun + " '" + key + "': " + e.what());
+    return fail_invalid(noun + " '" + key + "': " + e.what());
   }
   return converted;
 }
@@ -239,7 +239,7 @@ result<std::vector<std::string>> option_arguments(const std::string& command, co
 result<std::string> read_config_text(const std::string& path) {
   std::ifstream stream{path, std::ios::binary};
   if (!stream)
-    return fail(path + ": cannot open the configuration file");
+    return fail_runtime(path + ": cannot open the configuration file");
   std::ostringstream text;
   text << stream.rdbuf();
   if (auto checked = check_config_text(text.str(), path); !checked)
@@ -266,11 +266,11 @@ result<std::string> config_command(const std::string& path) {
       return std::string{"train"};
     const auto& value = toml::find(document, "command");
     if (!value.is_string() || (value.as_string().str != "train" && value.as_string().str != "ps-task"))
-      return fail(path + ":" + std::to_string(value.location().line()) +
+      return fail_invalid(path + ":" + std::to_string(value.location().line()) +
                   ": command must be \"train\" or \"ps-task\"");
     return value.as_string().str;
   } catch (const std::exception& e) {
-    return fail(std::string{e.what()});
+    return fail_invalid(std::string{e.what()});
   }
 }
 } // namespace shardopt::apps

@@ -3,7 +3,7 @@
 // the options `define_commands` declares, so the CLI and the files cannot drift.
 
 #include "apps/cli.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <toml.hpp>
 

@@ -10,7 +10,7 @@ result<io::read_options> read_options_of(const data_options& options) {
   io::read_options read;
   auto format = io::parse_data_format(options.format);
   if (!format)
-    return fail("--format: unknown format '" + options.format + "' (expected auto, csv, libsvm, idx)");
+    return fail_invalid("--format: unknown format '" + options.format + "' (expected auto, csv, libsvm, idx)");
   read.format = *format;
   read.label_column = options.label_column;
   if (options.header == "yes")
@@ -18,11 +18,11 @@ result<io::read_options> read_options_of(const data_options& options) {
   else if (options.header == "no")
     read.header = false;
   else if (options.header != "auto")
-    return fail("--header: expected auto, yes or no, got '" + options.header + "'");
+    return fail_invalid("--header: expected auto, yes or no, got '" + options.header + "'");
   read.features = options.features;
   read.limit = options.limit;
   if (!(options.max_decompressed_gib >= 0))
-    return fail("--max-decompressed-gib must be >= 0");
+    return fail_invalid("--max-decompressed-gib must be >= 0");
   read.max_decompressed =
     static_cast<std::uint64_t>(options.max_decompressed_gib * 1024.0 * 1024.0 * 1024.0);
   return read;
@@ -33,7 +33,7 @@ result<io::scale_mode> scale_mode_of(const data_options& options) {
     return io::scale_mode::automatic;
   if (options.scale == "none")
     return io::scale_mode::none;
-  return fail("--scale: expected auto or none, got '" + options.scale + "'");
+  return fail_invalid("--scale: expected auto or none, got '" + options.scale + "'");
 }
 
 namespace {
@@ -116,7 +116,7 @@ result<prepared_data> prepare(io::raw_dataset train, std::optional<io::raw_datas
     out.test = std::move(*test_data);
   }
   if (out.train_rows == 0)
-    return fail(out.train_source + ": no training examples");
+    return fail_invalid(out.train_source + ": no training examples");
   return out;
 }
 

@@ -5,7 +5,7 @@
 #include "io/readers.hpp"
 #include "io/scaling.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -4,7 +4,7 @@
 // first use, next to the source or under --cache-dir, and made again when the source changes.
 
 #include "io/readers.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <string>
 

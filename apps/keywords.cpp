@@ -36,7 +36,7 @@ result<train_options> train_options_from(const std::vector<keyword>& keywords) {
     std::vector<std::string> reversed(args.rbegin(), args.rend());
     app.parse(reversed);
   } catch (const CLI::ParseError& e) {
-    return fail(e.what());
+    return fail_invalid(e.what());
   }
   return parsed.train;
 }

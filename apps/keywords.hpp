@@ -3,7 +3,7 @@
 // of `shardopt train`, each checked by the same definition as the command line and TOML files.
 
 #include "apps/train.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <toml.hpp>
 

@@ -57,7 +57,7 @@ result<lbfgs_checkpointer> lbfgs_checkpointer::open(const checkpoint_options& op
   if (!found->state)
     return out;
   if (auto same = io::check_same_run(*found->state, out.settings_, found->path); !same)
-    return fail(same.error().message() +
+    return fail_invalid(same.error().message() +
                 "; delete it or give another --checkpoint-dir to start afresh");
   out.due_.mark(found->state->state.iterations, found->state->state.seconds);
   out.found_ = std::move(found->state);

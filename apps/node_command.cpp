@@ -27,16 +27,16 @@ result<actors::node_limits> limits_of(const node_options& options) {
   limits.bytes_per_driver = static_cast<std::int64_t>(options.max_gib_per_driver * gib);
   if (options.max_gib < 0 || options.max_gib_per_driver < 0 || limits.shards < 1
       || limits.shards_per_driver < 1 || limits.dimension < 1)
-    return fail("node limits must be positive");
+    return fail_invalid("node limits must be positive");
   if (!(options.staging_timeout > 0 && options.staging_timeout <= 86400))
-    return fail("--staging-timeout must lie in (0, 86400] seconds");
+    return fail_invalid("--staging-timeout must lie in (0, 86400] seconds");
   limits.staging_idle = std::chrono::milliseconds{
     std::max<std::int64_t>(1, static_cast<std::int64_t>(options.staging_timeout * 1000))};
   if (!limits.data_root.empty()) {
     std::error_code ec;
     const auto root = std::filesystem::canonical(limits.data_root, ec);
     if (ec || !std::filesystem::is_directory(root))
-      return fail("--data-root " + limits.data_root + ": not a directory");
+      return fail_invalid("--data-root " + limits.data_root + ": not a directory");
     limits.data_root = root.string();
   }
   return limits;

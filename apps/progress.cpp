@@ -37,14 +37,14 @@ result<void> progress_reporter::open_metrics(const std::string& path, int resume
   }
   metrics_.open(path, std::ios::out | (resumed_at > 0 ? std::ios::app : std::ios::trunc));
   if (!metrics_)
-    return fail(path + ": cannot open the metrics file for writing: " + std::strerror(errno));
+    return fail_runtime(path + ": cannot open the metrics file for writing: " + std::strerror(errno));
   return {};
 }
 
 result<void> progress_reporter::metrics_written() const {
   if (metrics_error_.empty())
     return {};
-  return fail(metrics_error_);
+  return fail_runtime(metrics_error_);
 }
 
 bool progress_reporter::operator()(const optimizer::iteration_info& info) {

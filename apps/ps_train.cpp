@@ -34,26 +34,26 @@ result<actors::ps_job> make_job(const ps_options& o, const model::model_shape& s
   actors::ps_job job;
   auto rule = optimizer::parse_update_kind(o.rule);
   if (!rule)
-    return fail("--optimizer: unknown rule '" + o.rule + "' (expected sgd, momentum, nesterov, adagrad or adam)");
+    return fail_invalid("--optimizer: unknown rule '" + o.rule + "' (expected sgd, momentum, nesterov, adagrad or adam)");
   auto schedule = optimizer::parse_schedule_kind(o.schedule);
   if (!schedule)
-    return fail("--lr-schedule: unknown schedule '" + o.schedule + "' (expected constant, step or inverse-time)");
+    return fail_invalid("--lr-schedule: unknown schedule '" + o.schedule + "' (expected constant, step or inverse-time)");
   if (!(o.learning_rate > 0) || !std::isfinite(o.learning_rate))
-    return fail("--lr must be positive");
+    return fail_invalid("--lr must be positive");
   if (o.batch_size < 1)
-    return fail("--batch-size must be at least 1");
+    return fail_invalid("--batch-size must be at least 1");
   if (workers < 1)
-    return fail("--workers must be at least 1");
+    return fail_invalid("--workers must be at least 1");
   if (o.backup_workers < 0 || o.backup_workers >= workers)
-    return fail("--backup-workers must be 0.." + std::to_string(workers - 1));
+    return fail_invalid("--backup-workers must be 0.." + std::to_string(workers - 1));
   const int replicas = o.replicas_to_aggregate > 0 ? o.replicas_to_aggregate : workers - o.backup_workers;
   if (replicas > workers)
-    return fail("--replicas-to-aggregate (" + std::to_string(replicas) + ") exceeds the " +
+    return fail_invalid("--replicas-to-aggregate (" + std::to_string(replicas) + ") exceeds the " +
                 std::to_string(workers) + " workers");
   if (o.staleness < -1)
-    return fail("--staleness must be -1 (unbounded) or >= 0");
+    return fail_invalid("--staleness must be -1 (unbounded) or >= 0");
   if (o.last_step < 0)
-    return fail("--last-step must be >= 0");
+    return fail_invalid("--last-step must be >= 0");
   job.shape = shape;
   job.lambda = lambda;
   job.rule.kind = *rule;
@@ -84,7 +84,7 @@ result<std::pair<int, double>> parse_slow_worker(const std::string& text) {
   const long index = colon == std::string::npos ? -1 : std::strtol(text.c_str(), &end, 10);
   const double factor = colon == std::string::npos ? 0 : std::strtod(text.c_str() + colon + 1, nullptr);
   if (index < 0 || end != text.c_str() + colon || !(factor >= 1))
-    return fail("--slow-worker: expected index:factor with factor >= 1, got '" + text + "'");
+    return fail_invalid("--slow-worker: expected index:factor with factor >= 1, got '" + text + "'");
   return std::make_pair(static_cast<int>(index), factor);
 }
 
@@ -165,48 +165,38 @@ result<train_report> finish(const train_options& o, const actors::ps_job& job, c
   Eigen::VectorXd grad;
   const double f = objective.evaluate(theta, grad);
   const auto examples = outcome.stats.examples;
-  nlohmann::json summary{{"model", o.model},
-                         {"mode", "ps"},
-                         {"optimizer", o.ps.rule},
-                         {"sync", job.sync},
-                         {"workers", job.workers},
-                         {"ps", ps_count},
-                         {"replicas_to_aggregate", job.sync ? job.replicas_to_aggregate : 1},
-                         {"staleness", job.staleness},
-                         {"batch_size", job.batch_size},
-                         {"objective", f},
-                         {"grad_norm", grad.norm()},
-                         {"grad_norm_inf", grad.lpNorm<Eigen::Infinity>()},
-                         {"steps", outcome.step},
-                         {"restored_step", outcome.restored_step},
-                         {"seconds", outcome.seconds},
-                         {"steps_per_second", outcome.seconds > 0 ? static_cast<double>(outcome.step - std::max<std::int64_t>(outcome.restored_step, 0)) / outcome.seconds : 0},
-                         {"examples_per_second", outcome.seconds > 0 ? static_cast<double>(examples) / outcome.seconds : 0},
-                         {"dropped_gradients", outcome.stats.dropped},
-                         {"staleness_max", outcome.stats.staleness_max},
-                         {"stop_reason", reporting.interrupt_stopped ? "interrupted"
-                                         : reporting.hook_stopped ? "stopped_by_hook"
-                                                                  : "last_step"},
-                         {"lambda", o.lambda},
-                         {"examples", data.train->rows()},
-                         {"features", data.shape.features},
-                         {"outputs", data.shape.outputs},
-                         {"dimension", data.shape.dimension()},
-                         {"architecture", model::describe(data.shape)}};
+  auto summary = data_summary(o.model, data, o.lambda);
+  summary.update(nlohmann::json{
+    {"mode", "ps"},
+    {"optimizer", o.ps.rule},
+    {"sync", job.sync},
+    {"workers", job.workers},
+    {"ps", ps_count},
+    {"replicas_to_aggregate", job.sync ? job.replicas_to_aggregate : 1},
+    {"staleness", job.staleness},
+    {"batch_size", job.batch_size},
+    {"objective", f},
+    {"grad_norm", grad.norm()},
+    {"grad_norm_inf", grad.lpNorm<Eigen::Infinity>()},
+    {"steps", outcome.step},
+    {"restored_step", outcome.restored_step},
+    {"seconds", outcome.seconds},
+    {"steps_per_second", outcome.seconds > 0 ? static_cast<double>(outcome.step - std::max<std::int64_t>(outcome.restored_step, 0)) / outcome.seconds : 0},
+    {"examples_per_second", outcome.seconds > 0 ? static_cast<double>(examples) / outcome.seconds : 0},
+    {"dropped_gradients", outcome.stats.dropped},
+    {"staleness_max", outcome.stats.staleness_max},
+    {"stop_reason", reporting.interrupt_stopped ? "interrupted"
+                    : reporting.hook_stopped ? "stopped_by_hook"
+                                             : "last_step"}});
   if (!outcome.last_checkpoint.empty())
     summary["checkpoint"] = outcome.last_checkpoint;
-  const auto kind = data.shape.kind;
-  add_quality(summary, "train", kind, model::quality(data.shape, *data.train, {0, data.train->rows()}, theta));
-  if (data.test) {
-    add_quality(summary, "test", kind, model::quality(data.shape, *data.test, {0, data.test->rows()}, theta));
-    summary["test_examples"] = data.test->rows();
-  }
+  add_qualities(summary, data, model::quality(data.shape, *data.train, {0, data.train->rows()}, theta), theta);
   summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
   train_report report{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
                       std::move(reporting.history), std::nullopt};
   if (!o.save.empty())
     if (auto ok = io::save_model(o.save, report.model); !ok)
-      return ok.error().as(failure_kind::failed);
+      return ok.error();
   if (!o.quiet)
     std::fprintf(stderr, "stopped at step %lld after %.2fs; objective %.10g\n",
                  static_cast<long long>(outcome.step), outcome.seconds, f);
@@ -310,11 +300,11 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
 
 result<train_report> train_ps(const train_options& options, const train_controls& controls) {
   const auto started = clock_type::now();
-  if (options.solver != "lbfgs")
-    return fail("--solver " + options.solver + " is a full-batch solver of --mode lbfgs; "
+  if (options.solver != solver_kind::lbfgs)
+    return fail_invalid("--solver " + std::string{to_string(options.solver)} + " is a full-batch solver of --mode lbfgs; "
                 "--mode ps trains with --optimizer");
   if (!options.nodes.empty())
-    return fail("--nodes: --mode ps runs its tasks in this process; run one `shardopt ps-task` per "
+    return fail_invalid("--nodes: --mode ps runs its tasks in this process; run one `shardopt ps-task` per "
                 "host for a multi-process job");
   auto data = read_data(options, controls.data);
   if (!data)
@@ -322,7 +312,7 @@ result<train_report> train_ps(const train_options& options, const train_controls
   actors::runtime rt{actors::runtime_options::local(options.threads)};
   const int workers = options.ps.workers > 0 ? options.ps.workers : static_cast<int>(rt.worker_threads());
   if (options.ps.servers < 1)
-    return fail("--ps must be at least 1");
+    return fail_invalid("--ps must be at least 1");
   auto job = make_job(options.ps, data->shape, options.lambda, workers);
   if (!job)
     return job.error();
@@ -338,7 +328,7 @@ result<train_report> train_ps(const train_options& options, const train_controls
   if (!options.metrics.empty()) {
     reporting.metrics.open(options.metrics, std::ios::out | std::ios::trunc);
     if (!reporting.metrics)
-      return fail(options.metrics + ": cannot open the metrics file for writing");
+      return fail_runtime(options.metrics + ": cannot open the metrics file for writing");
   }
   if (!options.quiet)
     std::fprintf(stderr, "data: %lld examples x %lld features from %s; %d workers, %d parameter servers, %s%s\n",
@@ -350,7 +340,7 @@ result<train_report> train_ps(const train_options& options, const train_controls
   auto outcome = actors::run_local_job(rt, *job, static_cast<std::uint32_t>(options.ps.servers), data->train,
                                        chief, slow->first, slow->second);
   if (!outcome)
-    return failure{"training failed: " + outcome.error().message(), failure_kind::failed};
+    return failure{"training failed: " + outcome.error().message(), failure_kind::runtime};
   return finish(options, *job, *data, *outcome, options.ps.servers, reporting, started);
 }
 

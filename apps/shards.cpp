@@ -28,7 +28,7 @@ std::string shard_list(const std::vector<std::size_t>& plan, std::size_t node) {
 result<void> check_shard_count(int shards, std::int64_t rows) {
   const auto blocks = model::block_count(rows, model::block_rows_for(rows));
   if (shards > blocks)
-    return fail("--shards " + std::to_string(shards) + ": more shards than the "
+    return fail_invalid("--shards " + std::to_string(shards) + ": more shards than the "
                 + std::to_string(blocks) + " blocks of the " + std::to_string(rows)
                 + " training examples");
   return {};
@@ -41,11 +41,9 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
                                  const model::model_shape& architecture, std::int64_t classes,
                                  double lambda) {
   shard_setup setup;
-  const bool node_local = options.placement == "node-local";
-  if (options.placement != "shipped" && !node_local)
-    return fail("--data-placement: expected shipped or node-local, got '" + options.placement + "'");
+  const bool node_local = options.placement == data_placement::node_local;
   if (node_local && options.nodes.empty())
-    return fail("--data-placement node-local needs --nodes");
+    return fail_invalid("--data-placement node-local needs --nodes");
   const auto n = data.train_rows;
   if (options.nodes.empty()) {
     setup.shards = options.shards > 0 ? options.shards : static_cast<int>(rt.worker_threads());
@@ -62,7 +60,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   // A node that cannot be reached or refuses a driver is a failed run, not bad input.
   auto cluster = actors::cluster::connect(rt, *endpoints);
   if (!cluster)
-    return cluster.error().as(failure_kind::failed);
+    return cluster.error();
   std::vector<std::uint32_t> threads;
   for (const auto& node : cluster->nodes())
     threads.push_back(node.threads);
@@ -108,7 +106,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     auto objective = cluster->ship(data.shape, lambda, data.train,
                                    io::partition_blocks(n, setup.shards), plan, options.timeout, log);
     if (!objective)
-      return objective.error().as(failure_kind::failed);
+      return objective.error();
     setup.objective = std::move(*objective);
   }
   setup.cluster = std::move(*cluster);

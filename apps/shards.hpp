@@ -3,6 +3,7 @@
 #include "actors/cluster.hpp"
 #include "actors/sharded_objective.hpp"
 #include "apps/data.hpp"
+#include "apps/modes.hpp"
 
 #include <chrono>
 #include <optional>
@@ -14,7 +15,7 @@ namespace shardopt::apps {
 struct shard_options {
   int shards = 0;           ///< 0: one per local hardware thread, or the nodes' announced threads
   std::string nodes;        ///< "host:port,..."; empty: local shard actors
-  std::string placement = "shipped";  ///< with nodes: "shipped" or "node-local"
+  data_placement placement = data_placement::shipped;  ///< with nodes
   std::chrono::milliseconds timeout{300'000};
   bool quiet = false;
 };

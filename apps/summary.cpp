@@ -41,4 +41,26 @@ void add_quality(nlohmann::json& out, const std::string& prefix, model::model_ki
     out[key("rmse")] = std::sqrt(sums.squared_error / n);
 }
 
+nlohmann::json data_summary(const std::string& model, const prepared_data& data, double lambda) {
+  return nlohmann::json{{"model", model},
+                        {"lambda", lambda},
+                        {"examples", data.train_rows},
+                        {"features", data.shape.features},
+                        {"outputs", data.shape.outputs},
+                        {"dimension", data.shape.dimension()},
+                        {"architecture", model::describe(data.shape)}};
+}
+
+void add_qualities(nlohmann::json& out, const prepared_data& data, const model::quality_sums& train_sums,
+                   const Eigen::VectorXd& theta) {
+  const auto kind = data.shape.kind;
+  add_quality(out, "train", kind, train_sums);
+  if (!data.test) {
+    out[model::is_classifier(kind) ? "test_accuracy" : "test_rmse"] = nullptr;
+    return;
+  }
+  add_quality(out, "test", kind, model::quality(data.shape, *data.test, {0, data.test->rows()}, theta));
+  out["test_examples"] = data.test->rows();
+}
+
 } // namespace shardopt::apps

@@ -1,5 +1,9 @@
 #pragma once
 
+// What a finished command reports: its summary (built the same way in both training modes), its
+// errors (one line and exit code 1), and the results files its readers load.
+
+#include "apps/data.hpp"
 #include "model/linear_model.hpp"
 
 #include <nlohmann/json.hpp>
@@ -25,5 +29,14 @@ void print_summary(bool quiet, bool json, const nlohmann::json& summary);
 /// JSON summary; nothing when the sums cover no examples.
 void add_quality(nlohmann::json& out, const std::string& prefix, model::model_kind kind,
                  const model::quality_sums& sums);
+
+/// What every training summary says of its model and data, in both modes: model, lambda,
+/// examples, features, outputs, dimension, architecture.
+nlohmann::json data_summary(const std::string& model, const prepared_data& data, double lambda);
+
+/// Adds the training quality (`train_sums`) and the test set's at theta (`test_accuracy` or
+/// `test_rmse`, and `test_examples`), or a null test figure when there is no test set.
+void add_qualities(nlohmann::json& out, const prepared_data& data, const model::quality_sums& train_sums,
+                   const Eigen::VectorXd& theta);
 
 } // namespace shardopt::apps

@@ -61,7 +61,7 @@ result<void> check_override(const std::string& key, const std::string& literal, 
     auto message = args.error().message();
     if (message.rfind("sweep:1: ", 0) == 0)
       message = message.substr(9);
-    return fail(location + ": " + message);
+    return fail_invalid(location + ": " + message);
   }
   return {};
 }
@@ -75,7 +75,7 @@ result<document> parse_config(const std::string& file) {
     std::istringstream stream{*text};
     return toml::parse<toml::discard_comments, std::map, std::vector>(stream, file);
   } catch (const std::exception& e) {
-    return fail(std::string{e.what()});
+    return fail_invalid(std::string{e.what()});
   }
 }
 
@@ -130,22 +130,22 @@ result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_
   if (auto base = config_arguments(file, *command, "sweep"); !base)
     return base.error();
   if (!doc.contains("sweep") || !doc.as_table().at("sweep").is_table())
-    return fail(file + ": no [sweep] table (a base config runs with `shardopt run`)");
+    return fail_invalid(file + ": no [sweep] table (a base config runs with `shardopt run`)");
   const auto& sweep = doc.as_table().at("sweep");
   std::vector<std::vector<std::pair<std::string, std::string>>> variants{{}};
   int repeat = 1;
   for (const auto& [key, value] : sweep.as_table()) {
     if (key == "repeat") {
       if (!value.is_integer() || value.as_integer() < 1)
-        return fail(line_of(file, value) + ": sweep.repeat must be a positive integer");
+        return fail_invalid(line_of(file, value) + ": sweep.repeat must be a positive integer");
       repeat = static_cast<int>(value.as_integer());
     } else if (key == "list") {
       if (!value.is_array() || value.as_array().empty())
-        return fail(line_of(file, value) + ": sweep.list must be a non-empty array of tables");
+        return fail_invalid(line_of(file, value) + ": sweep.list must be a non-empty array of tables");
       variants.clear();
       for (const auto& item : value.as_array()) {
         if (!item.is_table())
-          return fail(line_of(file, item) + ": sweep.list entries must be tables, e.g. { lambda = 1e-4 }");
+          return fail_invalid(line_of(file, item) + ": sweep.list entries must be tables, e.g. { lambda = 1e-4 }");
         std::vector<std::pair<std::string, std::string>> overrides;
         for (const auto& [k, v] : item.as_table()) {
           const auto literal = toml::format(v);
@@ -156,16 +156,16 @@ result<std::vector<planned_run>> plan_sweep(const std::string& file, int repeat_
         variants.push_back(overrides);
       }
     } else if (key != "grid") {
-      return fail(line_of(file, value) + ": unknown key 'sweep." + key + "' (expected grid, list or repeat)");
+      return fail_invalid(line_of(file, value) + ": unknown key 'sweep." + key + "' (expected grid, list or repeat)");
     }
   }
   if (sweep.contains("grid")) {
     const auto& grid = sweep.as_table().at("grid");
     if (!grid.is_table())
-      return fail(line_of(file, grid) + ": sweep.grid must be a table of arrays, e.g. { lambda = [1e-5, 1e-4] }");
+      return fail_invalid(line_of(file, grid) + ": sweep.grid must be a table of arrays, e.g. { lambda = [1e-5, 1e-4] }");
     for (const auto& [key, values] : grid.as_table()) {
       if (!values.is_array() || values.as_array().empty())
-        return fail(line_of(file, values) + ": sweep.grid." + key + " must be a non-empty array");
+        return fail_invalid(line_of(file, values) + ": sweep.grid." + key + " must be a non-empty array");
       std::vector<std::vector<std::pair<std::string, std::string>>> product;
       for (const auto& variant : variants)
         for (const auto& v : values.as_array()) {

@@ -3,7 +3,7 @@
 // declares `plan_sweep` and `run_arguments`, implemented in sweep_plan.cpp).
 
 #include "apps/experiments.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -2,6 +2,7 @@
 
 #include "actors/runtime.hpp"
 #include "apps/data.hpp"
+#include "apps/modes.hpp"
 #include "apps/progress.hpp"
 #include "optimizer/lbfgs.hpp"
 
@@ -10,6 +11,7 @@
 #include <atomic>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardopt::apps {
@@ -54,7 +56,7 @@ struct ps_options {
 
 /// Everything `shardopt train` takes.
 struct train_options {
-  std::string mode = "lbfgs";      ///< "lbfgs" or "ps"
+  train_mode mode = train_mode::lbfgs;
   ps_options ps;
   checkpoint_options checkpoints;
   data_options data;
@@ -66,10 +68,10 @@ struct train_options {
   std::int64_t classes = 0;        ///< 0 = from the training labels
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)
   std::string nodes;               ///< "host:port,...": shards on node processes
-  std::string data_placement = "shipped";  ///< with nodes: "shipped" or "node-local"
+  apps::data_placement placement = apps::data_placement::shipped;  ///< with nodes
   actors::tls_options tls;         ///< mutual TLS to the nodes
   std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
-  std::string solver = "lbfgs";    ///< --mode lbfgs: "lbfgs" or "newton-cg"
+  solver_kind solver = solver_kind::lbfgs;  ///< --mode lbfgs
   optimizer::lbfgs_options lbfgs;  ///< also the stopping tests of newton-cg
   double cg_tolerance = 0.1;       ///< newton-cg: CG stops at this fraction of ||grad||
   int cg_pairs = 20;               ///< newton-cg: pairs in CG's L-BFGS preconditioner (0 = none)
@@ -111,7 +113,7 @@ struct train_report {
 /// (local, or on nodes) and run L-BFGS or Newton-CG over the sharded objective, or run a
 /// parameter-server job; report accuracy, save. Progress lines go to stderr unless quiet. Failures
 /// name what and where, by kind: bad options or data (`invalid`), a missing file (`not_found`), a
-/// run that could not finish (`failed`: for example every node was lost; the last accepted theta
+/// run that could not finish (`runtime`: for example every node was lost; the last accepted theta
 /// is still saved with --save).
 result<train_report> train(const train_options& options, const train_controls& controls = {});
 

@@ -196,7 +196,7 @@ double best_objective(int max_iterations) {
   optimizer::lbfgs_options options;
   options.epsilon = 1e-9;
   options.max_iterations = max_iterations;
-  const auto run = optimizer::minimize(objective, theta, options);
+  const auto run = *optimizer::minimize(objective, theta, options);
   std::fprintf(stderr, "best objective %.12g after %d iterations (%s)\n", run.f, run.iterations,
                std::string(optimizer::to_string(run.reason)).c_str());
   return cache[max_iterations] = run.f;
@@ -217,7 +217,7 @@ void BM_time_to_target(benchmark::State& state) {
     optimizer::lbfgs_options options;
     options.epsilon = 0;
     options.max_iterations = reference_iterations;
-    const auto run = optimizer::minimize(objective, theta, options,
+    const auto run = *optimizer::minimize(objective, theta, options,
                                          [&](const optimizer::iteration_info& info) {
                                            return info.f > target;
                                          });

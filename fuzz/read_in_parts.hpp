@@ -4,7 +4,7 @@
 // target checks it: no crash for any part, and the promise of io/splits.hpp when everything reads.
 
 #include "io/splits.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <cstdio>

@@ -20,14 +20,14 @@ std::string number(double value) {
 result<raw_dataset> with_labels(std::int64_t rows, const double* labels, std::int64_t label_count,
                                 const std::string& x_name, const std::string& y_name) {
   if (label_count != rows)
-    return fail(y_name + " has " + std::to_string(label_count) + " labels but " + x_name + " has " +
+    return fail_invalid(y_name + " has " + std::to_string(label_count) + " labels but " + x_name + " has " +
                 std::to_string(rows) + " rows");
   raw_dataset raw;
   raw.source = y_name;
   raw.data.y.resize(rows);
   for (std::int64_t i = 0; i < rows; ++i) {
     if (!std::isfinite(labels[i]))
-      return fail(y_name + "[" + std::to_string(i) + "]: expected a finite number, got " + number(labels[i]));
+      return fail_invalid(y_name + "[" + std::to_string(i) + "]: expected a finite number, got " + number(labels[i]));
     raw.data.y(i) = labels[i];
   }
   return raw;
@@ -46,7 +46,7 @@ result<raw_dataset> dataset_from_arrays(const strided_matrix<T>& x, const double
                                         std::int64_t label_count, const std::string& x_name,
                                         const std::string& y_name) {
   if (x.rows < 0 || x.cols < 1)
-    return fail(x_name + " has " + std::to_string(x.cols) + " columns; it needs at least one feature");
+    return fail_invalid(x_name + " has " + std::to_string(x.cols) + " columns; it needs at least one feature");
   auto raw = with_labels(x.rows, labels, label_count, x_name, y_name);
   if (!raw)
     return raw;
@@ -56,7 +56,7 @@ result<raw_dataset> dataset_from_arrays(const strided_matrix<T>& x, const double
     for (std::int64_t j = 0; j < x.cols; ++j) {
       const T value = row[j * x.col_stride];
       if (!fits_float(value))
-        return fail(x_name + "[" + std::to_string(i) + ", " + std::to_string(j) +
+        return fail_invalid(x_name + "[" + std::to_string(i) + ", " + std::to_string(j) +
                     "]: expected a finite number, got " + number(static_cast<double>(value)));
       features(i, j) = static_cast<float>(value);
     }
@@ -70,16 +70,16 @@ result<raw_dataset> dataset_from_arrays(const csr_arrays<I, T>& x, const double*
                                         std::int64_t label_count, const std::string& x_name,
                                         const std::string& y_name) {
   if (x.rows < 0 || x.cols < 1 || x.cols > std::numeric_limits<std::int32_t>::max())
-    return fail(x_name + " has " + std::to_string(x.cols) + " columns; it needs 1.." +
+    return fail_invalid(x_name + " has " + std::to_string(x.cols) + " columns; it needs 1.." +
                 std::to_string(std::numeric_limits<std::int32_t>::max()));
   auto raw = with_labels(x.rows, labels, label_count, x_name, y_name);
   if (!raw)
     return raw;
   if (x.indptr[0] != 0)
-    return fail(x_name + ".indptr[0] is " + std::to_string(x.indptr[0]) + ", not 0");
+    return fail_invalid(x_name + ".indptr[0] is " + std::to_string(x.indptr[0]) + ", not 0");
   const std::int64_t nonzeros = x.indptr[x.rows];
   if (nonzeros < 0 || nonzeros > std::numeric_limits<std::int32_t>::max())
-    return fail(x_name + " has " + std::to_string(nonzeros) + " stored entries; 0.." +
+    return fail_invalid(x_name + " has " + std::to_string(nonzeros) + " stored entries; 0.." +
                 std::to_string(std::numeric_limits<std::int32_t>::max()) + " are allowed");
   model::sparse_features features(x.rows, x.cols);
   features.resizeNonZeros(nonzeros);
@@ -89,20 +89,20 @@ result<raw_dataset> dataset_from_arrays(const csr_arrays<I, T>& x, const double*
     const std::int64_t begin = x.indptr[i];
     const std::int64_t end = x.indptr[i + 1];
     if (end < begin || end > nonzeros)
-      return fail(x_name + ".indptr[" + std::to_string(i + 1) + "] is " + std::to_string(end) +
+      return fail_invalid(x_name + ".indptr[" + std::to_string(i + 1) + "] is " + std::to_string(end) +
                   ": not in " + std::to_string(begin) + ".." + std::to_string(nonzeros));
     for (std::int64_t k = begin; k < end; ++k) {
       const std::int64_t column = x.indices[k];
       const std::string at = x_name + "[" + std::to_string(i) + ", " + std::to_string(column) + "]";
       if (column < 0 || column >= x.cols)
-        return fail(x_name + ": row " + std::to_string(i) + " has column " + std::to_string(column) +
+        return fail_invalid(x_name + ": row " + std::to_string(i) + " has column " + std::to_string(column) +
                     ", outside 0.." + std::to_string(x.cols - 1));
       if (k > begin && column <= x.indices[k - 1])
-        return fail(x_name + ": row " + std::to_string(i) + "'s columns are not strictly increasing (" +
+        return fail_invalid(x_name + ": row " + std::to_string(i) + "'s columns are not strictly increasing (" +
                     std::to_string(x.indices[k - 1]) + " then " + std::to_string(column) +
                     "); call sum_duplicates() first");
       if (!fits_float(x.values[k]))
-        return fail(at + ": expected a finite number, got " + number(static_cast<double>(x.values[k])));
+        return fail_invalid(at + ": expected a finite number, got " + number(static_cast<double>(x.values[k])));
       features.innerIndexPtr()[k] = static_cast<std::int32_t>(column);
       features.valuePtr()[k] = static_cast<float>(x.values[k]);
     }

@@ -65,22 +65,22 @@ result<void> check_extent(const data_extent& whole) {
            + std::to_string(whole.cols) + " features";
   };
   if (whole.rows < 0 || whole.cols < 0 || whole.nonzeros < 0 || whole.rows > largest || whole.cols > largest)
-    return fail(describe());
+    return fail_invalid(describe());
   const bool cells_past = whole.cols > 0 && whole.rows > largest / whole.cols;  // rows x cols > 2^40
   if (!whole.sparse) {
     if (whole.nonzeros != 0)
-      return fail("impossible data extent: non-zeros given for dense data");
+      return fail_invalid("impossible data extent: non-zeros given for dense data");
     if (cells_past)
-      return fail(describe() + ", more than 2^40 dense cells");
+      return fail_invalid(describe() + ", more than 2^40 dense cells");
     return {};
   }
   if (whole.cols > std::numeric_limits<std::int32_t>::max())
-    return fail(describe() + ", more than 32-bit column indices allow");
+    return fail_invalid(describe() + ", more than 32-bit column indices allow");
   if (whole.nonzeros > std::numeric_limits<std::int32_t>::max())
-    return fail("impossible data extent: " + std::to_string(whole.nonzeros)
+    return fail_invalid("impossible data extent: " + std::to_string(whole.nonzeros)
                 + " non-zeros, more than 32-bit offsets allow");
   if (!cells_past && whole.nonzeros > whole.rows * whole.cols)
-    return fail("impossible data extent: " + std::to_string(whole.nonzeros) + " non-zeros in "
+    return fail_invalid("impossible data extent: " + std::to_string(whole.nonzeros) + " non-zeros in "
                 + std::to_string(whole.rows) + " rows of " + std::to_string(whole.cols) + " features");
   return {};
 }
@@ -104,20 +104,20 @@ result<dataset_assembly> dataset_assembly::start(const data_extent& whole) {
 result<void> dataset_assembly::append(std::int64_t first_row, const model::dataset& source,
                                       model::row_range piece) {
   if (!data_)
-    return fail("this data is already complete");
+    return fail_invalid("this data is already complete");
   if (first_row != rows_)
-    return fail("a piece starting at row " + std::to_string(first_row) + ", expected row "
+    return fail_invalid("a piece starting at row " + std::to_string(first_row) + ", expected row "
                 + std::to_string(rows_));
   if (source.is_sparse() != whole_.sparse || source.cols() != whole_.cols)
-    return fail("a piece of " + std::to_string(source.cols()) + (source.is_sparse() ? " sparse" : " dense")
+    return fail_invalid("a piece of " + std::to_string(source.cols()) + (source.is_sparse() ? " sparse" : " dense")
                 + " features, the data has " + std::to_string(whole_.cols)
                 + (whole_.sparse ? " sparse" : " dense"));
   if (piece.begin < 0 || piece.end > source.rows() || piece.begin > piece.end)
-    return fail("a piece of rows " + std::to_string(piece.begin) + "-" + std::to_string(piece.end)
+    return fail_invalid("a piece of rows " + std::to_string(piece.begin) + "-" + std::to_string(piece.end)
                 + " of data with " + std::to_string(source.rows()));
   const auto rows = piece.size();
   if (rows > whole_.rows - rows_)
-    return fail("a piece of " + std::to_string(rows) + " rows, only " + std::to_string(whole_.rows - rows_)
+    return fail_invalid("a piece of " + std::to_string(rows) + " rows, only " + std::to_string(whole_.rows - rows_)
                 + " are left");
   data_->y.segment(rows_, rows) = source.y.segment(piece.begin, rows);
   if (!whole_.sparse) {
@@ -130,7 +130,7 @@ result<void> dataset_assembly::append(std::int64_t first_row, const model::datas
     const auto* outer = from.outerIndexPtr() + piece.begin;
     const auto nonzeros = static_cast<std::int64_t>(outer[rows] - outer[0]);
     if (nonzeros > whole_.nonzeros - nonzeros_)
-      return fail("a piece of " + std::to_string(nonzeros) + " non-zeros, only "
+      return fail_invalid("a piece of " + std::to_string(nonzeros) + " non-zeros, only "
                   + std::to_string(whole_.nonzeros - nonzeros_) + " are left");
     auto& into = std::get<model::sparse_features>(data_->x);
     const auto first = outer[0];
@@ -142,7 +142,7 @@ result<void> dataset_assembly::append(std::int64_t first_row, const model::datas
   }
   rows_ += rows;
   if (rows_ == whole_.rows && nonzeros_ != whole_.nonzeros)
-    return fail("the pieces hold " + std::to_string(nonzeros_) + " non-zeros, "
+    return fail_invalid("the pieces hold " + std::to_string(nonzeros_) + " non-zeros, "
                 + std::to_string(whole_.nonzeros) + " were announced");
   return {};
 }

@@ -7,7 +7,7 @@
 // twice.
 
 #include "model/dataset.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <memory>

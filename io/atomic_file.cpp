@@ -23,7 +23,7 @@ namespace {
 std::string error_text(int error) { return std::system_category().message(error); }
 
 failure cannot_write(const fs::path& target, const std::string& step, const fs::path& file, int error) {
-  return fail(target.string() + ": cannot write: " + step + " " + file.string() + ": " + error_text(error));
+  return fail_runtime(target.string() + ": cannot write: " + step + " " + file.string() + ": " + error_text(error));
 }
 
 /// Writes all `size` bytes at `data` to `fd`, retrying short writes and interrupted calls. Returns 0
@@ -112,7 +112,7 @@ std::uint64_t random_bits() {
 result<temporary_file> create_temporary(const fs::path& target) {
   const auto name = target.filename().string();
   if (name.empty() || name == "." || name == "..")
-    return fail(target.string() + ": cannot write: not a file name");
+    return fail_runtime(target.string() + ": cannot write: not a file name");
   const fs::path directory = target.has_parent_path() ? target.parent_path() : fs::path{"."};
   for (int attempt = 0;; ++attempt) {
     char suffix[48];
@@ -176,7 +176,7 @@ result<void> write_file_atomically(const fs::path& path, std::string_view bytes)
     }
     return commit(path, *file);
   } catch (const std::exception& e) {  // only allocation failures can get here
-    return fail(path.string() + ": cannot write: " + e.what());
+    return fail_runtime(path.string() + ": cannot write: " + e.what());
   }
 }
 
@@ -204,11 +204,11 @@ result<void> stream_file_atomically(const fs::path& path, const std::function<vo
     }
     if (!thrown.empty() || !stream) {
       discard(*file);
-      return fail(path.string() + ": cannot write: " + (thrown.empty() ? "the stream failed" : thrown));
+      return fail_runtime(path.string() + ": cannot write: " + (thrown.empty() ? "the stream failed" : thrown));
     }
     return commit(path, *file);
   } catch (const std::exception& e) {  // only allocation failures can get here
-    return fail(path.string() + ": cannot write: " + e.what());
+    return fail_runtime(path.string() + ": cannot write: " + e.what());
   }
 }
 

@@ -79,12 +79,12 @@ public:
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
       return errno == ENOENT ? fail_not_found(path + ": no such file")
-                             : fail(path + ": cannot open: " + std::strerror(errno));
+                             : fail_runtime(path + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
       const int err = errno;
       ::close(fd);
-      return fail(path + ": cannot open: " + std::strerror(err));
+      return fail_runtime(path + ": cannot open: " + std::strerror(err));
     }
     auto out = std::shared_ptr<mapping>(new mapping);
     out->size_ = static_cast<std::size_t>(st.st_size);
@@ -93,7 +93,7 @@ public:
       if (at == MAP_FAILED) {
         const int err = errno;
         ::close(fd);
-        return fail(path + ": cannot map: " + std::strerror(err));
+        return fail_runtime(path + ": cannot map: " + std::strerror(err));
       }
       out->data_ = static_cast<const unsigned char*>(at);
     }
@@ -134,9 +134,9 @@ result<void> check_section(const std::string& path, const char* what, std::uint6
                            std::int64_t count, std::uint64_t size, std::uint64_t floor,
                            std::uint64_t file) {
   if (at % alignment != 0 || at < floor || at > file)
-    return fail(path + ": the " + std::string{what} + " section lies outside the file or out of order");
+    return fail_invalid(path + ": the " + std::string{what} + " section lies outside the file or out of order");
   if (count < 0 || static_cast<std::uint64_t>(count) > (file - at) / size)
-    return fail(path + ": truncated: the " + std::string{what} + " section needs "
+    return fail_invalid(path + ": truncated: the " + std::string{what} + " section needs "
                 + std::to_string(count) + " entries, the file ends first");
   return {};
 }
@@ -149,31 +149,31 @@ result<opened> open_checked(const std::string& path) {
   out.map = std::move(*map);
   const auto file = static_cast<std::uint64_t>(out.map->size());
   if (file < sizeof(file_header) || std::memcmp(out.map->data(), magic.data(), magic.size()) != 0)
-    return fail(path + ": not a shardopt binary dataset (no SHOPTBIN magic number)");
+    return fail_invalid(path + ": not a shardopt binary dataset (no SHOPTBIN magic number)");
   std::memcpy(&out.header, out.map->data(), sizeof out.header);
   const auto& h = out.header;
   if (h.version != format_version)
-    return fail(path + ": binary dataset version " + std::to_string(h.version) + ", this shardopt reads "
+    return fail_invalid(path + ": binary dataset version " + std::to_string(h.version) + ", this shardopt reads "
                 + std::to_string(format_version) + "; convert the source again");
   if (h.byte_order != byte_order)
-    return fail(path + ": written on a machine of another byte order");
+    return fail_invalid(path + ": written on a machine of another byte order");
   if (h.name_bytes > max_name_bytes || h.name_bytes > file - sizeof(file_header))
-    return fail(path + ": truncated or damaged header (a source name of " + std::to_string(h.name_bytes)
+    return fail_invalid(path + ": truncated or damaged header (a source name of " + std::to_string(h.name_bytes)
                 + " bytes)");
   out.source.assign(out.map->at<char>(sizeof(file_header)), h.name_bytes);
   if (checksum(h, out.source) != h.crc)
-    return fail(path + ": the header's checksum does not match: the file is damaged");
+    return fail_invalid(path + ": the header's checksum does not match: the file is damaged");
   if (h.file_bytes != file)
-    return fail(path + ": truncated: the header says " + std::to_string(h.file_bytes) + " bytes, the file has "
+    return fail_invalid(path + ": truncated: the header says " + std::to_string(h.file_bytes) + " bytes, the file has "
                 + std::to_string(file));
   if (h.layout > 1 || h.rows < 0 || h.cols < 1 || h.nonzeros < 0)
-    return fail(path + ": impossible sizes in the header (" + std::to_string(h.rows) + " rows, "
+    return fail_invalid(path + ": impossible sizes in the header (" + std::to_string(h.rows) + " rows, "
                 + std::to_string(h.cols) + " columns)");
   const bool sparse = h.layout == 1;
   if (sparse && (h.nonzeros > std::numeric_limits<std::int32_t>::max() || h.cols > std::numeric_limits<std::int32_t>::max()))
-    return fail(path + ": more non-zero values or columns than a CSR dataset may hold");
+    return fail_invalid(path + ": more non-zero values or columns than a CSR dataset may hold");
   if (!sparse && (h.cols > 0 && h.rows > std::numeric_limits<std::int64_t>::max() / h.cols))
-    return fail(path + ": impossible sizes in the header");
+    return fail_invalid(path + ": impossible sizes in the header");
   const auto floor = sizeof(file_header) + h.name_bytes;
   auto ok = check_section(path, "labels", h.labels_at, h.rows, 8, floor, file);
   if (ok)
@@ -193,7 +193,7 @@ result<opened> open_checked(const std::string& path) {
   if (sparse) {
     const auto* starts = out.map->at<std::int32_t>(h.starts_at);
     if (starts[0] != 0 || starts[h.rows] != h.nonzeros)
-      return fail(path + ": the CSR starts run from " + std::to_string(starts[0]) + " to "
+      return fail_invalid(path + ": the CSR starts run from " + std::to_string(starts[0]) + " to "
                   + std::to_string(starts[h.rows]) + ", not 0 to " + std::to_string(h.nonzeros));
   }
   return out;
@@ -247,7 +247,7 @@ result<void> check_rows(const std::string& path, const opened& file, std::int64_
   });
   for (const auto& error : errors)
     if (!error.empty())
-      return fail(error);
+      return fail_invalid(error);
   return {};
 }
 
@@ -301,16 +301,16 @@ result<raw_dataset> read_rows(const std::string& path, const read_options& optio
     return file.error();
   const auto& h = file->header;
   if (options.features > 0 && options.features != h.cols && (h.layout == 0 || options.features < h.cols))
-    return fail(path + ": holds " + std::to_string(h.cols) + " features, --features says "
+    return fail_invalid(path + ": holds " + std::to_string(h.cols) + " features, --features says "
                 + std::to_string(options.features));
   std::int64_t rows = h.rows;
   if (options.limit > 0)
     rows = std::min(rows, options.limit);
   if (rows == 0)
-    return fail(path + ": empty file (no examples)");
+    return fail_invalid(path + ": empty file (no examples)");
   const auto range = partition_blocks(rows, parts)[static_cast<std::size_t>(part)];
   if (range.size() == 0)
-    return fail(path + " (part " + std::to_string(part + 1) + " of " + std::to_string(parts)
+    return fail_invalid(path + " (part " + std::to_string(part + 1) + " of " + std::to_string(parts)
                 + "): no examples; use fewer shards");
   if (auto ok = check_rows(path, *file, range.begin, range.end); !ok)
     return ok.error();
@@ -341,7 +341,7 @@ result<cache_origin> origin_of(const std::string& source, const read_options& op
   struct stat st {};
   if (::stat(source.c_str(), &st) != 0)
     return errno == ENOENT ? fail_not_found(source + ": no such file")
-                           : fail(source + ": cannot look at: " + std::strerror(errno));
+                           : fail_runtime(source + ": cannot look at: " + std::strerror(errno));
   cache_origin out;
   out.source = source;
   out.options = options;
@@ -385,7 +385,7 @@ result<void> write_binary_dataset(const std::string& path, const raw_dataset& da
   const float* all_values = x.is_sparse() ? x.sparse().valuePtr() : x.dense().data();
   for (std::int64_t i = 0; i < x.nonzeros(); ++i)
     if (!std::isfinite(all_values[i]))
-      return fail(path + ": cannot store " + data.source + ": a value is not finite");
+      return fail_invalid(path + ": cannot store " + data.source + ": a value is not finite");
   const bool sparse = x.is_sparse();
   file_header h{};
   h.magic = magic;
@@ -456,7 +456,7 @@ result<raw_dataset> read_binary_dataset(const std::string& path, const read_opti
 result<raw_dataset> read_binary_part(const std::string& path, const read_options& options,
                                      std::int64_t part, std::int64_t parts) {
   if (parts < 1 || part < 0 || part >= parts)
-    return fail(path + ": part " + std::to_string(part) + " of " + std::to_string(parts) + " does not exist");
+    return fail_invalid(path + ": part " + std::to_string(part) + " of " + std::to_string(parts) + " does not exist");
   auto out = read_rows(path, options, part, parts);
   if (out)
     out->source += " (part " + std::to_string(part + 1) + " of " + std::to_string(parts) + ")";

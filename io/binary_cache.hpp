@@ -20,7 +20,7 @@
 // what is wrong.
 
 #include "io/readers.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <string>

@@ -39,13 +39,13 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
   const auto path = (std::filesystem::path{directory} / checkpoint_name(state.step)).string();
   for (const auto& slot : state.slots)
     if (slot.size() != state.model.theta.size())
-      return fail(path + ": cannot save the checkpoint: an optimizer slot has " +
+      return fail_invalid(path + ": cannot save the checkpoint: an optimizer slot has " +
                   std::to_string(slot.size()) + " entries, theta " +
                   std::to_string(state.model.theta.size()));
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec)
-    return fail(directory + ": cannot create the checkpoint directory: " + ec.message());
+    return fail_runtime(directory + ": cannot create the checkpoint directory: " + ec.message());
   auto written = stream_file_atomically(path, [&](std::ostream& stream) {
     boost::archive::text_oarchive archive{stream};
     const auto slot_count = static_cast<std::int64_t>(state.slots.size());
@@ -71,7 +71,7 @@ result<checkpoint> load_checkpoint(const std::string& path) {
       archive >> state.updates >> slot_count;
       if (state.step < 0 || state.updates < 0 || slot_count < 0 ||
           slot_count > static_cast<std::int64_t>(max_slots))
-        return fail(path + ": corrupt checkpoint: invalid step or optimizer state");
+        return fail_invalid(path + ": corrupt checkpoint: invalid step or optimizer state");
       state.slots.resize(static_cast<std::size_t>(slot_count));
       for (auto& slot : state.slots)
         if (auto loaded = archive.load_vector(slot, std::int64_t{1} << 40); !loaded)
@@ -82,7 +82,7 @@ result<checkpoint> load_checkpoint(const std::string& path) {
       state.model = std::move(*model);
       for (const auto& slot : state.slots)
         if (slot.size() != state.model.theta.size())
-          return fail(path + ": corrupt checkpoint: an optimizer slot does not match theta");
+          return fail_invalid(path + ": corrupt checkpoint: an optimizer slot does not match theta");
       return state;
     },
     oldest_version);

@@ -2,7 +2,7 @@
 
 #include "io/checkpoint_files.hpp"
 #include "io/model_file.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <Eigen/Core>
 

@@ -59,7 +59,7 @@ result<checkpoint_listing> list_checkpoint_files(const std::string& directory, c
       out.ignored.push_back(it->path().string() + ": ignored: the step in its name does not fit in 64 bits");
   }
   if (ec)
-    return fail(directory + ": cannot list the checkpoint directory: " + ec.message());
+    return fail_invalid(directory + ": cannot list the checkpoint directory: " + ec.message());
   std::sort(out.found.begin(), out.found.end());
   return out;
 }

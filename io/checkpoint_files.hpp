@@ -3,7 +3,7 @@
 // zero-padded step, listing, pruning to the newest K, and finding the newest one that reads back.
 // Parameter-server checkpoints ("ckpt-") and L-BFGS checkpoints ("lbfgs-") share them.
 
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <functional>

@@ -84,21 +84,21 @@ result<csv_layout> layout_of(const std::string& name, detail::text_source& sourc
       // The first data row fixes the number of fields and the label column.
       layout.fields = options.features > 0 ? options.features + 1 : static_cast<std::int64_t>(fields.size());
       if (layout.fields < 2)
-        return fail(at + ": only one field; a row needs a label and at least one feature");
+        return fail_invalid(at + ": only one field; a row needs a label and at least one feature");
       layout.label_column = options.label_column < 0 ? layout.fields + options.label_column
                                                      : options.label_column;
       if (layout.label_column < 0 || layout.label_column >= layout.fields)
-        return fail(at + ": label column " + std::to_string(options.label_column) +
+        return fail_invalid(at + ": label column " + std::to_string(options.label_column) +
                     " is out of range for " + std::to_string(layout.fields) + " fields");
       if (static_cast<std::int64_t>(fields.size()) != layout.fields)
-        return fail(at + ": expected " + std::to_string(layout.fields) + " fields, got " +
+        return fail_invalid(at + ": expected " + std::to_string(layout.fields) + " fields, got " +
                     std::to_string(fields.size()));
       return layout;
     }
   }
   if (!seen_first_row)
-    return fail(name + ": empty file");
-  return fail(name + ": no data rows after the header on line " + std::to_string(layout.header_line));
+    return fail_invalid(name + ": empty file");
+  return fail_invalid(name + ": no data rows after the header on line " + std::to_string(layout.header_line));
 }
 
 /// The features a CSV text is parsed into (rows x features, row-major), kept alive by the dataset.
@@ -134,7 +134,7 @@ public:
     storage_ = std::make_shared<dense_storage>();
     storage_->values = detail::uninitialised<float>(total.items);
     if (!storage_->values || !rows_.allocate(total.rows))
-      return fail(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows of "
+      return fail_runtime(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows of "
                   + std::to_string(width_) + " features");
     return {};
   }
@@ -236,7 +236,7 @@ result<raw_dataset> detail::parse_csv(const std::string& name, text_source& sour
   if (!stored)
     return stored.error();
   if (stored->rows == 0)
-    return fail(name + ": no data rows after the header on line " + std::to_string(layout->header_line));
+    return fail_invalid(name + ": no data rows after the header on line " + std::to_string(layout->header_line));
   return format.finish(*stored);
 }
 

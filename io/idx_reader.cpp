@@ -42,10 +42,10 @@ result<idx_header> read_header(detail::gz_input& input, std::uint32_t magic, std
   if (!got)
     return got.error();
   if (got.value() >= 4 && big_endian(bytes.data()) != magic)
-    return fail(input.path() + ": bad magic " + hex(big_endian(bytes.data())) + ", expected " +
+    return fail_invalid(input.path() + ": bad magic " + hex(big_endian(bytes.data())) + ", expected " +
                 hex(magic) + " (IDX " + what + ")");
   if (got.value() < wanted)
-    return fail(input.path() + ": truncated: expected a " + std::to_string(wanted) +
+    return fail_invalid(input.path() + ": truncated: expected a " + std::to_string(wanted) +
                 "-byte IDX header, got " + std::to_string(got.value()) + " bytes");
   idx_header header;
   for (std::size_t d = 0; d < dimensions; ++d)
@@ -69,7 +69,7 @@ result<std::vector<unsigned char>> read_payload(detail::gz_input& input, std::ui
       return got.error();
     used += got.value();
     if (used < wanted)
-      return fail(input.path() + ": truncated: expected " + std::to_string(size) + " bytes of " + what +
+      return fail_invalid(input.path() + ": truncated: expected " + std::to_string(size) + " bytes of " + what +
                   " data, got " + std::to_string(used));
   }
   return bytes;
@@ -84,7 +84,7 @@ result<void> check_fits(const detail::gz_input& input, std::uint64_t header, std
     return {};
   const auto available = input.file_size() > header ? input.file_size() - header : 0;
   if (records > available / record)
-    return fail(input.path() + ": truncated: expected " + std::to_string(records * record) + " bytes of " +
+    return fail_invalid(input.path() + ": truncated: expected " + std::to_string(records * record) + " bytes of " +
                 what + " data, got " + std::to_string(available));
   return {};
 }
@@ -118,15 +118,15 @@ result<raw_dataset> detail::read_idx_range(const std::string& images_path,
   const std::uint64_t height = image_header->sizes[1];
   const std::uint64_t width = image_header->sizes[2];
   if (label_header->sizes[0] != count)
-    return fail(images_path + " has " + std::to_string(count) + " images but " + labels_path +
+    return fail_invalid(images_path + " has " + std::to_string(count) + " images but " + labels_path +
                 " has " + std::to_string(label_header->sizes[0]) + " labels");
   if (height == 0 || width == 0)
-    return fail(images_path + ": images of " + std::to_string(height) + " x " +
+    return fail_invalid(images_path + ": images of " + std::to_string(height) + " x " +
                 std::to_string(width) + " pixels are empty");
   // Both sizes are below 2^32, so the pixel count fits, and a cap on it keeps count * pixels exact.
   const std::uint64_t pixels = height * width;
   if (pixels > (std::uint64_t{1} << 31))
-    return fail(images_path + ": images of " + std::to_string(height) + " x " +
+    return fail_invalid(images_path + ": images of " + std::to_string(height) + " x " +
                 std::to_string(width) + " pixels are too large");
   const std::uint64_t total =
       options.limit > 0 ? std::min(count, static_cast<std::uint64_t>(options.limit)) : count;
@@ -135,7 +135,7 @@ result<raw_dataset> detail::read_idx_range(const std::string& images_path,
   const auto first = static_cast<std::uint64_t>(range.begin);
   const auto rows = static_cast<std::uint64_t>(range.size());
   if (rows == 0)
-    return fail(images_path + ": no images");
+    return fail_invalid(images_path + ": no images");
   // Plain files must hold what their headers declare; compressed ones are read as far as they go.
   if (auto fits = check_fits(images.value(), 16, first + rows, pixels, "image"); !fits)
     return fits.error();

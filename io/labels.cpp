@@ -32,14 +32,14 @@ result<label_encoding> fit_binary(model_kind kind, const raw_dataset& train) {
     if (v == first || (have_second && v == second))
       continue;
     if (have_second)
-      return fail(train.where(i) + ": label " + format_number(v) + " is a third class; a " +
+      return fail_invalid(train.where(i) + ": label " + format_number(v) + " is a third class; a " +
                   kind_name(kind) + " model needs exactly two label values (already seen " +
                   format_number(first) + " and " + format_number(second) + ")");
     have_second = true;
     second = v;
   }
   if (!have_second)
-    return fail(train.source + ": every label is " + format_number(first) + "; a " +
+    return fail_invalid(train.source + ": every label is " + format_number(first) + "; a " +
                 kind_name(kind) + " model needs two classes");
   if (second < first)
     std::swap(first, second);
@@ -55,10 +55,10 @@ result<label_encoding> fit_multiclass(model_kind kind, const raw_dataset& train,
   for (Eigen::Index i = 0; i < y.size(); ++i) {
     const double v = y(i);
     if (!is_class_index(v))
-      return fail(train.where(i) + ": label " + format_number(v) + " is not a class index (" +
+      return fail_invalid(train.where(i) + ": label " + format_number(v) + " is not a class index (" +
                   kind_name(kind) + " labels must be the integers 0, 1, 2, ...)");
     if (v >= static_cast<double>(limit))
-      return fail(train.where(i) + ": label " + format_number(v) + " out of range (" +
+      return fail_invalid(train.where(i) + ": label " + format_number(v) + " out of range (" +
                   (classes > 0 ? std::to_string(classes) + " classes allow 0.." +
                                      std::to_string(classes - 1)
                                : "at most " + std::to_string(max_classes) + " classes") +
@@ -72,7 +72,7 @@ result<label_encoding> fit_multiclass(model_kind kind, const raw_dataset& train,
     }
   }
   if (distinct < 2)
-    return fail(train.source + ": every label is " + format_number(y(0)) + "; a " +
+    return fail_invalid(train.source + ": every label is " + format_number(y(0)) + "; a " +
                 kind_name(kind) + " model needs at least two classes");
   const std::int64_t k = classes > 0 ? classes : static_cast<std::int64_t>(seen.size());
   label_encoding encoding{kind, {}};
@@ -110,15 +110,15 @@ std::int64_t label_encoding::outputs() const {
 
 result<label_encoding> fit_labels(model_kind kind, const raw_dataset& train, std::int64_t classes) {
   if (train.data.y.size() == 0)
-    return fail(train.source + ": no training examples");
+    return fail_invalid(train.source + ": no training examples");
   if (classes < 0 || classes == 1)
-    return fail("cannot train a classifier with " + std::to_string(classes) + " classes");
+    return fail_invalid("cannot train a classifier with " + std::to_string(classes) + " classes");
   switch (kind) {
     case model_kind::linear:
       return label_encoding{kind, {}};
     case model_kind::logistic:
       if (classes > 2)
-        return fail("a logistic model has two classes, not " + std::to_string(classes) +
+        return fail_invalid("a logistic model has two classes, not " + std::to_string(classes) +
                     " (use softmax or svm)");
       return fit_binary(kind, train);
     case model_kind::softmax:
@@ -129,7 +129,7 @@ result<label_encoding> fit_labels(model_kind kind, const raw_dataset& train, std
         return fit_multiclass(kind, train, classes);
       return fit_binary(kind, train);
   }
-  return fail("unknown model kind");
+  return fail_invalid("unknown model kind");
 }
 
 result<void> encode_labels(const label_encoding& encoding, raw_dataset& data) {
@@ -143,14 +143,14 @@ result<void> encode_labels(const label_encoding& encoding, raw_dataset& data) {
     const std::string known = "(the model knows 0.." + format_number(k - 1) + ")";
     for (Eigen::Index i = 0; i < y.size(); ++i) {
       if (!is_class_index(y(i)))
-        return fail(data.where(i) + ": label " + format_number(y(i)) + " is not a class index " + known);
+        return fail_invalid(data.where(i) + ": label " + format_number(y(i)) + " is not a class index " + known);
       if (y(i) >= k)
-        return fail(data.where(i) + ": label " + format_number(y(i)) + " out of range " + known);
+        return fail_invalid(data.where(i) + ": label " + format_number(y(i)) + " out of range " + known);
       encoded(i) = y(i);
     }
   } else {
     if (encoding.classes.size() != 2)
-      return fail("a binary label encoding needs two classes, not " +
+      return fail_invalid("a binary label encoding needs two classes, not " +
                   std::to_string(encoding.classes.size()));
     const double low = encoding.classes[0];
     const double high = encoding.classes[1];
@@ -160,7 +160,7 @@ result<void> encode_labels(const label_encoding& encoding, raw_dataset& data) {
       else if (y(i) == high)
         encoded(i) = 1;
       else
-        return fail(data.where(i) + ": label " + format_number(y(i)) +
+        return fail_invalid(data.where(i) + ": label " + format_number(y(i)) +
                     " is not one of the two training labels (" + format_number(low) + " and " +
                     format_number(high) + ")");
     }

@@ -50,7 +50,7 @@ result<std::string> save_lbfgs_checkpoint(const std::string& directory, const lb
   std::error_code ec;
   std::filesystem::create_directories(directory, ec);
   if (ec)
-    return fail(directory + ": cannot create the checkpoint directory: " + ec.message());
+    return fail_runtime(directory + ": cannot create the checkpoint directory: " + ec.message());
   auto written = stream_file_atomically(path, [&](std::ostream& stream) {
     boost::archive::text_oarchive archive{stream};
     archive << magic << format_version << static_cast<std::int64_t>(saved.settings.size());
@@ -79,7 +79,7 @@ result<lbfgs_checkpoint> load_lbfgs_checkpoint(const std::string& path) {
   return detail::read_archive_file<lbfgs_checkpoint>(
     path, magic, format_version, "L-BFGS checkpoint",
     [&](detail::archive_reader& archive) -> result<lbfgs_checkpoint> {
-      const auto corrupt = [&](const std::string& what) { return fail(path + ": corrupt L-BFGS checkpoint: " + what); };
+      const auto corrupt = [&](const std::string& what) { return fail_invalid(path + ": corrupt L-BFGS checkpoint: " + what); };
       lbfgs_checkpoint saved;
       auto& state = saved.state;
       std::int64_t count = 0;
@@ -136,9 +136,9 @@ result<void> check_same_run(const lbfgs_checkpoint& saved,
     const auto recorded = std::find_if(saved.settings.begin(), saved.settings.end(),
                                        [&key = key](const auto& entry) { return entry.first == key; });
     if (recorded == saved.settings.end())
-      return fail(path + ": saved by another run: it does not record " + key);
+      return fail_invalid(path + ": saved by another run: it does not record " + key);
     if (recorded->second != value)
-      return fail(path + ": saved by another run: " + key + " was " + recorded->second + " there, is " +
+      return fail_invalid(path + ": saved by another run: " + key + " was " + recorded->second + " there, is " +
                   value + " here");
   }
   return {};

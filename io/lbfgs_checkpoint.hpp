@@ -1,7 +1,7 @@
 #pragma once
 
 #include "io/checkpoint_files.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 #include "optimizer/lbfgs.hpp"
 
 #include <string>

@@ -60,7 +60,7 @@ public:
     storage_->indices = detail::uninitialised<std::int32_t>(capacity_);
     storage_->values = detail::uninitialised<float>(capacity_);
     if (!storage_->starts || !storage_->indices || !storage_->values || !rows_.allocate(total.rows))
-      return fail(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows and "
+      return fail_runtime(name_ + ": not enough memory for " + std::to_string(total.rows) + " rows and "
                   + std::to_string(capacity_) + " non-zero values");
     storage_->starts[0] = 0;
     return {};
@@ -206,7 +206,7 @@ private:
 result<raw_dataset> detail::parse_libsvm(const std::string& name, text_source& source,
                                          const read_options& options, parse_options how) {
   if (options.features > max_index)
-    return fail(name + ": " + std::to_string(options.features) + " features are too many (at most " +
+    return fail_invalid(name + ": " + std::to_string(options.features) + " features are too many (at most " +
                 std::to_string(max_index) + ")");
   how.limit = options.limit;
   libsvm_format format{name, options};
@@ -214,7 +214,7 @@ result<raw_dataset> detail::parse_libsvm(const std::string& name, text_source& s
   if (!stored)
     return stored.error();
   if (stored->rows == 0)
-    return fail(name + ": empty file (no examples)");
+    return fail_invalid(name + ": empty file (no examples)");
   return format.finish(*stored);
 }
 

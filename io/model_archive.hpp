@@ -2,7 +2,7 @@
 // Internal to io: the archive pieces model files and checkpoints share. Not part of the interface.
 
 #include "io/model_file.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <boost/archive/text_iarchive.hpp>
 #include <boost/archive/text_oarchive.hpp>
@@ -55,7 +55,7 @@ public:
   /// characters, more than the <b> bytes left in the file" (`out` untouched).
   result<void> load_string(std::string& out) {
     if (const auto declared = peek_count(); declared && declared->first > declared->second)
-      return fail("a string of " + std::to_string(declared->first) + " characters, more than the " +
+      return fail_invalid("a string of " + std::to_string(declared->first) + " characters, more than the " +
                   std::to_string(declared->second) + " bytes left in the file");
     archive_ >> out;  // without a count Boost throws, as for any malformed number
     return {};
@@ -69,10 +69,10 @@ public:
     std::int64_t size = 0;
     archive_ >> size;
     if (size < 0 || size > max_size)
-      return fail("a size of " + std::to_string(size) + ", not in the allowed 0.." + std::to_string(max_size));
+      return fail_invalid("a size of " + std::to_string(size) + ", not in the allowed 0.." + std::to_string(max_size));
     const auto left = remaining();
     if (static_cast<std::uint64_t>(size) > (left + 1) / 2)
-      return fail("a size of " + std::to_string(size) + ", more than the " + std::to_string(left) +
+      return fail_invalid("a size of " + std::to_string(size) + ", more than the " + std::to_string(left) +
                   " bytes left in the file hold");
     out.resize(static_cast<std::size_t>(size));
     if (size > 0)
@@ -128,17 +128,17 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
     return fail_not_found(path + ": no such file");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec)
-    return fail(path + ": cannot open: " + ec.message());
+    return fail_runtime(path + ": cannot open: " + ec.message());
   std::ifstream stream{path, std::ios::binary};
   if (!stream)
-    return fail(path + ": cannot open: " + std::strerror(errno));
+    return fail_runtime(path + ": cannot open: " + std::strerror(errno));
   stream.imbue(std::locale::classic());
   // Every Boost text archive starts with this signature; checking it first keeps Boost from reading
   // a foreign file's first number as the signature's length.
   const std::string signature = "22 serialization::archive ";
   std::string start(signature.size(), '\0');
   if (!stream.read(start.data(), static_cast<std::streamsize>(start.size())) || start != signature)
-    return fail(path + ": not a shardopt " + what);
+    return fail_invalid(path + ": not a shardopt " + what);
   stream.seekg(0);
   bool header_read = false;  // a failure before it means "not one of ours"
   try {
@@ -146,10 +146,10 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
     std::string file_magic;
     int file_version = 0;
     if (!archive.load_string(file_magic).ok() || file_magic != magic)
-      return fail(path + ": not a shardopt " + what);
+      return fail_invalid(path + ": not a shardopt " + what);
     archive >> file_version;
     if (file_version > version || file_version < (oldest < 0 ? version : oldest))
-      return fail(path + ": " + what + " format version " + std::to_string(file_version) +
+      return fail_invalid(path + ": " + what + " format version " + std::to_string(file_version) +
                   " is not supported (this build reads " +
                   (oldest < 0 || oldest == version ? "version " + std::to_string(version)
                                                    : "versions " + std::to_string(oldest) + " to " + std::to_string(version)) +
@@ -158,7 +158,7 @@ result<T> read_archive_file(const std::string& path, const std::string& magic, i
     header_read = true;
     return read_fields(archive);
   } catch (const std::exception& e) {
-    return fail(path + ": " + (header_read ? "truncated or corrupt " + what : "not a shardopt " + what) + " (" +
+    return fail_invalid(path + ": " + (header_read ? "truncated or corrupt " + what : "not a shardopt " + what) + " (" +
                 e.what() + ")");
   }
 }

@@ -72,17 +72,17 @@ bool valid_kind(int kind) { return kind >= 0 && kind <= static_cast<int>(model::
 result<void> check_consistent(const saved_model& model) {
   const auto& shape = model.shape;
   if (model.theta.size() != shape.dimension())
-    return fail("theta has " + std::to_string(model.theta.size()) + " entries, but the shape needs " +
+    return fail_invalid("theta has " + std::to_string(model.theta.size()) + " entries, but the shape needs " +
                 std::to_string(shape.dimension()));
   if (model.labels.kind != shape.kind || model.labels.outputs() != shape.outputs)
-    return fail("the label encoding (" + std::string{model::to_string(model.labels.kind)} + ", " +
+    return fail_invalid("the label encoding (" + std::string{model::to_string(model.labels.kind)} + ", " +
                 std::to_string(model.labels.outputs()) + " outputs) does not match the shape (" +
                 std::string{model::to_string(shape.kind)} + ", " + std::to_string(shape.outputs) +
                 " outputs)");
   const auto sized = [&](const Eigen::VectorXd& v) { return v.size() == 0 || v.size() == shape.features; };
   if (!sized(model.scaling.mean) || !sized(model.scaling.inv_std) ||
       !std::isfinite(model.scaling.factor))
-    return fail("the feature scaling does not match the " + std::to_string(shape.features) +
+    return fail_invalid("the feature scaling does not match the " + std::to_string(shape.features) +
                 " features");
   return {};
 }
@@ -97,7 +97,7 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   archive >> kind >> model.shape.features >> model.shape.outputs;
   if (!valid_kind(kind) || model.shape.features < 0 || model.shape.features > max_features ||
       model.shape.outputs < 1 || model.shape.outputs > max_outputs)
-    return fail(path + ": corrupt model file: invalid shape");
+    return fail_invalid(path + ": corrupt model file: invalid shape");
   model.shape.kind = static_cast<model::model_kind>(kind);
   if (archive.version() >= 2) {
     int act = 0;
@@ -105,17 +105,17 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
     archive >> act >> layers;
     if (act < 0 || act > static_cast<int>(model::activation::tanh) || layers < 0 ||
         layers > static_cast<std::int64_t>(model::max_hidden_layers))
-      return fail(path + ": corrupt model file: invalid network architecture");
+      return fail_invalid(path + ": corrupt model file: invalid network architecture");
     model.shape.act = static_cast<model::activation>(act);
     model.shape.hidden.resize(static_cast<std::size_t>(layers));
     for (auto& width : model.shape.hidden)
       archive >> width;
-    if (!model::check_architecture(model.shape).empty())
-      return fail(path + ": corrupt model file: invalid network architecture");
+    if (!model::check_architecture(model.shape))
+      return fail_invalid(path + ": corrupt model file: invalid network architecture");
   }
   const auto dimension = model::checked_dimension(model.shape, max_features);
   if (!dimension)
-    return fail(path + ": corrupt model file: invalid shape");
+    return fail_invalid(path + ": corrupt model file: invalid shape");
   const auto corrupt = [&](const failure& why, const std::string& field) {
     return why.with_context(path + ": truncated or corrupt model file: " + field);
   };
@@ -124,7 +124,7 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   int label_kind = 0;
   archive >> label_kind;
   if (!valid_kind(label_kind))
-    return fail(path + ": corrupt model file: invalid label encoding");
+    return fail_invalid(path + ": corrupt model file: invalid label encoding");
   if (auto loaded = archive.load_vector(model.labels.classes, max_outputs); !loaded)
     return corrupt(loaded.error(), "label classes");
   model.labels.kind = static_cast<model::model_kind>(label_kind);
@@ -136,7 +136,7 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   std::string file_end;
   archive >> model.lambda;
   if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
-    return fail(path + ": truncated or corrupt model file: no end marker");
+    return fail_invalid(path + ": truncated or corrupt model file: no end marker");
   if (auto consistent = check_consistent(model); !consistent)
     return consistent.error().with_context(path + ": corrupt model file");
   return model;

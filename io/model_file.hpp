@@ -3,7 +3,7 @@
 #include "io/labels.hpp"
 #include "io/scaling.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <Eigen/Core>
 

@@ -93,7 +93,7 @@ result<data_format> detail::file_format(const std::string& spec, const read_opti
     return data_format::csv;
   if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight" || ext == ".txt")
     return data_format::libsvm;
-  return fail("cannot tell the format of " + spec + "; pass --format csv|libsvm");
+  return fail_invalid("cannot tell the format of " + spec + "; pass --format csv|libsvm");
 }
 
 std::string raw_dataset::where(std::int64_t row) const {
@@ -106,7 +106,7 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
   // Named datasets and directories hold IDX files in the MNIST layout.
   if (has_builtin_test_split(spec)) {
     if (options.format != data_format::automatic && options.format != data_format::idx)
-      return fail(spec + ": a dataset directory holds IDX files; its format cannot be csv or libsvm");
+      return fail_invalid(spec + ": a dataset directory holds IDX files; its format cannot be csv or libsvm");
     auto files = detail::mnist_files(spec, which);
     if (!files)
       return files.error();
@@ -124,7 +124,7 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
     case data_format::libsvm:
       return read_libsvm(spec, options);
     default:
-      return fail(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
+      return fail_invalid(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
   }
 }
 
@@ -137,7 +137,7 @@ result<void> match_features(raw_dataset& data, std::int64_t features, const std:
     data.data.widen(features);
     return {};
   }
-  return fail("dimension mismatch: " + reference + " has " + std::to_string(features) +
+  return fail_invalid("dimension mismatch: " + reference + " has " + std::to_string(features) +
               " features, " + data.source + " has " + std::to_string(have));
 }
 

@@ -27,15 +27,15 @@ result<gz_input> gz_input::open(const std::string& path, std::uint64_t max_decom
   if (!std::filesystem::exists(path, ec))
     return fail_not_found(path + ": no such file");
   if (std::filesystem::is_directory(path, ec))
-    return fail(path + ": is a directory, not a file");
+    return fail_invalid(path + ": is a directory, not a file");
   const auto size = std::filesystem::file_size(path, ec);
   if (ec)
-    return fail(path + ": cannot open: " + ec.message());
+    return fail_runtime(path + ": cannot open: " + ec.message());
   errno = 0;
   gzFile file = gzopen(path.c_str(), "rb");
   if (file == nullptr) {
     const int err = errno;
-    return fail(path + ": cannot open: " + (err != 0 ? std::strerror(err) : "out of memory"));
+    return fail_runtime(path + ": cannot open: " + (err != 0 ? std::strerror(err) : "out of memory"));
   }
   // A large buffer lets zlib read big payloads in few system calls.
   gzbuffer(file, 1U << 17);
@@ -50,7 +50,7 @@ result<void> gz_input::skip(std::uint64_t size) {
     if (!got)
       return got.error();
     if (got.value() < chunk)
-      return fail(path_ + ": truncated: the data ends before the records asked for");
+      return fail_invalid(path_ + ": truncated: the data ends before the records asked for");
     size -= chunk;
   }
   return {};
@@ -58,15 +58,15 @@ result<void> gz_input::skip(std::uint64_t size) {
 
 result<void> gz_input::seek(std::uint64_t offset) {
   if (produced_ != 0)
-    return fail(path_ + ": cannot seek after reading");
+    return fail_runtime(path_ + ": cannot seek after reading");
   // gzdirect looks ahead at the header: plain files are seeked, compressed ones decompressed up to
   // the offset (counted against the limit).
   if (gzdirect(file_.get()) == 0)
     return skip(offset);
   if (offset > file_size_)
-    return fail(path_ + ": truncated: the data ends before the records asked for");
+    return fail_invalid(path_ + ": truncated: the data ends before the records asked for");
   if (gzseek(file_.get(), static_cast<z_off_t>(offset), SEEK_SET) < 0)
-    return fail(path_ + ": cannot seek to byte " + std::to_string(offset));
+    return fail_runtime(path_ + ": cannot seek to byte " + std::to_string(offset));
   produced_ = offset;
   return {};
 }
@@ -80,14 +80,14 @@ result<std::uint64_t> gz_input::read(void* buffer, std::uint64_t size) {
     if (got < 0) {
       int code = 0;
       const char* message = gzerror(file_.get(), &code);
-      return fail(path_ + ": read error: " + (message != nullptr ? message : "unknown zlib error"));
+      return fail_invalid(path_ + ": read error: " + (message != nullptr ? message : "unknown zlib error"));
     }
     if (got == 0)
       break;
     done += static_cast<std::uint64_t>(got);
     produced_ += static_cast<std::uint64_t>(got);
     if (max_decompressed_ > 0 && produced_ > max_decompressed_ && compressed())
-      return fail(path_ + ": decompresses to more than " + std::to_string(max_decompressed_) +
+      return fail_invalid(path_ + ": decompresses to more than " + std::to_string(max_decompressed_) +
                   " bytes, the limit on decompressed input (read_options::max_decompressed); raise it "
                   "if the file is genuine");
   }

@@ -3,7 +3,7 @@
 // Private helpers shared by the dataset readers (not installed, not included outside io/).
 
 #include "io/readers.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <zlib.h>
 

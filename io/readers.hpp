@@ -1,7 +1,7 @@
 #pragma once
 
 #include "model/dataset.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <optional>

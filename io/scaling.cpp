@@ -95,14 +95,14 @@ result<void> apply_scaling(const feature_scaling& scaling, raw_dataset& data) {
   const bool sized = (scaling.mean.size() == 0 || scaling.mean.size() == d)
                      && (scaling.inv_std.size() == 0 || scaling.inv_std.size() == d);
   if (!sized || (fitted > 0 && fitted != d))
-    return fail(data.source + " has " + std::to_string(d) + " features, but the scaling was fitted on " +
+    return fail_invalid(data.source + " has " + std::to_string(d) + " features, but the scaling was fitted on " +
                 std::to_string(fitted));
   if (scaling.identity())
     return {};
 
   if (data.data.is_sparse()) {
     if (scaling.mean.size() > 0 && !scaling.mean.isZero(0))
-      return fail(data.source + ": sparse data cannot be centred with the means of a dense training set");
+      return fail_invalid(data.source + ": sparse data cannot be centred with the means of a dense training set");
     float* values = data.data.writable_values();
     const auto x = data.data.sparse();
     const auto* index = x.innerIndexPtr();

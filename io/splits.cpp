@@ -25,10 +25,10 @@ result<raw_dataset> read_part(const part_request& request) {
   const auto part = request.part;
   const auto parts = request.parts;
   if (parts < 1 || part < 0 || part >= parts)
-    return fail(spec + ": part " + std::to_string(part) + " of " + std::to_string(parts)
+    return fail_invalid(spec + ": part " + std::to_string(part) + " of " + std::to_string(parts)
                 + " does not exist");
   if (request.options.limit > 0)
-    return fail("--limit cannot be combined with node-local data");
+    return fail_invalid("--limit cannot be combined with node-local data");
   const std::string label = " (part " + std::to_string(part + 1) + " of " + std::to_string(parts);
 
   // IDX: fixed-size records, split by record ranges; the records before the part are skipped.
@@ -49,7 +49,7 @@ result<raw_dataset> read_part(const part_request& request) {
   if (!format)
     return format.error();
   if (*format != data_format::csv && *format != data_format::libsvm)
-    return fail(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
+    return fail_invalid(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
   auto source = detail::text_source::open(spec, request.options.max_decompressed, part, parts);
   if (!source)
     return source.error();
@@ -61,7 +61,7 @@ result<raw_dataset> read_part(const part_request& request) {
     if (!text)
       return text.error();
     if (text->empty())
-      return fail(name + ": no examples; use fewer shards");
+      return fail_invalid(name + ": no examples; use fewer shards");
     blank = text->find_first_not_of(" \t\r\n") == std::string_view::npos;
   }
   if (auto ok = source->rewind(); !ok)
@@ -116,7 +116,7 @@ result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
                                const std::vector<part_summary>& parts, scale_mode mode,
                                bool standardize, const std::string& source) {
   if (parts.empty())
-    return fail(source + ": no parts");
+    return fail_invalid(source + ": no parts");
   fitted_parts out;
   const bool sparse = parts.front().sparse;
   const bool pixels = parts.front().pixels;
@@ -125,9 +125,9 @@ result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const auto& part = parts[p];
     if (part.sparse != sparse || part.pixels != pixels)
-      return fail(source + ": part " + std::to_string(p + 1) + " is stored differently from part 1");
+      return fail_invalid(source + ": part " + std::to_string(p + 1) + " is stored differently from part 1");
     if (!sparse && p > 0 && part.cols != d)
-      return fail(source + ": part " + std::to_string(p + 1) + " has " + std::to_string(part.cols)
+      return fail_invalid(source + ": part " + std::to_string(p + 1) + " has " + std::to_string(part.cols)
                   + " features, part 1 has " + std::to_string(d));
     d = std::max(d, part.cols);
     out.rows += part.rows;

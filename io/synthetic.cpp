@@ -58,7 +58,7 @@ std::string check_synthetic(const synthetic_spec& spec) {
 
 result<void> write_synthetic(const synthetic_spec& spec, const std::string& path) {
   if (auto why = check_synthetic(spec); !why.empty())
-    return fail(why);
+    return fail_invalid(why);
   const std::int64_t outputs = spec.kind == model::model_kind::softmax ? spec.classes : 1;
   std::mt19937_64 bits{spec.seed};
   // The planted weights, feature-major: w[j * outputs + k].

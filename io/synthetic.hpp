@@ -1,7 +1,7 @@
 #pragma once
 
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <string>

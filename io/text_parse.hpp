@@ -9,7 +9,7 @@
 
 #include "io/readers.hpp"
 #include "io/text_source.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -226,7 +226,7 @@ result<parsed_text> parse_text(text_source& source, Format& format, const parse_
     // The same buffers as in the first pass give regions within its totals; a text that changed
     // in between would not.
     if (next.row > total.rows || next.item > total.items)
-      return fail(source.name() + ": changed while it was read; read it again");
+      return fail_runtime(source.name() + ": changed while it was read; read it again");
     std::vector<piece_result> results(pieces.size());
     run_parallel(pieces.size(), threads, [&](std::size_t i) {
       results[i] = format.parse(pieces[i], first_line[i], at[i], counts[i]);
@@ -235,7 +235,7 @@ result<parsed_text> parse_text(text_source& source, Format& format, const parse_
       auto& r = results[i];
       const bool limited = options.limit > 0;
       if (r.error && !(limited && stored.rows + r.error->first >= options.limit))
-        return fail(r.error->second);
+        return fail_invalid(r.error->second);
       const region to{stored.rows, stored.items};
       if (to.row != at[i].row || to.item != at[i].item)
         format.move(at[i], to, r);

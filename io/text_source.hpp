@@ -4,7 +4,7 @@
 // read and (for gzip) decompressed one buffer at a time, so that no reader holds a whole file.
 
 #include "io/reader_support.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cstdint>
 #include <optional>

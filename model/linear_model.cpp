@@ -264,7 +264,7 @@ Eigen::MatrixXd scores(const model_shape& shape, const dataset& data, row_range 
   return z;
 }
 
-std::int64_t first_invalid_label(const model_shape& shape, const Eigen::VectorXd& labels) {
+std::optional<std::int64_t> first_invalid_label(const model_shape& shape, const Eigen::VectorXd& labels) {
   for (Eigen::Index i = 0; i < labels.size(); ++i) {
     const double y = labels[i];
     bool valid = std::isfinite(y);
@@ -277,7 +277,7 @@ std::int64_t first_invalid_label(const model_shape& shape, const Eigen::VectorXd
     if (!valid)
       return i;
   }
-  return -1;
+  return std::nullopt;
 }
 
 quality_sums quality(const model_shape& shape, const dataset& data, row_range rows,

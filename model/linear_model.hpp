@@ -98,9 +98,9 @@ Eigen::MatrixXd scores(const model_shape& shape, const dataset& data, row_range 
                        Eigen::Ref<const Eigen::VectorXd> theta);
 
 /// The first row whose encoded label the model cannot use (not +1/-1 for binary models, not an
-/// integer in 0..outputs-1 for multiclass ones, not finite for least squares), or -1 when all are
+/// integer in 0..outputs-1 for multiclass ones, not finite for least squares); none when all are
 /// valid. Data that crossed a network is checked with this before any evaluation indexes by label.
-std::int64_t first_invalid_label(const model_shape& shape, const Eigen::VectorXd& labels);
+std::optional<std::int64_t> first_invalid_label(const model_shape& shape, const Eigen::VectorXd& labels);
 
 /// Quality sums over the selected rows: for classifiers the number of correctly predicted examples,
 /// for least squares the sum of squared errors. Turn them into accuracy or RMSE by dividing by `count`.

@@ -2,7 +2,7 @@
 
 #include "model/block_bounds.hpp"
 #include "model/linear_model.hpp"
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <cmath>
 #include <limits>
@@ -70,11 +70,11 @@ public:
   /// Hessian here), for a v of another size and before any evaluation.
   result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
     if (!has_hessian(shape_))
-      return fail("Hessian-vector products are defined for the linear models, not " + describe(shape_));
+      return fail_invalid("Hessian-vector products are defined for the linear models, not " + describe(shape_));
     if (last_theta_.size() != shape_.dimension())
-      return fail("a Hessian-vector product needs an evaluation first");
+      return fail_invalid("a Hessian-vector product needs an evaluation first");
     if (v.size() != shape_.dimension())
-      return fail("v has " + std::to_string(v.size()) + " entries, the model expects "
+      return fail_invalid("v has " + std::to_string(v.size()) + " entries, the model expects "
                   + std::to_string(shape_.dimension()));
     // Evaluations keep the curvature from the first product on; this once, rebuild it.
     if (!products_asked_) {
@@ -88,7 +88,7 @@ public:
       block_hessian_vector(shape_, *data_, blocks_[b], bounds_.block_rows, curvatures_[b], v, into);
     }, hessian_vector_grid(shape_, bounds_, v), unused);
     if (!fits_grid(sum.max_units(), bounds_.blocks))
-      return fail("the Hessian-vector product is not finite (or overflows its grids)");
+      return fail_runtime("the Hessian-vector product is not finite (or overflows its grids)");
     hv.resize(shape_.dimension());
     sum.to_doubles(hv);
     finish_hessian_vector(shape_, lambda_, count_, v, hv);

@@ -78,19 +78,19 @@ std::string describe(const model_shape& shape) {
          std::string{to_string(shape.kind)} + " output)";
 }
 
-std::string check_architecture(const model_shape& shape) {
+result<void> check_architecture(const model_shape& shape) {
   if (shape.hidden.size() > max_hidden_layers)
-    return std::to_string(shape.hidden.size()) + " hidden layers, more than the " +
-           std::to_string(max_hidden_layers) + " allowed";
+    return fail_invalid(std::to_string(shape.hidden.size()) + " hidden layers, more than the " +
+                        std::to_string(max_hidden_layers) + " allowed");
   std::int64_t units = 0;
   for (const auto width : shape.hidden) {
     if (width < 1)
-      return "a hidden layer of " + std::to_string(width) + " units";
+      return fail_invalid("a hidden layer of " + std::to_string(width) + " units");
     if (width > max_hidden_units || (units += width) > max_hidden_units)
-      return "more than the " + std::to_string(max_hidden_units) + " hidden units allowed";
+      return fail_invalid("more than the " + std::to_string(max_hidden_units) + " hidden units allowed");
   }
   if (static_cast<std::uint8_t>(shape.act) > static_cast<std::uint8_t>(activation::tanh))
-    return "an unknown activation";
+    return fail_invalid("an unknown activation");
   return {};
 }
 

@@ -4,6 +4,8 @@
 // network, where each layer's weights and biases live in the flat vector, size limits, names for
 // messages, and the initial theta.
 
+#include "base/result.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -92,9 +94,10 @@ struct model_shape {
 constexpr std::size_t max_hidden_layers = 64;
 constexpr std::int64_t max_hidden_units = 65536;  ///< the sum of the hidden widths
 
-/// Why `shape`'s network is not allowed ("65 hidden layers, more than the 64 allowed", "a hidden
-/// layer of 0 units", "70000 hidden units, more than the 65536 allowed"); empty when it is.
-std::string check_architecture(const model_shape& shape);
+/// Checks that `shape`'s network is allowed; the failure (invalid) says why not ("65 hidden layers,
+/// more than the 64 allowed", "a hidden layer of 0 units", "more than the 65536 hidden units
+/// allowed").
+result<void> check_architecture(const model_shape& shape);
 
 /// A shape for messages: "softmax, 784 features x 10 outputs" or "mlp 784-100-10 (relu, softmax
 /// output)".

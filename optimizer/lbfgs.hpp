@@ -1,5 +1,8 @@
 #pragma once
 
+// L-BFGS, and L-BFGS-B when bounds are given: options, the state a run can be saved as and resumed
+// from, and `minimize`. The resumable loop is lbfgs.cpp's; L-BFGS-B is LBFGS++'s (lbfgspp.hpp).
+
 #include "optimizer/objective.hpp"
 #include "optimizer/run.hpp"
 
@@ -22,8 +25,8 @@ struct lbfgs_options {
   int history = 10;             ///< m: correction pairs kept
   double epsilon = 1e-6;        ///< stop when ||grad||_2 <= epsilon (projected gradient with bounds)
   double epsilon_rel = 0;       ///< ...or when ||grad||_2 <= epsilon_rel * ||theta||_2 (0 = off)
-  int past = 0;                 ///< stop when f changed by at most delta*max(|f|,1) over `past`
-  double delta = 0;             ///<   iterations (past = 0: off)
+  int past = 0;                 ///< stop when f changed by at most delta*max(|f|,|f_old|,1) over
+  double delta = 0;             ///<   `past` iterations (past = 0: off; see run.hpp)
   int max_iterations = 1000;    ///< 0 = no limit
   int max_linesearch = 40;      ///< evaluations per line search
   double ftol = 1e-4;           ///< sufficient decrease (Armijo) constant
@@ -49,13 +52,13 @@ struct lbfgs_state {
   std::vector<double> f_history;       ///< ring of the `past` test (empty when past = 0)
 };
 
-/// Checks options for a problem of dimension `n` before a run; the message names the first problem
-/// ("history must be at least 1"), empty when they are fine. `minimize` refuses what this refuses.
-std::string check_options(const lbfgs_options& options, Eigen::Index n);
+/// Checks options for a problem of dimension `n` before a run; the failure (invalid) names the first
+/// problem ("history must be at least 1"). `minimize` refuses what this refuses.
+result<void> check_options(const lbfgs_options& options, Eigen::Index n);
 
 /// Checks that a state fits a problem of dimension `n` under `options` (vector sizes, pair count,
-/// `past` ring, finite values); the message names the first misfit, empty when it fits.
-std::string check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
+/// `past` ring, finite values); the failure (invalid) names the first misfit.
+result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
 
 /// Resuming and saving a run (unbounded L-BFGS only). `on_state` is called after every iteration
 /// with the state to continue from (it may save it; it must not keep the reference), and `last`
@@ -71,16 +74,16 @@ struct lbfgs_session {
 /// Runs L-BFGS with a strong-Wolfe line search, starting from and updating `theta`: unbounded runs
 /// use LBFGS++'s BFGS matrix in our own loop (so the state can be saved and resumed); with bounds,
 /// LBFGS++'s L-BFGS-B solver. Blocks the calling thread until done. Options (and a session's state)
-/// are checked first; bad ones give `evaluation_failed` with a message (never an exception); a
-/// session with bounds is refused the same way.
-run_result minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
-                             const lbfgs_options& options, const iteration_hook& hook = {},
-                             const lbfgs_session& session = {});
+/// are checked first: bad ones, and a session with bounds, are an invalid failure and no run. A run
+/// that does not converge is a result (its stop reason), never a failure.
+result<run_result> minimize_erased(const evaluate_function& f, Eigen::VectorXd& theta,
+                                   const lbfgs_options& options, const iteration_hook& hook = {},
+                                   const lbfgs_session& session = {});
 
 /// Minimises any objective (see objective.hpp) from `theta`.
 template <class F>
-run_result minimize(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
-                      const iteration_hook& hook = {}, const lbfgs_session& session = {}) {
+result<run_result> minimize(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
+                            const iteration_hook& hook = {}, const lbfgs_session& session = {}) {
   return minimize_erased(erase_objective(objective), theta, options, hook, session);
 }
 

@@ -1,5 +1,8 @@
 #pragma once
 
+// Trust-region Newton-CG, the method of LIBLINEAR's TRON, over objectives with Hessian-vector
+// products: options and `minimize_newton`. The inner solve is steihaug.hpp's.
+
 #include "optimizer/objective.hpp"
 #include "optimizer/run.hpp"
 
@@ -30,9 +33,9 @@ struct newton_options {
   std::int64_t preconditioner_bytes = std::int64_t{256} << 20;
 };
 
-/// Checks options before a run; the message names the first problem, empty when they are fine.
-/// `minimize_newton` refuses what this refuses.
-std::string check_options(const newton_options& options);
+/// Checks options before a run; the failure (invalid) names the first problem. `minimize_newton`
+/// refuses what this refuses.
+result<void> check_options(const newton_options& options);
 
 /// Minimises a convex (or generalized-Hessian) objective by trust-region Newton with Steihaug-Toint
 /// truncated conjugate gradients, the method of LIBLINEAR's TRON (C.-J. Lin, R. C. Weng and
@@ -57,15 +60,15 @@ std::string check_options(const newton_options& options);
 /// hides it), a step is accepted when it lowers the gradient's norm by 10% instead. Stops as L-BFGS does
 /// (run.hpp); `line_search_failed` means the region shrank to a step of machine precision.
 /// `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector products.
-/// Options are checked first; bad ones give `evaluation_failed` with a message. Blocks the calling
+/// Options are checked first; bad ones are an invalid failure and no run. Blocks the calling
 /// thread until done; theta holds the last accepted iterate.
-run_result minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
+result<run_result> minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
                                   Eigen::VectorXd& theta, const newton_options& options,
                                   const iteration_hook& hook = {});
 
 /// Minimises any objective with Hessian-vector products (see objective.hpp) from `theta`.
 template <class F>
-run_result minimize_newton(F& objective, Eigen::VectorXd& theta, const newton_options& options,
+result<run_result> minimize_newton(F& objective, Eigen::VectorXd& theta, const newton_options& options,
                            const iteration_hook& hook = {}) {
   return minimize_newton_erased(erase_objective(objective), erase_hessian(objective), theta, options,
                                 hook);

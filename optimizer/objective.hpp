@@ -1,6 +1,6 @@
 #pragma once
 
-#include "model/result.hpp"
+#include "base/result.hpp"
 
 #include <Eigen/Core>
 

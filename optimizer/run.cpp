@@ -35,4 +35,50 @@ bool objective_settled(std::vector<double>& ring, int past, double delta, int it
   return false;
 }
 
+run_log::run_log(const iteration_hook& hook, int past, double delta)
+  : hook_(hook), past_(past), delta_(delta) {}
+
+void run_log::resume(int iterations, int evaluations, double seconds, std::vector<double> history) {
+  info_.iteration = iterations;
+  info_.evaluations = evaluations;
+  earlier_seconds_ = seconds;
+  history_ = std::move(history);
+}
+
+void run_log::record(double f, const Eigen::VectorXd& grad, double step) {
+  info_.f = f;
+  info_.grad_norm = grad.norm();
+  info_.grad_norm_inf = grad.size() > 0 ? grad.lpNorm<Eigen::Infinity>() : 0.0;
+  info_.step = step;
+  info_.seconds = seconds();
+}
+
+std::optional<run_stop> run_log::accept(double f, const Eigen::VectorXd& grad, double step) {
+  ++info_.iteration;
+  record(f, grad, step);
+  if (hook_ && !hook_(info_))
+    return run_stop{stop_reason::stopped_by_hook, "stopped by the iteration hook"};
+  if (past_ > 0 && objective_settled(history_, past_, delta_, info_.iteration, f))
+    return run_stop{stop_reason::objective_converged, ""};
+  return std::nullopt;
+}
+
+double run_log::seconds() const {
+  return earlier_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+run_result run_log::finish(run_stop stop) const {
+  run_result out;
+  out.reason = stop.reason;
+  out.message = std::move(stop.message);
+  out.f = info_.f;
+  out.grad_norm = info_.grad_norm;
+  out.grad_norm_inf = info_.grad_norm_inf;
+  out.iterations = info_.iteration;
+  out.evaluations = info_.evaluations;
+  out.products = info_.products;
+  out.seconds = seconds();
+  return out;
+}
+
 } // namespace shardopt::optimizer

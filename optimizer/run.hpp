@@ -4,7 +4,13 @@
 // its outcome. L-BFGS (lbfgs.hpp) and Newton-CG (newton_cg.hpp) share them, so the apps report both
 // alike.
 
+#include "base/result.hpp"
+
+#include <Eigen/Core>
+
+#include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,6 +60,57 @@ struct run_result {
   int evaluations = 0;
   int products = 0;     ///< Hessian-vector products (Newton-CG)
   double seconds = 0;
+};
+
+/// How a run ends: the reason and its details (the evaluation's error, the line search's
+/// complaint). Loops return one where they stop; nothing is thrown.
+struct run_stop {
+  stop_reason reason = stop_reason::converged;
+  std::string message;
+};
+
+/// The stop a failed evaluation (or product) causes.
+inline run_stop evaluation_failed(const failure& why) {
+  return {stop_reason::evaluation_failed, why.message()};
+}
+
+/// The bookkeeping both optimizers share: their counts and clock, the figures of the last accepted
+/// iterate, the iteration hook and the objective-change test, and the result they fill.
+class run_log {
+public:
+  /// `past` and `delta` are the objective-change test's (past 0: off); `hook` may be empty.
+  run_log(const iteration_hook& hook, int past, double delta);
+
+  /// Continues the counts, clock and objective history of a saved run.
+  void resume(int iterations, int evaluations, double seconds, std::vector<double> history);
+
+  void count_evaluation() { ++info_.evaluations; }
+  void count_product() { ++info_.products; }
+
+  /// Records a point's figures (the start, or a resumed run's iterate) without counting an
+  /// iteration or asking the hook.
+  void record(double f, const Eigen::VectorXd& grad, double step);
+
+  /// An accepted iteration: counts and records it, then asks the hook and the objective-change
+  /// test; the stop either calls for, if any.
+  std::optional<run_stop> accept(double f, const Eigen::VectorXd& grad, double step);
+
+  const iteration_info& info() const { return info_; }
+  const std::vector<double>& history() const { return history_; }
+  /// Wall time of the run, including a resumed run's earlier part.
+  double seconds() const;
+
+  /// The run's result, ending with `stop`.
+  run_result finish(run_stop stop) const;
+
+private:
+  const iteration_hook& hook_;
+  int past_;
+  double delta_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double earlier_seconds_ = 0;
+  iteration_info info_;
+  std::vector<double> history_;
 };
 
 /// The objective-change test both optimizers apply after accepted iteration `iteration` (1-based)

@@ -39,7 +39,7 @@ namespace {
   case failure_kind::not_found:
     PyErr_SetString(PyExc_FileNotFoundError, f.message().c_str());
     throw py::error_already_set();
-  case failure_kind::failed:
+  case failure_kind::runtime:
     throw std::runtime_error(f.message());
   case failure_kind::invalid:
     break;
@@ -189,15 +189,15 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
   {
     py::gil_scoped_release released;
     std::thread worker{[&] {
-      result<apps::train_report> outcome = failure{"no result"};
+      result<apps::train_report> outcome = failure{"no result", failure_kind::runtime};
       try {
         outcome = apps::train(options, controls);
       } catch (const std::bad_alloc&) {
-        outcome = failure{"out of memory", failure_kind::failed};
+        outcome = failure{"out of memory", failure_kind::runtime};
       } catch (const std::exception& e) {
-        outcome = failure{e.what(), failure_kind::failed};
+        outcome = failure{e.what(), failure_kind::runtime};
       } catch (...) {
-        outcome = failure{"unknown exception", failure_kind::failed};
+        outcome = failure{"unknown exception", failure_kind::runtime};
       }
       std::lock_guard lock{shared.mutex};
       shared.outcome.emplace(std::move(outcome));
@@ -351,7 +351,7 @@ PYBIND11_MODULE(_core, m) {
     .def("save",
          [](const io::saved_model& s, const std::string& path) {
            if (auto ok = io::save_model(path, s); !ok)
-             python::raise(ok.error().as(failure_kind::failed));
+             python::raise(ok.error());
          },
          py::arg("path"), "Writes the model file `shardopt eval --model-file` and `load_model` read");
 

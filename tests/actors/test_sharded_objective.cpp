@@ -135,7 +135,7 @@ TEST_CASE("the same L-BFGS run over shard actors twice gives identical bits") {
     Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
     shardopt::optimizer::lbfgs_options options;
     options.max_iterations = 40;
-    const auto result = shardopt::optimizer::minimize(objective, theta, options);
+    const auto result = *shardopt::optimizer::minimize(objective, theta, options);
     CHECK(result.iterations > 5);
     return theta;
   };

@@ -1112,12 +1112,12 @@ TEST_CASE("first_invalid_label finds labels a model cannot index by") {
   using shardopt::model::model_shape;
   Eigen::VectorXd labels(4);
   labels << 0, 2, 1, 3;
-  CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::softmax, 2, 4}, labels) == -1);
+  CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::softmax, 2, 4}, labels) == std::nullopt);
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::softmax, 2, 3}, labels) == 3);
   labels << 1, -1, 1, 0.5;
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::logistic, 2, 1}, labels) == 3);
   labels << 0.5, 0.25, -7, 1e300;
-  CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::linear, 2, 1}, labels) == -1);
+  CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::linear, 2, 1}, labels) == std::nullopt);
   labels[1] = std::nan("");
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::linear, 2, 1}, labels) == 1);
   labels << 0, 1.5, 1, 1;

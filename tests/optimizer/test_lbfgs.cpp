@@ -53,7 +53,7 @@ struct failing_objective {
   std::int64_t dimension() const { return inner.dimension(); }
   shardopt::result<double> evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     if (++calls == fail_at)
-      return shardopt::fail("shard 2 of 4: peer went away");
+      return shardopt::fail_runtime("shard 2 of 4: peer went away");
     return inner.evaluate(x, grad);
   }
 };
@@ -75,7 +75,7 @@ TEST_CASE("L-BFGS reaches the minimum of the 2-D Rosenbrock function from (-1.2,
   x << -1.2, 1.0;
   opt::lbfgs_options options;
   options.epsilon = 1e-10;
-  const auto run = opt::minimize(f, x, options);
+  const auto run = *opt::minimize(f, x, options);
   CHECK(run.reason == opt::stop_reason::converged);
   CHECK(x[0] == doctest::Approx(1.0).epsilon(1e-8));
   CHECK(x[1] == doctest::Approx(1.0).epsilon(1e-8));
@@ -91,7 +91,7 @@ TEST_CASE("L-BFGS reaches the minimum of the 100-D extended Rosenbrock function"
     x[i] = i % 2 == 0 ? -1.2 : 1.0;
   opt::lbfgs_options options;
   options.epsilon = 1e-9;
-  const auto run = opt::minimize(f, x, options);
+  const auto run = *opt::minimize(f, x, options);
   CHECK(run.reason == opt::stop_reason::converged);
   CHECK((x - Eigen::VectorXd::Ones(100)).lpNorm<Eigen::Infinity>() < 1e-7);
 }
@@ -108,7 +108,7 @@ TEST_CASE("L-BFGS-B reaches the clamped optimum of a bounded quadratic and respe
   options.lower = Eigen::VectorXd::Constant(n, -1.0);
   options.upper = Eigen::VectorXd::Constant(n, 1.5);
   Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
-  const auto run = opt::minimize(f, x, options);
+  const auto run = *opt::minimize(f, x, options);
   INFO("stop: " << opt::to_string(run.reason) << " " << run.message);
   const Eigen::VectorXd expected = f.c.cwiseMax(-1.0).cwiseMin(1.5);
   CHECK((x - expected).lpNorm<Eigen::Infinity>() < 1e-9);
@@ -125,7 +125,7 @@ TEST_CASE("L-BFGS-B on Rosenbrock with an active upper bound stays feasible") {
   options.epsilon = 1e-9;
   options.upper = Eigen::VectorXd::Constant(2, 0.5);
   options.lower = Eigen::VectorXd::Constant(2, -2.0);
-  const auto run = opt::minimize(f, x, options);
+  const auto run = *opt::minimize(f, x, options);
   INFO("stop: " << opt::to_string(run.reason) << " " << run.message);
   // For x0 <= 0.5, f >= (1 - x0)^2 >= 0.25, with equality only at x0 = 0.5, x1 = x0^2 = 0.25:
   // the bound on x0 is active, the one on x1 is not.
@@ -142,7 +142,7 @@ TEST_CASE("every run ends with a stop reason") {
     rosenbrock f;
     x << -1.2, 1.0;
     options.max_iterations = 3;
-    const auto run = opt::minimize(f, x, options);
+    const auto run = *opt::minimize(f, x, options);
     CHECK(run.reason == opt::stop_reason::max_iterations);
     CHECK(run.iterations == 3);
   }
@@ -150,7 +150,7 @@ TEST_CASE("every run ends with a stop reason") {
     rosenbrock f;
     x << -1.2, 1.0;
     int seen = 0;
-    const auto run = opt::minimize(f, x, options, [&](const opt::iteration_info& info) {
+    const auto run = *opt::minimize(f, x, options, [&](const opt::iteration_info& info) {
       ++seen;
       CHECK(info.iteration == seen);
       CHECK(std::isfinite(info.f));
@@ -163,7 +163,7 @@ TEST_CASE("every run ends with a stop reason") {
   SUBCASE("evaluation_failed keeps the last accepted iterate and the message") {
     failing_objective f;
     x << -1.2, 1.0;
-    const auto run = opt::minimize(f, x, options);
+    const auto run = *opt::minimize(f, x, options);
     CHECK(run.reason == opt::stop_reason::evaluation_failed);
     CHECK(run.message == "shard 2 of 4: peer went away");
     CHECK(x.allFinite());
@@ -179,7 +179,7 @@ TEST_CASE("every run ends with a stop reason") {
       }
     } f;
     x << 0, 0;
-    const auto run = opt::minimize(f, x, options);
+    const auto run = *opt::minimize(f, x, options);
     CHECK(run.reason == opt::stop_reason::evaluation_failed);
     CHECK(run.message.find("not finite") != std::string::npos);
   }
@@ -189,7 +189,7 @@ TEST_CASE("every run ends with a stop reason") {
     options.epsilon = 0;
     options.past = 1;
     options.delta = 1e-3;
-    const auto run = opt::minimize(f, x, options);
+    const auto run = *opt::minimize(f, x, options);
     CHECK(run.reason == opt::stop_reason::objective_converged);
   }
   SUBCASE("invalid options are reported") {
@@ -197,8 +197,9 @@ TEST_CASE("every run ends with a stop reason") {
     x << 0, 0;
     options.wolfe = 2;
     const auto run = opt::minimize(f, x, options);
-    CHECK(run.reason == opt::stop_reason::evaluation_failed);
-    CHECK(run.message.find("invalid L-BFGS options") != std::string::npos);
+    REQUIRE_FALSE(run.ok());  // no run, and no stop reason: invalid before it starts
+    CHECK(run.error().kind() == shardopt::failure_kind::invalid);
+    CHECK(run.error().message().find("invalid L-BFGS options") != std::string::npos);
   }
   SUBCASE("line_search_failed: a gradient that points uphill leaves no acceptable step") {
     // f = |x|^2 reported with the gradient's sign flipped: every trial along the "descent"
@@ -212,7 +213,7 @@ TEST_CASE("every run ends with a stop reason") {
     } f;
     x << 1.0, -2.0;
     const Eigen::VectorXd start = x;
-    const auto run = opt::minimize(f, x, options);
+    const auto run = *opt::minimize(f, x, options);
     CHECK(run.reason == opt::stop_reason::line_search_failed);
     CHECK(run.message.find("strong Wolfe") != std::string::npos);
     CHECK(run.iterations == 0);
@@ -221,7 +222,7 @@ TEST_CASE("every run ends with a stop reason") {
   SUBCASE("already optimal: converged with zero iterations") {
     rosenbrock f;
     x << 1, 1;
-    const auto run = opt::minimize(f, x, options);
+    const auto run = *opt::minimize(f, x, options);
     CHECK(run.reason == opt::stop_reason::converged);
     CHECK(run.iterations == 0);
   }
@@ -258,7 +259,7 @@ TEST_CASE("least squares through L-BFGS reaches the closed-form solution of the 
   Eigen::VectorXd theta = Eigen::VectorXd::Zero(d + 1);
   opt::lbfgs_options options;
   options.epsilon = 1e-12;
-  const auto run = opt::minimize(f, theta, options);
+  const auto run = *opt::minimize(f, theta, options);
   INFO("stop: " << opt::to_string(run.reason) << " " << run.message);
   CHECK((theta - expected).lpNorm<Eigen::Infinity>() < 1e-8);
 }
@@ -301,14 +302,14 @@ TEST_CASE("a run resumed from any saved state ends bit for bit where the uninter
   std::vector<opt::lbfgs_state> states;
   const auto saving = keep_states(states);
   Eigen::VectorXd whole = resume_start();
-  const auto full = opt::minimize(f, whole, options, {}, saving);
+  const auto full = *opt::minimize(f, whole, options, {}, saving);
   REQUIRE(full.reason == opt::stop_reason::converged);
   REQUIRE(full.iterations > 20);
   REQUIRE(states.size() >= 20);
 
   // The session changes nothing: a run without one ends at the same bits.
   Eigen::VectorXd plain = resume_start();
-  const auto unsaved = opt::minimize(f, plain, options);
+  const auto unsaved = *opt::minimize(f, plain, options);
   CHECK(unsaved.iterations == full.iterations);
   CHECK(plain == whole);
 
@@ -321,7 +322,7 @@ TEST_CASE("a run resumed from any saved state ends bit for bit where the uninter
     opt::lbfgs_session resuming;
     resuming.resume = &saved;
     Eigen::VectorXd resumed = Eigen::VectorXd::Zero(40);  // ignored: the state's theta is used
-    const auto rest = opt::minimize(f, resumed, options, {}, resuming);
+    const auto rest = *opt::minimize(f, resumed, options, {}, resuming);
     CHECK(rest.reason == full.reason);
     CHECK(rest.iterations == full.iterations);
     CHECK(rest.evaluations == full.evaluations);
@@ -338,13 +339,13 @@ TEST_CASE("the objective-change test carries over a resume") {
   std::vector<opt::lbfgs_state> states;
   const auto saving = keep_states(states);
   Eigen::VectorXd whole = resume_start();
-  const auto full = opt::minimize(f, whole, options, {}, saving);
+  const auto full = *opt::minimize(f, whole, options, {}, saving);
   REQUIRE(full.reason == opt::stop_reason::objective_converged);
   REQUIRE(states.size() > 2);
   opt::lbfgs_session resuming;
   resuming.resume = &states[states.size() - 2];
   Eigen::VectorXd resumed = Eigen::VectorXd::Zero(40);
-  const auto rest = opt::minimize(f, resumed, options, {}, resuming);
+  const auto rest = *opt::minimize(f, resumed, options, {}, resuming);
   CHECK(rest.reason == opt::stop_reason::objective_converged);
   CHECK(rest.iterations == full.iterations);
   CHECK(resumed == whole);
@@ -361,7 +362,7 @@ TEST_CASE("a state that does not fit the problem, or bounds with a session, are 
     return {};
   };
   Eigen::VectorXd x = resume_start();
-  opt::minimize(f, x, options, {}, saving);
+  REQUIRE(opt::minimize(f, x, options, {}, saving).ok());
   REQUIRE(states.size() == 1);
 
   auto refused = [&](opt::lbfgs_state state, const opt::lbfgs_options& with, const std::string& why) {
@@ -369,9 +370,9 @@ TEST_CASE("a state that does not fit the problem, or bounds with a session, are 
     resuming.resume = &state;
     Eigen::VectorXd theta = Eigen::VectorXd::Zero(40);
     const auto run = opt::minimize(f, theta, with, {}, resuming);
-    CHECK(run.reason == opt::stop_reason::evaluation_failed);
-    CHECK(run.evaluations == 0);
-    CHECK_MESSAGE(run.message.find(why) != std::string::npos, run.message);
+    REQUIRE_FALSE(run.ok());  // refused before the run: no evaluation
+    CHECK(run.error().kind() == shardopt::failure_kind::invalid);
+    CHECK_MESSAGE(run.error().message().find(why) != std::string::npos, run.error().message());
   };
   auto wrong_size = states[0];
   wrong_size.theta.resize(39);
@@ -399,11 +400,11 @@ TEST_CASE("a state that cannot be saved ends the run with the sink's message and
   int calls = 0;
   saving.on_state = [&](const opt::lbfgs_state&, bool) -> shardopt::result<void> {
     if (++calls == 3)
-      return shardopt::fail("ckpt/lbfgs-000000000003.txt: cannot write: No space left on device");
+      return shardopt::fail_runtime("ckpt/lbfgs-000000000003.txt: cannot write: No space left on device");
     return {};
   };
   Eigen::VectorXd x = resume_start();
-  const auto run = opt::minimize(f, x, resume_options(), {}, saving);
+  const auto run = *opt::minimize(f, x, resume_options(), {}, saving);
   CHECK(run.reason == opt::stop_reason::evaluation_failed);
   CHECK(run.message == "ckpt/lbfgs-000000000003.txt: cannot write: No space left on device");
   CHECK(run.iterations == 3);
@@ -416,7 +417,7 @@ TEST_CASE("a run stopped at its iteration limit continues, with a higher limit, 
   rosenbrock f{40};
   Eigen::VectorXd whole = resume_start();
   std::vector<int> hook_iterations;
-  const auto full = opt::minimize(f, whole, options, [&](const opt::iteration_info& info) {
+  const auto full = *opt::minimize(f, whole, options, [&](const opt::iteration_info& info) {
     hook_iterations.push_back(info.iteration);
     return true;
   });
@@ -434,7 +435,7 @@ TEST_CASE("a run stopped at its iteration limit continues, with a higher limit, 
     return {};
   };
   Eigen::VectorXd first = resume_start();
-  const auto stopped = opt::minimize(f, first, limited, {}, saving);
+  const auto stopped = *opt::minimize(f, first, limited, {}, saving);
   REQUIRE(stopped.reason == opt::stop_reason::max_iterations);
   CHECK(marked_last);
   CHECK(last.iterations == 10);
@@ -450,13 +451,13 @@ TEST_CASE("a run stopped at its iteration limit continues, with a higher limit, 
     return {};
   };
   Eigen::VectorXd second = Eigen::VectorXd::Zero(40);
-  REQUIRE(opt::minimize(f, second, twenty, {}, second_leg).reason == opt::stop_reason::max_iterations);
+  REQUIRE(opt::minimize(f, second, twenty, {}, second_leg)->reason == opt::stop_reason::max_iterations);
   REQUIRE(at_twenty.iterations == 20);
   opt::lbfgs_session third_leg;
   third_leg.resume = &at_twenty;
   std::vector<int> resumed_hooks;
   Eigen::VectorXd third = Eigen::VectorXd::Zero(40);
-  const auto rest = opt::minimize(f, third, options, [&](const opt::iteration_info& info) {
+  const auto rest = *opt::minimize(f, third, options, [&](const opt::iteration_info& info) {
     resumed_hooks.push_back(info.iteration);
     return true;
   }, third_leg);

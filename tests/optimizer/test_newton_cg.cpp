@@ -101,12 +101,12 @@ struct failing {
   std::int64_t dimension() const { return inner.dimension(); }
   shardopt::result<double> evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
     if (++evaluations == fail_evaluation)
-      return shardopt::fail("shard 1 of 3: went down");
+      return shardopt::fail_runtime("shard 1 of 3: went down");
     return inner.evaluate(x, grad);
   }
   shardopt::result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
     if (++products == fail_product)
-      return shardopt::fail("shard 2 of 3: no reply to the product within 10 ms");
+      return shardopt::fail_runtime("shard 2 of 3: no reply to the product within 10 ms");
     inner.hessian_vector(v, hv);
     return {};
   }
@@ -129,7 +129,7 @@ TEST_CASE("Newton-CG solves a positive-definite quadratic: the minimum is A^{-1}
   opt::newton_options options;
   options.epsilon = 1e-10;
   options.cg_tolerance = 1e-6;
-  const auto run = opt::minimize_newton(q, x, options);
+  const auto run = *opt::minimize_newton(q, x, options);
   CHECK(run.reason == opt::stop_reason::converged);
   const Eigen::VectorXd exact = q.a.ldlt().solve(q.b);
   CHECK((x - exact).norm() <= 1e-9 * exact.norm());
@@ -143,7 +143,7 @@ TEST_CASE("Newton-CG reaches the minimum of Rosenbrock from (-1.2, 1) through ne
   x << -1.2, 1;
   opt::newton_options options;
   options.epsilon = 1e-9;
-  const auto run = opt::minimize_newton(f, x, options);
+  const auto run = *opt::minimize_newton(f, x, options);
   CHECK(run.reason == opt::stop_reason::converged);
   CHECK(std::abs(x[0] - 1) < 1e-8);
   CHECK(std::abs(x[1] - 1) < 1e-8);
@@ -163,8 +163,8 @@ TEST_CASE("Newton-CG and L-BFGS reach the same minimum of logistic and softmax p
     newton_options.epsilon = 1e-10;
     opt::lbfgs_options lbfgs_options;
     lbfgs_options.epsilon = 1e-10;
-    const auto newton = opt::minimize_newton(newton_f, x_newton, newton_options);
-    const auto lbfgs = opt::minimize(lbfgs_f, x_lbfgs, lbfgs_options);
+    const auto newton = *opt::minimize_newton(newton_f, x_newton, newton_options);
+    const auto lbfgs = *opt::minimize(lbfgs_f, x_lbfgs, lbfgs_options);
     INFO("newton: " << newton.evaluations << " evaluations + " << newton.products << " products; lbfgs "
                     << lbfgs.evaluations << " evaluations");
     CHECK(newton.reason == opt::stop_reason::converged);
@@ -197,7 +197,7 @@ TEST_CASE("regularised least squares through Newton-CG reaches the normal equati
   Eigen::VectorXd theta = Eigen::VectorXd::Zero(6);
   opt::newton_options options;
   options.epsilon = 1e-12;
-  const auto run = opt::minimize_newton(f, theta, options);
+  const auto run = *opt::minimize_newton(f, theta, options);
   CHECK(run.reason == opt::stop_reason::converged);
   CHECK((theta - exact).norm() <= 1e-10 * exact.norm());
 }
@@ -209,7 +209,7 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
     auto f = linear_problem(model::model_kind::softmax, 3, 41);
     Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
     options.max_iterations = 2;
-    const auto run = opt::minimize_newton(f, x, options);
+    const auto run = *opt::minimize_newton(f, x, options);
     CHECK(run.reason == opt::stop_reason::max_iterations);
     CHECK(run.iterations == 2);
     Eigen::VectorXd grad;
@@ -220,7 +220,7 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
     Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
     int seen = 0;
     int last_passes = 0;
-    const auto run = opt::minimize_newton(f, x, options, [&](const opt::iteration_info& info) {
+    const auto run = *opt::minimize_newton(f, x, options, [&](const opt::iteration_info& info) {
       CHECK(info.iteration == seen + 1);
       CHECK(info.evaluations + info.products > last_passes);
       CHECK(info.step > 0);
@@ -235,7 +235,7 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
     Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
     options.past = 1;
     options.delta = 1e-3;
-    const auto run = opt::minimize_newton(f, x, options);
+    const auto run = *opt::minimize_newton(f, x, options);
     CHECK(run.reason == opt::stop_reason::objective_converged);
   }
   SUBCASE("evaluation_failed: an evaluation, then a product, fails; theta stays the last accepted") {
@@ -246,28 +246,29 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
       else
         f.fail_evaluation = 3;
       Eigen::VectorXd x = Eigen::VectorXd::Zero(8);
-      const auto run = opt::minimize_newton(f, x, options);
+      const auto run = *opt::minimize_newton(f, x, options);
       CHECK(run.reason == opt::stop_reason::evaluation_failed);
       CHECK(run.message.find(in_product ? "no reply to the product" : "went down") != std::string::npos);
       Eigen::VectorXd grad;
       CHECK(f.inner.evaluate(x, grad) == run.f);
     }
   }
-  SUBCASE("evaluation_failed: a non-finite start, and invalid options, by name") {
+  SUBCASE("evaluation_failed: a non-finite start; invalid options are no run, by name") {
     rosenbrock f;
     Eigen::VectorXd x = Eigen::VectorXd::Constant(2, std::nan(""));
-    CHECK(opt::minimize_newton(f, x, options).reason == opt::stop_reason::evaluation_failed);
+    CHECK(opt::minimize_newton(f, x, options)->reason == opt::stop_reason::evaluation_failed);
     x.setZero();
     options.cg_tolerance = 1.5;
     const auto run = opt::minimize_newton(f, x, options);
-    CHECK(run.reason == opt::stop_reason::evaluation_failed);
-    CHECK(run.message.find("cg_tolerance") != std::string::npos);
+    REQUIRE_FALSE(run.ok());
+    CHECK(run.error().kind() == shardopt::failure_kind::invalid);
+    CHECK(run.error().message().find("cg_tolerance") != std::string::npos);
   }
   SUBCASE("line_search_failed: no reduction is possible below machine precision") {
     auto f = linear_problem(model::model_kind::logistic, 1, 45);
     Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
     options.epsilon = 0;
-    const auto run = opt::minimize_newton(f, x, options);
+    const auto run = *opt::minimize_newton(f, x, options);
     CHECK(run.reason == opt::stop_reason::line_search_failed);
     CHECK(run.message.find("no further reduction") != std::string::npos);
   }
@@ -287,7 +288,7 @@ TEST_CASE("after a rejected step Newton-CG replays the iterate's products: the s
     options.replay_bytes = replay_bytes;
     options.preconditioner_pairs = pairs;
     trace t;
-    t.run = opt::minimize_newton(f, x, options, [&](const opt::iteration_info& info) {
+    t.run = *opt::minimize_newton(f, x, options, [&](const opt::iteration_info& info) {
       t.iterations.push_back(info);
       return true;
     });
@@ -369,7 +370,7 @@ TEST_CASE("Newton-CG takes the same steps on f and on 1e-6 f: its first radius i
     // Unpreconditioned: scaling f rounds the preconditioner's pairs differently, and a CG solve
     // that ends at its tolerance's edge may then take one product more.
     options.preconditioner_pairs = 0;
-    runs.push_back(opt::minimize_newton(f, x, options));
+    runs.push_back(*opt::minimize_newton(f, x, options));
     minima.push_back(x);
     CHECK(runs.back().reason == opt::stop_reason::converged);
   }
@@ -402,7 +403,7 @@ TEST_CASE("Newton-CG ends, with a stop reason, where the first unbounded solve w
   Eigen::VectorXd x = Eigen::VectorXd::Zero(2);
   opt::newton_options options;
   options.max_iterations = 30;
-  const auto run = opt::minimize_newton(f, x, options);
+  const auto run = *opt::minimize_newton(f, x, options);
   INFO(run.message);
   CHECK(run.reason != opt::stop_reason::evaluation_failed);
   CHECK(f.evaluations <= 2 * 30 + 2);
@@ -425,7 +426,7 @@ TEST_CASE("preconditioned by the previous solve's pairs, Newton-CG reaches the s
       opt::newton_options options;
       options.epsilon = epsilon;
       options.preconditioner_pairs = pairs;
-      runs.push_back(opt::minimize_newton(f, x, options));
+      runs.push_back(*opt::minimize_newton(f, x, options));
       minima.push_back(x);
       INFO(pairs << " pairs: " << runs.back().message);
       REQUIRE(runs.back().reason == opt::stop_reason::converged);

@@ -1,5 +1,9 @@
 #pragma once
 
+// The project's one error shape, below every layer: a `failure` (a message naming what and where,
+// and its kind) carried as a value in `result<T>`. No layer below apps/ throws to report one.
+
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -7,11 +11,13 @@
 namespace shardopt {
 
 /// What kind of thing failed, for front doors that sort failures (the Python module raises
-/// ValueError, FileNotFoundError or RuntimeError by it). The message stays the one description.
+/// ValueError, FileNotFoundError or RuntimeError by it, the CLI's exit code is 1 for all). Every
+/// failure is made with its kind; none is assumed. The message stays the one description.
 enum class failure_kind {
-  invalid,    ///< bad input: an option, a file's contents, an array, a label
+  invalid,    ///< bad input: an option, a file's contents, an array, a label, a peer's request
   not_found,  ///< a file or directory that does not exist
-  failed,     ///< a run that could not finish: a lost peer, a failed evaluation, a full disk
+  runtime,    ///< the world did not cooperate: a lost peer, a failed evaluation, a full disk, an
+              ///< unreadable file
 };
 
 /// A failure carried as a value: one human-readable message that names what went wrong and where
@@ -19,9 +25,7 @@ enum class failure_kind {
 /// error travels up; the kind travels unchanged.
 class failure {
 public:
-  failure() = default;
-  explicit failure(std::string message, failure_kind kind = failure_kind::invalid)
-    : message_(std::move(message)), kind_(kind) {}
+  failure(std::string message, failure_kind kind) : message_(std::move(message)), kind_(kind) {}
 
   /// The full message, outermost context first.
   const std::string& message() const noexcept { return message_; }
@@ -32,12 +36,9 @@ public:
     return failure{context + ": " + message_, kind_};
   }
 
-  /// Returns this failure as one of kind `kind`.
-  failure as(failure_kind kind) const { return failure{message_, kind}; }
-
 private:
   std::string message_;
-  failure_kind kind_ = failure_kind::invalid;
+  failure_kind kind_;
 };
 
 /// Either a value of type T or a `failure`. The project's error channel below `apps/`, where no
@@ -77,29 +78,35 @@ template <>
 class [[nodiscard]] result<void> {
 public:
   result() = default;
-  result(failure error) : error_(std::move(error)), ok_(false) {}  // NOLINT: implicit by design
+  result(failure error) : error_(std::move(error)) {}  // NOLINT: implicit by design
 
-  bool ok() const noexcept { return ok_; }
-  explicit operator bool() const noexcept { return ok_; }
-  const failure& error() const { return error_; }
+  bool ok() const noexcept { return !error_; }
+  explicit operator bool() const noexcept { return ok(); }
+  const failure& error() const { return *error_; }
 
   result with_context(const std::string& context) && {
-    if (ok_)
+    if (ok())
       return std::move(*this);
-    return error_.with_context(context);
+    return error_->with_context(context);
   }
 
 private:
-  failure error_;
-  bool ok_ = true;
+  std::optional<failure> error_;
 };
 
-/// Shorthand for returning a failure: `return fail("bad magic ", magic);`.
-inline failure fail(std::string message) { return failure{std::move(message)}; }
+/// Bad input, named in `message`: `return fail_invalid(path + ":3: expected 5 fields, got 4")`.
+inline failure fail_invalid(std::string message) {
+  return failure{std::move(message), failure_kind::invalid};
+}
 
-/// A failure for a file or directory that does not exist.
+/// A file or directory that does not exist.
 inline failure fail_not_found(std::string message) {
   return failure{std::move(message), failure_kind::not_found};
+}
+
+/// Something the program could not do though the input was right: a lost peer, a full disk.
+inline failure fail_runtime(std::string message) {
+  return failure{std::move(message), failure_kind::runtime};
 }
 
 } // namespace shardopt

@@ -1,0 +1,24 @@
+#pragma once
+
+// The choices `train` makes by name on the command line and reports by name in its summary.
+
+#include <string_view>
+
+namespace shardopt::apps {
+
+/// How `train` trains: sharded full-batch optimisation, or a parameter-server job.
+enum class train_mode { lbfgs, ps };
+
+/// The full-batch solver of `train_mode::lbfgs`.
+enum class solver_kind { lbfgs, newton_cg };
+
+/// Where node processes get their shards' rows: sent by the driver, or read by each node.
+enum class data_placement { shipped, node_local };
+
+/// The names the command line and the summaries use: "lbfgs"/"ps", "lbfgs"/"newton-cg",
+/// "shipped"/"node-local".
+std::string_view to_string(train_mode mode);
+std::string_view to_string(solver_kind solver);
+std::string_view to_string(data_placement placement);
+
+} // namespace shardopt::apps

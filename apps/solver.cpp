@@ -1,0 +1,58 @@
+#include "apps/solver.hpp"
+
+#include <algorithm>
+
+namespace shardopt::apps {
+
+result<solver_plan> plan_solver(const train_options& options, const model::model_shape& architecture) {
+  solver_plan plan;
+  plan.kind = options.solver;
+  plan.lbfgs = options.lbfgs;
+  if (plan.kind == solver_kind::newton_cg) {
+    if (architecture.is_network())
+      return fail_invalid("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
+                          "train --model mlp with --solver lbfgs or --mode ps");
+    if (options.lower || options.upper)
+      return fail_invalid("--solver newton-cg does not take --lower/--upper: bounded problems need "
+                          "L-BFGS-B (--solver lbfgs)");
+    if (!options.checkpoints.dir.empty())
+      return fail_invalid("--checkpoint-dir: --solver newton-cg runs cannot be checkpointed yet "
+                          "(L-BFGS runs can: --solver lbfgs)");
+  } else if (!options.checkpoints.dir.empty() && (options.lower || options.upper)) {
+    return fail_invalid("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed "
+                        "(LBFGS++ keeps its bounded solver's state private)");
+  }
+  auto& newton = plan.newton;
+  newton.epsilon = options.lbfgs.epsilon;
+  newton.epsilon_rel = options.lbfgs.epsilon_rel;
+  newton.past = options.lbfgs.past;
+  newton.delta = options.lbfgs.delta;
+  newton.max_iterations = options.lbfgs.max_iterations;
+  newton.cg_tolerance = options.cg_tolerance;
+  newton.preconditioner_pairs = options.cg_pairs;
+  newton.max_cg_iterations = options.max_cg;
+  return plan;
+}
+
+result<void> size_plan(solver_plan& plan, const train_options& options, std::int64_t dimension,
+                       std::int64_t feature_bytes) {
+  if (options.lower)
+    plan.lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
+  if (options.upper)
+    plan.lbfgs.upper = Eigen::VectorXd::Constant(dimension, *options.upper);
+  if (feature_bytes > 0) {
+    const auto budget = std::max(feature_bytes / 4, std::int64_t{16} << 20);
+    plan.newton.replay_bytes = std::min(plan.newton.replay_bytes, budget);
+    plan.newton.preconditioner_bytes = std::min(plan.newton.preconditioner_bytes, budget);
+  }
+  if (plan.kind == solver_kind::newton_cg) {
+    if (auto ok = optimizer::check_options(plan.newton); !ok)
+      return ok.error().with_context("invalid Newton-CG options");
+    return {};
+  }
+  if (auto ok = optimizer::check_options(plan.lbfgs, dimension); !ok)
+    return ok.error().with_context("invalid L-BFGS options");
+  return {};
+}
+
+} // namespace shardopt::apps

@@ -1,0 +1,81 @@
+#pragma once
+
+// The full-batch solver of `train --mode lbfgs`: which one, with which settings, checked before any
+// data is read and completed once the problem's size is known; and the run itself, over an
+// objective that an interrupt can stop.
+
+#include "apps/train.hpp"
+#include "optimizer/lbfgs.hpp"
+#include "optimizer/newton_cg.hpp"
+
+#include <atomic>
+#include <cstdint>
+
+namespace shardopt::apps {
+
+/// A run's solver and its settings. Newton-CG takes L-BFGS's stopping tests, by the same options.
+struct solver_plan {
+  solver_kind kind = solver_kind::lbfgs;
+  optimizer::lbfgs_options lbfgs;
+  optimizer::newton_options newton;
+};
+
+/// The plan `options` asks for, with the checks that need no data: Newton-CG takes the linear
+/// models, no bounds and (yet) no checkpoints.
+result<solver_plan> plan_solver(const train_options& options, const model::model_shape& architecture);
+
+/// Completes a plan for a problem of `dimension` whose training features take `feature_bytes` in
+/// memory, wherever they are (so that the solver is the same for every placement), and checks the
+/// solver's options. L-BFGS-B's bounds become vectors; Newton-CG's replayed products and its
+/// preconditioner's pairs each get a quarter of the features' bytes, at least 16 MiB and at most
+/// 256 MiB: a run holds a few dimension-sized vectors beyond the data, as LIBLINEAR's TRON does.
+result<void> size_plan(solver_plan& plan, const train_options& options, std::int64_t dimension,
+                       std::int64_t feature_bytes);
+
+/// An objective that stops answering once `flag` is set, so an interrupted run ends at its next
+/// pass over the data (as a failed evaluation, which leaves theta at the last accepted iterate).
+/// `stopped()` tells whether the interrupt ended the run, as opposed to arriving after its end.
+template <class F>
+class interruptible {
+public:
+  interruptible(F& f, const std::atomic<bool>* flag) : f_(f), flag_(flag) {}
+
+  std::int64_t dimension() const { return f_.dimension(); }
+
+  result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+    if (stop_now())
+      return fail_runtime("interrupted");
+    return f_.evaluate(theta, grad);
+  }
+
+  result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+    if (stop_now())
+      return fail_runtime("interrupted");
+    return f_.hessian_vector(v, hv);
+  }
+
+  /// Whether the run must stop here; remembers that it did.
+  bool stop_now() {
+    stopped_ = stopped_ || (flag_ && flag_->load());
+    return stopped_;
+  }
+
+  bool stopped() const { return stopped_; }
+
+private:
+  F& f_;
+  const std::atomic<bool>* flag_;
+  bool stopped_ = false;
+};
+
+/// Runs the plan's solver from `theta` (updated to the last accepted iterate).
+template <class F>
+result<optimizer::run_result> run_solver(const solver_plan& plan, F& objective, Eigen::VectorXd& theta,
+                                         const optimizer::iteration_hook& hook,
+                                         const optimizer::lbfgs_session& session) {
+  if (plan.kind == solver_kind::newton_cg)
+    return optimizer::minimize_newton(objective, theta, plan.newton, hook);
+  return optimizer::minimize(objective, theta, plan.lbfgs, hook, session);
+}
+
+} // namespace shardopt::apps
