@@ -1,6 +1,6 @@
 #include "actors/chief.hpp"
 
-#include "io/checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
 
 namespace shardopt::actors {
 
@@ -22,7 +22,7 @@ result<std::int64_t> chief_session::initialise() {
   std::int64_t restored = -1;
   if (!options_.checkpoint_dir.empty()) {
     // The newest checkpoint that reads back whole; a corrupt newer one is skipped with a warning.
-    auto found = io::newest_readable_checkpoint(options_.checkpoint_dir);
+    auto found = io::newest_readable_ps_checkpoint(options_.checkpoint_dir);
     if (!found)
       return found.error().with_context("cannot restore");
     if (options_.note)
@@ -66,7 +66,7 @@ void chief_session::start(std::int64_t step) {
 result<void> chief_session::checkpoint() {
   if (options_.checkpoint_dir.empty())
     return {};
-  io::checkpoint out;
+  io::ps_checkpoint out;
   out.rule = std::string{optimizer::to_string(job_.rule.kind)};
   out.model = options_.model;
   out.model.shape = job_.shape;
@@ -76,7 +76,7 @@ result<void> chief_session::checkpoint() {
   if (!out.model.theta.allFinite())
     return fail_runtime("theta is not finite at step " + std::to_string(out.step) +
                 "; the newest checkpoint is the last good state");
-  auto written = io::save_checkpoint(options_.checkpoint_dir, out, options_.keep_checkpoints);
+  auto written = io::save_ps_checkpoint(options_.checkpoint_dir, out, options_.keep_checkpoints);
   if (!written)
     return written.error();
   last_checkpoint_ = *written;

@@ -1,7 +1,7 @@
 #include "apps/train.hpp"
 
 #include "apps/architecture.hpp"
-#include "apps/lbfgs_checkpoints.hpp"
+#include "apps/solver_checkpoints.hpp"
 #include "apps/progress.hpp"
 #include "apps/ps_train.hpp"
 #include "apps/shards.hpp"
@@ -69,7 +69,7 @@ result<std::optional<lbfgs_checkpointer>> checkpoints_for(const train_options& o
                                                           int shards) {
   if (options.checkpoints.dir.empty())
     return std::optional<lbfgs_checkpointer>{};
-  auto opened = lbfgs_checkpointer::open(options.checkpoints, lbfgs_run_settings(options, data, shards), options.quiet);
+  auto opened = lbfgs_checkpointer::open(options.checkpoints, run_settings(options, data, shards), options.quiet);
   if (!opened)
     return opened.error();
   if (opened->resume() && !options.quiet)

@@ -7,9 +7,9 @@
 // Usage: fuzz_make_corpus DIR   (writes DIR/<target>/<name>; the repository keeps fuzz/corpus)
 
 #include "io/binary_cache.hpp"
-#include "io/checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
 #include "io/readers.hpp"
-#include "io/lbfgs_checkpoint.hpp"
+#include "io/solver_checkpoint.hpp"
 #include "io/model_file.hpp"
 
 #include <unistd.h>
@@ -220,65 +220,64 @@ void model_seeds() {
 }
 
 void checkpoint_seeds() {
-  const auto bytes = [](const io::checkpoint& state) {
+  const auto bytes = [](const io::ps_checkpoint& state) {
     return saved_bytes([&](const fs::path& dir) {
-      auto path = io::save_checkpoint(dir.string(), state, 0);
+      auto path = io::save_ps_checkpoint(dir.string(), state, 0);
       if (!path)
         throw std::runtime_error(path.error().message());
       return *path;
     });
   };
-  io::checkpoint adam;
+  io::ps_checkpoint adam;
   adam.step = 1234;
   adam.rule = "adam";
   adam.updates = 1234;
   adam.model = tiny_model(model::model_kind::softmax, 2, {0, 1, 2});
   const auto n = adam.model.theta.size();
   adam.slots = {Eigen::VectorXd::Constant(n, 0.125), Eigen::VectorXd::LinSpaced(n, 0, 1)};
-  put("fuzz_checkpoint", "adam", bytes(adam));
-  io::checkpoint mlp;
+  put("fuzz_ps_checkpoint", "adam", bytes(adam));
+  io::ps_checkpoint mlp;
   mlp.step = 7;
   mlp.rule = "momentum";
   mlp.updates = 7;
   mlp.model = tiny_model(model::model_kind::logistic, 2, {-1, 1}, {3});
   mlp.slots = {Eigen::VectorXd::Constant(mlp.model.theta.size(), -0.5)};
-  put("fuzz_checkpoint", "mlp_momentum", bytes(mlp));
-  io::checkpoint sgd;
+  put("fuzz_ps_checkpoint", "mlp_momentum", bytes(mlp));
+  io::ps_checkpoint sgd;
   sgd.rule = "sgd";
   sgd.model = tiny_model(model::model_kind::linear, 1, {});
-  put("fuzz_checkpoint", "sgd_step0", bytes(sgd));
+  put("fuzz_ps_checkpoint", "sgd_step0", bytes(sgd));
   const auto text = bytes(adam);
-  put("fuzz_checkpoint", "truncated", text.substr(0, text.size() * 2 / 3));
+  put("fuzz_ps_checkpoint", "truncated", text.substr(0, text.size() * 2 / 3));
 }
 
-void lbfgs_seeds() {
-  const auto bytes = [](const io::lbfgs_checkpoint& saved) {
+void solver_seeds() {
+  const auto bytes = [](const io::solver_checkpoint& saved) {
     return saved_bytes([&](const fs::path& dir) {
-      auto path = io::save_lbfgs_checkpoint(dir.string(), saved, 0);
+      auto path = io::save_solver_checkpoint(dir.string(), saved, 0);
       if (!path)
         throw std::runtime_error(path.error().message());
       return *path;
     });
   };
-  io::lbfgs_checkpoint saved;
+  // An L-BFGS run's state, as apps/solver_checkpoints.cpp records it.
+  io::solver_checkpoint saved;
   saved.settings = {{"--model", "softmax"}, {"--lambda", "0.0001"}, {"examples", "60000"}};
-  auto& state = saved.state;
-  state.iterations = 2;
-  state.evaluations = 3;
-  state.seconds = 0.5;
-  state.f = 0.693;
-  state.theta = Eigen::Vector3d{0.1, -0.2, 0.3};
-  state.grad = Eigen::Vector3d{1e-3, 2e-3, -4e-3};
-  state.s = {Eigen::Vector3d{1, 2, 3}, Eigen::Vector3d{-1, 0, 1}};
-  state.y = {Eigen::Vector3d{0.5, 0.5, 0.5}, Eigen::Vector3d{2, 2, 2}};
-  state.f_history = {0.9, std::numeric_limits<double>::quiet_NaN(), 0.7};
-  put("fuzz_lbfgs_checkpoint", "two_pairs", bytes(saved));
-  io::lbfgs_checkpoint start;
-  start.state.theta = Eigen::VectorXd::Zero(1);
-  start.state.grad = Eigen::VectorXd::Ones(1);
-  put("fuzz_lbfgs_checkpoint", "start", bytes(start));
+  saved.solver = "lbfgs";
+  saved.iteration = 2;
+  saved.numbers = {{"iterations", 2}, {"evaluations", 3}, {"seconds", 0.5}, {"f", 0.693}};
+  saved.vectors = {{"theta", {Eigen::Vector3d{0.1, -0.2, 0.3}}},
+                   {"grad", {Eigen::Vector3d{1e-3, 2e-3, -4e-3}}},
+                   {"s", {Eigen::Vector3d{1, 2, 3}, Eigen::Vector3d{-1, 0, 1}}},
+                   {"y", {Eigen::Vector3d{0.5, 0.5, 0.5}, Eigen::Vector3d{2, 2, 2}}},
+                   {"f_history", {Eigen::Vector3d{0.9, std::numeric_limits<double>::quiet_NaN(), 0.7}}}};
+  put("fuzz_solver_checkpoint", "two_pairs", bytes(saved));
+  io::solver_checkpoint start;
+  start.solver = "newton-cg";
+  start.vectors = {{"theta", {Eigen::VectorXd::Zero(1)}}};
+  put("fuzz_solver_checkpoint", "start", bytes(start));
   const auto text = bytes(saved);
-  put("fuzz_lbfgs_checkpoint", "truncated", text.substr(0, text.size() / 2));
+  put("fuzz_solver_checkpoint", "truncated", text.substr(0, text.size() / 2));
 }
 
 void toml_seeds() {
@@ -342,7 +341,7 @@ int main(int argc, char** argv) {
     gzip_seeds();
     model_seeds();
     checkpoint_seeds();
-    lbfgs_seeds();
+    solver_seeds();
     toml_seeds();
     binary_seeds();
   } catch (const std::exception& e) {

@@ -3,8 +3,8 @@
 // Equality of what the model-file and checkpoint loaders return, for the round trips the fuzz
 // targets check (load, save, load again: the same values).
 
-#include "io/checkpoint.hpp"
-#include "io/lbfgs_checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
+#include "io/solver_checkpoint.hpp"
 #include "io/model_file.hpp"
 
 #include <Eigen/Core>
@@ -32,6 +32,9 @@ inline bool same(const std::pair<std::string, std::string>& a, const std::pair<s
   return a == b;
 }
 
+template <class T>
+bool same(const std::pair<std::string, T>& a, const std::pair<std::string, T>& b);
+
 /// Every element the same, by `same` above.
 template <class T>
 bool same(const std::vector<T>& a, const std::vector<T>& b) {
@@ -50,17 +53,20 @@ inline bool same(const io::saved_model& a, const io::saved_model& b) {
          same(a.lambda, b.lambda);
 }
 
-inline bool same(const io::checkpoint& a, const io::checkpoint& b) {
+inline bool same(const io::ps_checkpoint& a, const io::ps_checkpoint& b) {
   return a.step == b.step && a.rule == b.rule && same(a.slots, b.slots) && a.updates == b.updates &&
          same(a.model, b.model);
 }
 
-inline bool same(const io::lbfgs_checkpoint& a, const io::lbfgs_checkpoint& b) {
-  const auto& s = a.state;
-  const auto& t = b.state;
-  return same(a.settings, b.settings) && s.iterations == t.iterations && s.evaluations == t.evaluations &&
-         same(s.seconds, t.seconds) && same(s.f, t.f) && same(s.theta, t.theta) && same(s.grad, t.grad) &&
-         same(s.s, t.s) && same(s.y, t.y) && same(s.f_history, t.f_history);
+/// The same name and the same value or values, by `same` above.
+template <class T>
+bool same(const std::pair<std::string, T>& a, const std::pair<std::string, T>& b) {
+  return a.first == b.first && same(a.second, b.second);
+}
+
+inline bool same(const io::solver_checkpoint& a, const io::solver_checkpoint& b) {
+  return same(a.settings, b.settings) && a.solver == b.solver && a.iteration == b.iteration &&
+         same(a.numbers, b.numbers) && same(a.vectors, b.vectors);
 }
 
 /// Aborts with `what` and the failure's message unless `reloaded` holds a value equal to `loaded`:

@@ -3,7 +3,7 @@
 // refuses malformed requests with errors instead of crashing.
 
 #include "actors/ps_worker.hpp"
-#include "io/checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
 #include "io/partition.hpp"
 #include "model/local_objective.hpp"
 #include "support/files.hpp"
@@ -197,9 +197,10 @@ TEST_CASE("checkpoints: the final one holds the final theta, and a new run resum
   auto first = actors::run_local_job(rt, job, 2, data, chief);
   REQUIRE_MESSAGE(first.ok(), first.error().message());
   CHECK(first->restored_step == -1);
-  auto newest = io::latest_checkpoint(chief.checkpoint_dir);
+  auto newest = io::newest_readable_ps_checkpoint(chief.checkpoint_dir);
   REQUIRE(newest);
-  auto saved = io::load_checkpoint(*newest);
+  REQUIRE(newest->state);
+  auto saved = io::load_ps_checkpoint(newest->path);
   REQUIRE(saved.ok());
   CHECK(saved->step == 40);
   CHECK(saved->updates == 40);
@@ -238,9 +239,10 @@ TEST_CASE("an absurd learning rate stops training with the NaN message and a val
   CAPTURE(message);
   CHECK((message.find("loss is") != std::string::npos || message.find("not finite") != std::string::npos));
   CHECK(message.find("learning rate") != std::string::npos);
-  auto newest = io::latest_checkpoint(chief.checkpoint_dir);
+  auto newest = io::newest_readable_ps_checkpoint(chief.checkpoint_dir);
   REQUIRE(newest);
-  auto saved = io::load_checkpoint(*newest);
+  REQUIRE(newest->state);
+  auto saved = io::load_ps_checkpoint(newest->path);
   REQUIRE(saved.ok());
   CHECK(saved->model.theta.allFinite());
   CHECK(saved->step < 10000);
@@ -358,9 +360,10 @@ TEST_CASE("an MLP's checkpoint restores the network, and a checkpoint of another
   auto chief = checkpointing_chief(dir.path().string(), 10);
   auto first = actors::run_local_job(rt, job, 2, data, chief);
   REQUIRE_MESSAGE(first.ok(), first.error().message());
-  auto newest = io::latest_checkpoint(chief.checkpoint_dir);
+  auto newest = io::newest_readable_ps_checkpoint(chief.checkpoint_dir);
   REQUIRE(newest);
-  auto saved = io::load_checkpoint(*newest);
+  REQUIRE(newest->state);
+  auto saved = io::load_ps_checkpoint(newest->path);
   REQUIRE_MESSAGE(saved.ok(), saved.error().message());
   CHECK(saved->model.shape == job.shape);
   CHECK(same_bits(saved->model.theta, first->theta));

@@ -4,8 +4,8 @@
 // writers never share a temporary file.
 
 #include "io/atomic_file.hpp"
-#include "io/checkpoint.hpp"
-#include "io/lbfgs_checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
+#include "io/solver_checkpoint.hpp"
 #include "io/model_file.hpp"
 #include "support/files.hpp"
 #include "support/small_disk.hpp"
@@ -185,23 +185,24 @@ TEST_CASE("a full disk keeps the previous model file and checkpoints intact and 
   REQUIRE(io::save_model(model_path, model_of(10)).ok());
   const auto model_before = slurp(model_path);
 
-  io::checkpoint ps;
+  io::ps_checkpoint ps;
   ps.step = 7;
   ps.rule = "sgd";
   ps.model = model_of(10);
   const auto ps_dir = (mount_point / "ps").string();
-  auto ps_path = io::save_checkpoint(ps_dir, ps, 0);
+  auto ps_path = io::save_ps_checkpoint(ps_dir, ps, 0);
   REQUIRE(ps_path.ok());
   const auto ps_before = slurp(*ps_path);
 
-  io::lbfgs_checkpoint lbfgs;
+  io::solver_checkpoint lbfgs;
   lbfgs.settings = {{"--model", "linear"}};
-  lbfgs.state.iterations = 3;
-  lbfgs.state.evaluations = 4;
-  lbfgs.state.theta = Eigen::VectorXd::LinSpaced(10, -1, 1);
-  lbfgs.state.grad = lbfgs.state.theta;
+  lbfgs.solver = "lbfgs";
+  lbfgs.iteration = 3;
+  lbfgs.numbers = {{"iterations", 3}, {"evaluations", 4}};
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(10, -1, 1);
+  lbfgs.vectors = {{"theta", {theta}}, {"grad", {theta}}};
   const auto lbfgs_dir = (mount_point / "lbfgs").string();
-  auto lbfgs_path = io::save_lbfgs_checkpoint(lbfgs_dir, lbfgs, 0);
+  auto lbfgs_path = io::save_solver_checkpoint(lbfgs_dir, lbfgs, 0);
   REQUIRE(lbfgs_path.ok());
   const auto lbfgs_before = slurp(*lbfgs_path);
 
@@ -213,24 +214,25 @@ TEST_CASE("a full disk keeps the previous model file and checkpoints intact and 
   CHECK(slurp(model_path) == model_before);
 
   ps.model = model_of(20000);
-  auto ps_write = io::save_checkpoint(ps_dir, ps, 0);  // the same step: it would replace the file
+  auto ps_write = io::save_ps_checkpoint(ps_dir, ps, 0);  // the same step: it would replace the file
   REQUIRE_FALSE(ps_write.ok());
   CHECK(ps_write.error().message().rfind(*ps_path + ": cannot write: ", 0) == 0);
   CHECK(slurp(*ps_path) == ps_before);
 
-  lbfgs.state.theta.setConstant(20000, 0.125);
-  lbfgs.state.grad.setConstant(20000, -0.25);
-  auto lbfgs_write = io::save_lbfgs_checkpoint(lbfgs_dir, lbfgs, 0);
+  lbfgs.vectors = {{"theta", {Eigen::VectorXd::Constant(20000, 0.125)}},
+                   {"grad", {Eigen::VectorXd::Constant(20000, -0.25)}}};
+  auto lbfgs_write = io::save_solver_checkpoint(lbfgs_dir, lbfgs, 0);
   REQUIRE_FALSE(lbfgs_write.ok());
   CHECK(lbfgs_write.error().message().rfind(*lbfgs_path + ": cannot write: ", 0) == 0);
   CHECK(slurp(*lbfgs_path) == lbfgs_before);
   // Nothing half-written is left to be mistaken for a checkpoint.
   CHECK(names_in(ps_dir) == std::vector<std::string>{"ckpt-000000000007.txt"});
   CHECK(names_in(lbfgs_dir) == std::vector<std::string>{"lbfgs-000000000003.txt"});
-  auto newest = io::newest_readable_lbfgs_checkpoint(lbfgs_dir);
+  auto newest = io::newest_readable_solver_checkpoint(lbfgs_dir, "lbfgs");
   REQUIRE(newest.ok());
   REQUIRE(newest->state);
-  CHECK(newest->state->state.theta.size() == 10);
+  REQUIRE(newest->state->list("theta"));
+  CHECK(newest->state->list("theta")->front().size() == 10);
   CHECK(::umount2(mount_point.c_str(), MNT_DETACH) == 0);
 }
 

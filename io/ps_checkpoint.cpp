@@ -1,4 +1,4 @@
-#include "io/checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
 #include "io/atomic_file.hpp"
 #include "io/checkpoint_files.hpp"
 #include "io/model_archive.hpp"
@@ -31,12 +31,12 @@ const std::string prefix = "ckpt-";
 
 } // namespace
 
-std::string checkpoint_name(std::int64_t step) {
+std::string ps_checkpoint_name(std::int64_t step) {
   return detail::checkpoint_file_name(prefix, step);
 }
 
-result<std::string> save_checkpoint(const std::string& directory, const checkpoint& state, int keep) {
-  const auto path = (std::filesystem::path{directory} / checkpoint_name(state.step)).string();
+result<std::string> save_ps_checkpoint(const std::string& directory, const ps_checkpoint& state, int keep) {
+  const auto path = (std::filesystem::path{directory} / ps_checkpoint_name(state.step)).string();
   for (const auto& slot : state.slots)
     if (slot.size() != state.model.theta.size())
       return fail_invalid(path + ": cannot save the checkpoint: an optimizer slot has " +
@@ -60,10 +60,10 @@ result<std::string> save_checkpoint(const std::string& directory, const checkpoi
   return path;
 }
 
-result<checkpoint> load_checkpoint(const std::string& path) {
-  return detail::read_archive_file<checkpoint>(
-    path, magic, format_version, "checkpoint", [&](detail::archive_reader& archive) -> result<checkpoint> {
-      checkpoint state;
+result<ps_checkpoint> load_ps_checkpoint(const std::string& path) {
+  return detail::read_archive_file<ps_checkpoint>(
+    path, magic, format_version, "checkpoint", [&](detail::archive_reader& archive) -> result<ps_checkpoint> {
+      ps_checkpoint state;
       std::int64_t slot_count = 0;
       archive >> state.step;
       if (auto rule = archive.load_string(state.rule); !rule)
@@ -88,15 +88,8 @@ result<checkpoint> load_checkpoint(const std::string& path) {
     oldest_version);
 }
 
-std::optional<std::string> latest_checkpoint(const std::string& directory) {
-  auto all = detail::list_checkpoint_files(directory, prefix);
-  if (!all || all->found.empty())
-    return std::nullopt;
-  return all->found.back().second;
-}
-
-result<readable_checkpoint> newest_readable_checkpoint(const std::string& directory) {
-  return detail::newest_readable<checkpoint>(directory, prefix, load_checkpoint);
+result<readable_ps_checkpoint> newest_readable_ps_checkpoint(const std::string& directory) {
+  return detail::newest_readable<ps_checkpoint>(directory, prefix, load_ps_checkpoint);
 }
 
 } // namespace shardopt::io

@@ -1,10 +1,10 @@
-// Fuzz target: parameter-server checkpoints (io::load_checkpoint). Input: the file's bytes. A file
-// that loads must also save (io::save_checkpoint) and load back to the same values.
+// Fuzz target: solver checkpoints (io::load_solver_checkpoint). Input: the file's bytes. A file that
+// loads must also save (io::save_solver_checkpoint) and load back to the same values.
 
 #include "same_state.hpp"
 #include "scratch_dir.hpp"
 
-#include "io/checkpoint.hpp"
+#include "io/solver_checkpoint.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -16,16 +16,17 @@ using namespace shardopt;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const fuzz::scratch_dir dir;
-  const auto path = dir.write("checkpoint.txt", {reinterpret_cast<const char*>(data), size});
-  const auto loaded = io::load_checkpoint(path);
+  const auto path = dir.write("solver.txt", {reinterpret_cast<const char*>(data), size});
+  const auto loaded = io::load_solver_checkpoint(path);
   if (!loaded)
     return 0;
   // Saved into a directory of its own (keeping all: pruning could take the new file if an older
   // input had a higher step), and removed after the check.
-  const auto saved = io::save_checkpoint(dir.file("saved"), *loaded, 0);
+  const auto saved = io::save_solver_checkpoint(dir.file("saved"), *loaded, 0);
   const result<void> written = saved ? result<void>{} : result<void>{saved.error()};
-  const auto reloaded = saved ? io::load_checkpoint(*saved) : result<io::checkpoint>{saved.error()};
-  fuzz::require_round_trip(*loaded, written, reloaded, "checkpoint");
+  const auto reloaded =
+      saved ? io::load_solver_checkpoint(*saved) : result<io::solver_checkpoint>{saved.error()};
+  fuzz::require_round_trip(*loaded, written, reloaded, "solver checkpoint");
   if (saved) {
     std::error_code ignored;
     std::filesystem::remove(*saved, ignored);

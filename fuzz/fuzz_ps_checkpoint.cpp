@@ -1,10 +1,10 @@
-// Fuzz target: L-BFGS checkpoints (io::load_lbfgs_checkpoint). Input: the file's bytes. A file that
-// loads must also save (io::save_lbfgs_checkpoint) and load back to the same values.
+// Fuzz target: parameter-server checkpoints (io::load_ps_checkpoint). Input: the file's bytes. A file
+// that loads must also save (io::save_ps_checkpoint) and load back to the same values.
 
 #include "same_state.hpp"
 #include "scratch_dir.hpp"
 
-#include "io/lbfgs_checkpoint.hpp"
+#include "io/ps_checkpoint.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -16,17 +16,16 @@ using namespace shardopt;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const fuzz::scratch_dir dir;
-  const auto path = dir.write("lbfgs.txt", {reinterpret_cast<const char*>(data), size});
-  const auto loaded = io::load_lbfgs_checkpoint(path);
+  const auto path = dir.write("checkpoint.txt", {reinterpret_cast<const char*>(data), size});
+  const auto loaded = io::load_ps_checkpoint(path);
   if (!loaded)
     return 0;
   // Saved into a directory of its own (keeping all: pruning could take the new file if an older
   // input had a higher step), and removed after the check.
-  const auto saved = io::save_lbfgs_checkpoint(dir.file("saved"), *loaded, 0);
+  const auto saved = io::save_ps_checkpoint(dir.file("saved"), *loaded, 0);
   const result<void> written = saved ? result<void>{} : result<void>{saved.error()};
-  const auto reloaded =
-      saved ? io::load_lbfgs_checkpoint(*saved) : result<io::lbfgs_checkpoint>{saved.error()};
-  fuzz::require_round_trip(*loaded, written, reloaded, "L-BFGS checkpoint");
+  const auto reloaded = saved ? io::load_ps_checkpoint(*saved) : result<io::ps_checkpoint>{saved.error()};
+  fuzz::require_round_trip(*loaded, written, reloaded, "checkpoint");
   if (saved) {
     std::error_code ignored;
     std::filesystem::remove(*saved, ignored);

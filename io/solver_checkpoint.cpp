@@ -1,0 +1,191 @@
+#include "io/solver_checkpoint.hpp"
+
+#include "io/atomic_file.hpp"
+#include "io/model_archive.hpp"
+
+#include <boost/serialization/string.hpp>
+#include <boost/serialization/vector.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <system_error>
+
+namespace shardopt::io {
+
+namespace {
+
+// File layout, in a Boost text archive: magic, format version, the settings (count, then key and
+// value strings), the solver's name, the iteration, the numbers (count, then name and IEEE bit
+// pattern each), the lists (count, then name, vector count and each vector's bit patterns), and an
+// end marker. Bit patterns carry every double exactly, NaN included.
+const std::string magic = "shardopt-solver-checkpoint";
+const std::string end_marker = "end";
+constexpr int format_version = 1;
+constexpr std::int64_t max_entries = 1 << 16;
+constexpr std::int64_t max_vectors = 1 << 20;
+constexpr std::int64_t max_dimension = std::int64_t{1} << 40;
+
+std::uint64_t bits_of(double value) {
+  std::uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  return bits;
+}
+
+double from_bits(std::uint64_t bits) {
+  double value = 0;
+  std::memcpy(&value, &bits, sizeof value);
+  return value;
+}
+
+/// "^[a-z0-9-]+$": solver names become file names.
+bool plain_name(const std::string& name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+  });
+}
+
+} // namespace
+
+std::optional<double> solver_checkpoint::number(const std::string& name) const {
+  for (const auto& [key, value] : numbers)
+    if (key == name)
+      return value;
+  return std::nullopt;
+}
+
+const std::vector<Eigen::VectorXd>* solver_checkpoint::list(const std::string& name) const {
+  for (const auto& [key, value] : vectors)
+    if (key == name)
+      return &value;
+  return nullptr;
+}
+
+std::string solver_checkpoint_name(const std::string& solver, std::int64_t iteration) {
+  return detail::checkpoint_file_name(solver + "-", iteration);
+}
+
+result<std::string> save_solver_checkpoint(const std::string& directory, const solver_checkpoint& saved, int keep) {
+  if (!plain_name(saved.solver))
+    return fail_invalid("a checkpoint's solver name must be lower-case letters, digits and '-', not '" +
+                        saved.solver + "'");
+  const auto path = (std::filesystem::path{directory} / solver_checkpoint_name(saved.solver, saved.iteration)).string();
+  std::error_code ec;
+  std::filesystem::create_directories(directory, ec);
+  if (ec)
+    return fail_runtime(directory + ": cannot create the checkpoint directory: " + ec.message());
+  auto written = stream_file_atomically(path, [&](std::ostream& stream) {
+    boost::archive::text_oarchive archive{stream};
+    archive << magic << format_version << static_cast<std::int64_t>(saved.settings.size());
+    for (const auto& [key, value] : saved.settings)
+      archive << key << value;
+    archive << saved.solver << saved.iteration << static_cast<std::int64_t>(saved.numbers.size());
+    for (const auto& [name, value] : saved.numbers)
+      archive << name << bits_of(value);
+    archive << static_cast<std::int64_t>(saved.vectors.size());
+    std::vector<std::uint64_t> bits;
+    for (const auto& [name, list] : saved.vectors) {
+      archive << name << static_cast<std::int64_t>(list.size());
+      for (const auto& vector : list) {
+        bits.resize(static_cast<std::size_t>(vector.size()));
+        for (Eigen::Index i = 0; i < vector.size(); ++i)
+          bits[static_cast<std::size_t>(i)] = bits_of(vector[i]);
+        archive << static_cast<std::int64_t>(bits.size());
+        if (!bits.empty())
+          archive << boost::serialization::make_array(bits.data(), bits.size());
+      }
+    }
+    archive << end_marker;
+  });
+  if (!written)
+    return written.error();
+  detail::prune_checkpoint_files(directory, saved.solver + "-", keep, saved.iteration);
+  return path;
+}
+
+result<solver_checkpoint> load_solver_checkpoint(const std::string& path) {
+  return detail::read_archive_file<solver_checkpoint>(
+    path, magic, format_version, "solver checkpoint",
+    [&](detail::archive_reader& archive) -> result<solver_checkpoint> {
+      const auto corrupt = [&](const std::string& what) {
+        return fail_invalid(path + ": corrupt solver checkpoint: " + what);
+      };
+      const auto truncated = [&](const failure& why, const std::string& where) {
+        return why.with_context(path + ": truncated or corrupt solver checkpoint: " + where);
+      };
+      solver_checkpoint saved;
+      std::int64_t count = 0;
+      archive >> count;
+      if (count < 0 || count > max_entries)
+        return corrupt("a count of " + std::to_string(count) + " settings");
+      saved.settings.resize(static_cast<std::size_t>(count));
+      for (auto& [key, value] : saved.settings)
+        for (auto* text : {&key, &value})
+          if (auto ok = archive.load_string(*text); !ok)
+            return truncated(ok.error(), "settings");
+      if (auto ok = archive.load_string(saved.solver); !ok)
+        return truncated(ok.error(), "the solver's name");
+      if (!plain_name(saved.solver))
+        return corrupt("a solver named '" + saved.solver + "'");
+      archive >> saved.iteration >> count;
+      if (saved.iteration < 0)
+        return corrupt("iteration " + std::to_string(saved.iteration));
+      if (count < 0 || count > max_entries)
+        return corrupt("a count of " + std::to_string(count) + " numbers");
+      saved.numbers.resize(static_cast<std::size_t>(count));
+      for (auto& [name, value] : saved.numbers) {
+        if (auto ok = archive.load_string(name); !ok)
+          return truncated(ok.error(), "numbers");
+        std::uint64_t bits = 0;
+        archive >> bits;
+        value = from_bits(bits);
+      }
+      archive >> count;
+      if (count < 0 || count > max_entries)
+        return corrupt("a count of " + std::to_string(count) + " lists");
+      saved.vectors.resize(static_cast<std::size_t>(count));
+      std::vector<std::uint64_t> bits;
+      for (auto& [name, list] : saved.vectors) {
+        if (auto ok = archive.load_string(name); !ok)
+          return truncated(ok.error(), "lists");
+        std::int64_t vectors = 0;
+        archive >> vectors;
+        if (vectors < 0 || vectors > max_vectors)
+          return corrupt("a list of " + std::to_string(vectors) + " vectors");
+        for (std::int64_t v = 0; v < vectors; ++v) {
+          if (auto ok = archive.load_vector(bits, max_dimension); !ok)
+            return truncated(ok.error(), "list " + name);
+          Eigen::VectorXd vector(static_cast<Eigen::Index>(bits.size()));
+          for (std::size_t i = 0; i < bits.size(); ++i)
+            vector[static_cast<Eigen::Index>(i)] = from_bits(bits[i]);
+          list.push_back(std::move(vector));
+        }
+      }
+      std::string end;
+      if (auto ok = archive.load_string(end); !ok || end != end_marker)
+        return corrupt("no end marker (truncated?)");
+      return saved;
+    });
+}
+
+result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std::string& directory,
+                                                                      const std::string& solver) {
+  return detail::newest_readable<solver_checkpoint>(directory, solver + "-", load_solver_checkpoint);
+}
+
+result<void> check_same_run(const solver_checkpoint& saved,
+                            const std::vector<std::pair<std::string, std::string>>& settings,
+                            const std::string& path) {
+  for (const auto& [key, value] : settings) {
+    const auto recorded = std::find_if(saved.settings.begin(), saved.settings.end(),
+                                       [&key = key](const auto& entry) { return entry.first == key; });
+    if (recorded == saved.settings.end())
+      return fail_invalid(path + ": saved by another run: it does not record " + key);
+    if (recorded->second != value)
+      return fail_invalid(path + ": saved by another run: " + key + " was " + recorded->second + " there, is " +
+                          value + " here");
+  }
+  return {};
+}
+
+} // namespace shardopt::io

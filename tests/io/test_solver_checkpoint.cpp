@@ -1,0 +1,175 @@
+// Solver checkpoint files: exact round trip (NaN and signed zero too), newest readable per solver,
+// run identity, hostile files.
+
+#include "io/solver_checkpoint.hpp"
+#include "support/files.hpp"
+#include "support/memory.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <string>
+#include <tuple>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace io = shardopt::io;
+namespace test = shardopt::test;
+using shardopt::test::temp_dir;
+
+namespace {
+
+/// A checkpoint with awkward numbers (subnormal, huge, negative zero, many digits, NaN) in its
+/// numbers and lists, as an L-BFGS run's would hold them.
+io::solver_checkpoint sample(int iteration, const std::string& solver = "lbfgs") {
+  std::mt19937_64 rng{static_cast<std::uint64_t>(iteration)};
+  std::normal_distribution<double> normal;
+  const auto vector = [&](Eigen::Index n) {
+    Eigen::VectorXd v(n);
+    for (auto& x : v)
+      x = normal(rng) * std::pow(10.0, normal(rng) * 30);
+    v[0] = std::numeric_limits<double>::denorm_min();
+    v[1] = -0.0;
+    v[2] = std::nextafter(1.0, 2.0);
+    return v;
+  };
+  io::solver_checkpoint saved;
+  saved.settings = {{"--model", "softmax"}, {"--lambda", "0.0001"}, {"features", "784"}};
+  saved.solver = solver;
+  saved.iteration = iteration;
+  saved.numbers = {{"iterations", iteration}, {"evaluations", iteration + 3}, {"seconds", 12.5},
+                   {"f", 0.1 + iteration}, {"unset", std::numeric_limits<double>::quiet_NaN()}};
+  saved.vectors = {{"theta", {vector(7)}}, {"s", {vector(7), vector(7), vector(7)}}, {"empty", {}},
+                   {"f_history", {Eigen::Vector3d{1.0 / 3, std::numeric_limits<double>::quiet_NaN(), -2.5}}}};
+  return saved;
+}
+
+bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
+}
+
+} // namespace
+
+TEST_CASE("a solver checkpoint round-trips settings, numbers and lists bit for bit") {
+  temp_dir dir;
+  const auto saved = sample(12);
+  auto path = io::save_solver_checkpoint(dir.path().string(), saved, 0);
+  REQUIRE(path.ok());
+  CHECK(std::filesystem::path{*path}.filename() == "lbfgs-000000000012.txt");
+  auto loaded = io::load_solver_checkpoint(*path);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  CHECK(loaded->settings == saved.settings);
+  CHECK(loaded->solver == "lbfgs");
+  CHECK(loaded->iteration == 12);
+  REQUIRE(loaded->numbers.size() == saved.numbers.size());
+  for (std::size_t i = 0; i < saved.numbers.size(); ++i) {
+    CHECK(loaded->numbers[i].first == saved.numbers[i].first);
+    CHECK(std::memcmp(&loaded->numbers[i].second, &saved.numbers[i].second, sizeof(double)) == 0);
+  }
+  REQUIRE(loaded->vectors.size() == saved.vectors.size());
+  for (std::size_t i = 0; i < saved.vectors.size(); ++i) {
+    CHECK(loaded->vectors[i].first == saved.vectors[i].first);
+    REQUIRE(loaded->vectors[i].second.size() == saved.vectors[i].second.size());
+    for (std::size_t v = 0; v < saved.vectors[i].second.size(); ++v)
+      CHECK(same_bits(loaded->vectors[i].second[v], saved.vectors[i].second[v]));
+  }
+  CHECK(std::isnan(*loaded->number("unset")));
+  CHECK(loaded->list("s")->size() == 3);
+  CHECK(loaded->list("missing") == nullptr);
+  CHECK(std::signbit((*loaded->list("theta"))[0][1]));
+  // A solver's name becomes a file name: only plain names are saved.
+  auto odd = sample(3, "../evil");
+  CHECK_FALSE(io::save_solver_checkpoint(dir.path().string(), odd, 0).ok());
+}
+
+TEST_CASE("the newest readable checkpoint of a solver is used, corrupt newer ones and other kinds are not") {
+  temp_dir dir;
+  for (const int k : {3, 7, 9})
+    REQUIRE(io::save_solver_checkpoint(dir.path().string(), sample(k), 2).ok());
+  REQUIRE(io::save_solver_checkpoint(dir.path().string(), sample(20, "newton-cg"), 2).ok());
+  // keep = 2: iteration 3 was pruned.
+  CHECK_FALSE(std::filesystem::exists(dir.path().string() + "/lbfgs-000000000003.txt"));
+  // Truncate the newest, and put a parameter-server checkpoint name beside them.
+  const auto newest = dir.path().string() + "/lbfgs-000000000009.txt";
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) / 2);
+  dir.write("ckpt-000000000099.txt", "not ours");
+  auto found = io::newest_readable_solver_checkpoint(dir.path().string(), "lbfgs");
+  REQUIRE(found.ok());
+  REQUIRE(found->state);
+  CHECK(found->state->iteration == 7);
+  CHECK(found->path == dir.path().string() + "/lbfgs-000000000007.txt");
+  REQUIRE(found->warnings.size() == 1);
+  CHECK(found->warnings[0].rfind("skipped: " + newest + ": ", 0) == 0);
+
+  auto newton = io::newest_readable_solver_checkpoint(dir.path().string(), "newton-cg");
+  REQUIRE(newton.ok());
+  REQUIRE(newton->state);
+  CHECK(newton->state->iteration == 20);
+  auto empty = io::newest_readable_solver_checkpoint(dir.path().string() + "/missing", "lbfgs");
+  REQUIRE(empty.ok());
+  CHECK_FALSE(empty->state);
+}
+
+TEST_CASE("a checkpoint of another run is refused naming the option that differs") {
+  const auto saved = sample(4);
+  CHECK(io::check_same_run(saved, saved.settings, "c.txt").ok());
+  auto other = saved.settings;
+  other[1].second = "0.001";
+  auto refused = io::check_same_run(saved, other, "c.txt");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message() == "c.txt: saved by another run: --lambda was 0.0001 there, is 0.001 here");
+  other = saved.settings;
+  other.emplace_back("--history", "10");
+  refused = io::check_same_run(saved, other, "c.txt");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message() == "c.txt: saved by another run: it does not record --history");
+}
+
+TEST_CASE("hostile small solver checkpoints are refused without allocating what they declare") {
+  temp_dir dir;
+  const auto before = test::peak_rss_bytes();
+  const std::string head = "22 serialization::archive 18 26 shardopt-solver-checkpoint 1 ";
+  const auto load = [&](const std::string& name, const std::string& body) {
+    const auto path = dir.write(name, head + body);
+    auto r = io::load_solver_checkpoint(path);
+    REQUIRE_FALSE(r.ok());
+    return std::pair{path, r.error().message()};
+  };
+  auto [settings, why] = load("settings.txt", "4000000000000 ");
+  CHECK(why == settings + ": corrupt solver checkpoint: a count of 4000000000000 settings");
+  std::tie(settings, why) = load("key.txt", "1 3000000000 m");
+  CHECK(why.find("a string of 3000000000 characters") != std::string::npos);
+  std::tie(settings, why) = load("solver.txt", "0 7 ../evil 1 0 0 3 end");
+  CHECK(why == settings + ": corrupt solver checkpoint: a solver named '../evil'");
+  std::tie(settings, why) = load("theta.txt", "0 5 lbfgs 1 0 1 5 theta 1 900000000 1 2");
+  CHECK(why.rfind(settings + ": truncated or corrupt solver checkpoint: list theta: a size of 900000000", 0) == 0);
+  std::tie(settings, why) = load("pairs.txt", "0 5 lbfgs 1 0 1 1 s 99999999999");
+  CHECK(why == settings + ": corrupt solver checkpoint: a list of 99999999999 vectors");
+  const auto growth = test::peak_rss_bytes() - before;
+  MESSAGE("peak RSS growth reading hostile solver checkpoints: " << growth / 1024 << " KiB");
+  CHECK(growth < test::hostile_file_memory_bound);
+}
+
+TEST_CASE("a save removes temporary files that killed writers left, and no live writer's") {
+  temp_dir dir;
+  // A process that has ended: its pid names no process now (a reused pid would keep the file, the
+  // safe side).
+  const pid_t gone = ::fork();
+  if (gone == 0)
+    ::_exit(0);
+  ::waitpid(gone, nullptr, 0);
+  const auto abandoned = ".lbfgs-000000000003.txt.tmp-" + std::to_string(gone) + "-00000000deadbeef";
+  const auto live = ".lbfgs-000000000004.txt.tmp-" + std::to_string(::getppid()) + "-00000000cafef00d";
+  const auto other = ".ckpt-000000000003.txt.tmp-" + std::to_string(gone) + "-00000000deadbeef";
+  for (const auto& name : {abandoned, live, other})
+    dir.write(name, "partial");
+  REQUIRE(io::save_solver_checkpoint(dir.path().string(), sample(5), 0).ok());
+  CHECK_FALSE(std::filesystem::exists(dir / abandoned));
+  CHECK(std::filesystem::exists(dir / live));
+  CHECK(std::filesystem::exists(dir / other));  // another kind of checkpoint: not ours to clean
+}
