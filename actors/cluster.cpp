@@ -329,11 +329,23 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     });
     if (!summary)
       return summary.error().with_context("reading part " + std::to_string(i + 1));
-    if (i == 0 && !summary->summary.sparse)
+    if (i == 0 && !summary->summary.bounds.sparse)
       dense_features = summary->summary.cols;
     summaries.push_back(std::move(summary->summary));
   }
-  auto fitted = io::fit_parts(architecture.kind, classes, summaries, mode, standardize, data.spec);
+  // Standardising: every part's exact moments on the grid of the merged bounds, asked of its node.
+  auto moments = [&](std::size_t i, const io::moment_grid& grid) -> result<io::feature_moments> {
+    auto request = part(i);
+    if (dense_features > 0)
+      request.options.features = dense_features;
+    auto answer = s.ask<moments_message>(plan[i], "taking a part's moments", [&](std::uint64_t round) {
+      s.self->send(s.nodes[plan[i]], moments_atom::value, round, s.token, moments_request{request, grid});
+    });
+    if (!answer)
+      return answer.error();
+    return std::move(answer->moments);
+  };
+  auto fitted = io::fit_parts(architecture.kind, classes, summaries, mode, standardize, data.spec, moments);
   if (!fitted)
     return fitted.error();
   const model::model_shape shape{architecture.kind, fitted->features, fitted->labels.outputs(),
@@ -353,7 +365,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     bounds->blocks += count;
   // Sparse parts are summed term by term, on grids with room for the packed words (exact_sum.hpp).
   for (const auto& summary : summaries)
-    if (summary.sparse)
+    if (summary.bounds.sparse)
       bounds->bits = model::packed_bits;
   spawn_fn spawn = [spec_of, rows, bounds](impl& c, std::size_t node,
                                            std::size_t i) -> result<shard_actor> {
@@ -373,7 +385,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     return objective.error();
   std::int64_t feature_bytes = 0;
   for (const auto& summary : summaries)
-    feature_bytes += static_cast<std::int64_t>(summary.stored.sum()) * (summary.sparse ? 8 : 4);
+    feature_bytes += static_cast<std::int64_t>(summary.bounds.stored.sum()) * (summary.bounds.sparse ? 8 : 4);
   return node_local_run{std::move(*objective), shape, fitted->labels, fitted->scaling,
                         fitted->rows, feature_bytes};
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -131,6 +132,27 @@ public:
                           std::to_string(part->data.cols()) + " features, more than this node's limit of " +
                           std::to_string(limits_.dimension) + " parameters");
           return {round, summary_message{io::summarize(*part)}};
+        });
+      },
+      [this](moments_atom, std::uint64_t round, const access_token&,
+             moments_request& message) -> caf::result<std::uint64_t, moments_message> {
+        return shielded([&]() -> caf::result<std::uint64_t, moments_message> {
+          auto request = check_part(message.request, limits_);
+          if (!request)
+            return refuse(redact(request.error().message()));
+          const auto& grid = message.grid;
+          if (static_cast<std::int64_t>(grid.shift.size()) > limits_.dimension || !std::isfinite(grid.factor)
+              || std::any_of(grid.shift.begin(), grid.shift.end(), [](auto s) { return s < -1100 || s > 1100; }))
+            return refuse("invalid moments request: a grid of " + std::to_string(grid.shift.size())
+                          + " features, out of range or past this node's limit of "
+                          + std::to_string(limits_.dimension) + " parameters");
+          auto part = io::read_part(*request);
+          if (!part)
+            return make_error(errc::shard_failed, redact(part.error().message()));
+          auto moments = io::moments_of(part->data, grid, part->source);
+          if (!moments)
+            return make_error(errc::shard_failed, redact(moments.error().message()));
+          return {round, moments_message{std::move(*moments)}};
         });
       },
       [this](spawnpart_atom, std::uint64_t round, const access_token& token, part_shard_spec& spec)

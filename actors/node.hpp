@@ -37,8 +37,12 @@
 //       refused. At most one group per shard the driver may hold.
 //   (scan_atom, round, access_token, part_message) -> (round, summary_message)
 //       Node-local data: reads part p of P of a dataset under the node's --data-root and
-//       summarises it (rows, distinct labels, feature sums), so the driver can fit label encoding
-//       and scaling. Refused when the node has no data root or the path leaves it.
+//       summarises it (rows, distinct labels, per-feature bounds), so the driver can fit label
+//       encoding and scaling. Refused when the node has no data root or the path leaves it.
+//   (moments_atom, round, access_token, moments_request) -> (round, moments_message)
+//       Node-local data, when standardising: reads part p of P again and answers the exact sums of
+//       its scaled values on the driver's grid (io/feature_moments.hpp), which the driver adds up:
+//       the statistics of data read whole and read in parts are the same bits.
 //   (spawnpart_atom, round, access_token, part_shard_spec)
 //       -> (round, shard_actor, int64 rows, dense_vector feature_max, double max_label)
 //       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
@@ -71,6 +75,7 @@ using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
 using group_atom = caf::atom_constant<caf::atom("group")>;
 using append_atom = caf::atom_constant<caf::atom("append")>;
+using moments_atom = caf::atom_constant<caf::atom("moments")>;
 
 /// A part of a dataset to read on a node (see io::read_part).
 struct part_message {
@@ -80,6 +85,17 @@ struct part_message {
 /// The summary of a part (see io::summarize).
 struct summary_message {
   io::part_summary summary;
+};
+
+/// A part to take the moments of, and the grid to take them on.
+struct moments_request {
+  io::part_request request;
+  io::moment_grid grid;
+};
+
+/// The moments of a part (see io::moments_of).
+struct moments_message {
+  io::feature_moments moments;
 };
 
 /// A node-local shard: which part to read and how to encode and scale it.
@@ -98,12 +114,17 @@ caf::error inspect(caf::serializer& f, summary_message& x);
 caf::error inspect(caf::deserializer& f, summary_message& x);
 caf::error inspect(caf::serializer& f, part_shard_spec& x);
 caf::error inspect(caf::deserializer& f, part_shard_spec& x);
+caf::error inspect(caf::serializer& f, moments_request& x);
+caf::error inspect(caf::deserializer& f, moments_request& x);
+caf::error inspect(caf::serializer& f, moments_message& x);
+caf::error inspect(caf::deserializer& f, moments_message& x);
 
 template <class Inspector, class T>
 std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
                    && !std::is_base_of_v<caf::deserializer, Inspector>
                    && (std::is_same_v<T, part_message> || std::is_same_v<T, summary_message>
-                       || std::is_same_v<T, part_shard_spec>),
+                       || std::is_same_v<T, part_shard_spec> || std::is_same_v<T, moments_request>
+                       || std::is_same_v<T, moments_message>),
                  typename Inspector::result_type>
 inspect(Inspector& f, T&) {
   return f(caf::meta::type_name("shardopt::node_local"));
@@ -172,6 +193,8 @@ using node_actor = caf::typed_actor<
                                                                              shard_actor>,
   caf::replies_to<scan_atom, std::uint64_t, access_token, part_message>::with<std::uint64_t,
                                                                               summary_message>,
+  caf::replies_to<moments_atom, std::uint64_t, access_token, moments_request>::with<std::uint64_t,
+                                                                                   moments_message>,
   caf::replies_to<spawnpart_atom, std::uint64_t, access_token, part_shard_spec>::with<
     std::uint64_t, shard_actor, std::int64_t, dense_vector, double>,
   caf::replies_to<group_atom, std::uint64_t, access_token, std::vector<shard_actor>>::with<

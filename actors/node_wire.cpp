@@ -65,12 +65,32 @@ caf::error apply_request(Processor& f, io::part_request& r) {
 
 template <class Processor>
 caf::error apply_summary(Processor& f, io::part_summary& x) {
-  return caf::error::eval([&] { return f(x.rows, x.cols, x.sparse, x.pixels, x.labels); },
-                          [&] { return apply_vector(f, x.sum); },
-                          [&] { return apply_vector(f, x.squares); },
-                          [&] { return apply_vector(f, x.low); },
-                          [&] { return apply_vector(f, x.high); },
-                          [&] { return apply_vector(f, x.stored); });
+  return caf::error::eval([&] { return f(x.rows, x.cols, x.bounds.sparse, x.pixels, x.labels); },
+                          [&] { return apply_vector(f, x.bounds.low); },
+                          [&] { return apply_vector(f, x.bounds.high); },
+                          [&] { return apply_vector(f, x.bounds.stored); });
+}
+
+/// A vector of plain values as its size and its raw bytes.
+template <class T>
+caf::error apply_values(caf::serializer& f, std::vector<T>& v) {
+  auto size = static_cast<std::int64_t>(v.size());
+  if (auto err = f(size))
+    return err;
+  return save_raw(f, v.data(), size);
+}
+
+template <class T>
+caf::error apply_values(caf::deserializer& f, std::vector<T>& v) {
+  std::int64_t size = 0;
+  if (auto err = f(size))
+    return err;
+  if (size < 0 || size > (std::int64_t{1} << 31))
+    return make_error(errc::dimension_mismatch, "a vector with an impossible size");
+  if (auto err = expect_bytes(f, static_cast<std::uint64_t>(size) * sizeof(T), "vector"))
+    return err;
+  v.resize(static_cast<std::size_t>(size));
+  return load_raw(f, v.data(), size, "vector");
 }
 
 template <class Processor>
@@ -95,6 +115,26 @@ caf::error inspect(caf::deserializer& f, part_message& x) {
   return apply_request(f, x.request);
 }
 
+caf::error inspect(caf::serializer& f, moments_request& x) {
+  return caf::error::eval([&] { return apply_request(f, x.request); }, [&] { return f(x.grid.factor); },
+                          [&] { return apply_values(f, x.grid.shift); });
+}
+
+caf::error inspect(caf::deserializer& f, moments_request& x) {
+  return caf::error::eval([&] { return apply_request(f, x.request); }, [&] { return f(x.grid.factor); },
+                          [&] { return apply_values(f, x.grid.shift); });
+}
+
+caf::error inspect(caf::serializer& f, moments_message& x) {
+  return caf::error::eval([&] { return apply_values(f, x.moments.sum); },
+                          [&] { return apply_values(f, x.moments.squares); });
+}
+
+caf::error inspect(caf::deserializer& f, moments_message& x) {
+  return caf::error::eval([&] { return apply_values(f, x.moments.sum); },
+                          [&] { return apply_values(f, x.moments.squares); });
+}
+
 caf::error inspect(caf::serializer& f, summary_message& x) {
   return apply_summary(f, x.summary);
 }
@@ -103,11 +143,12 @@ caf::error inspect(caf::deserializer& f, summary_message& x) {
   if (auto err = apply_summary(f, x.summary))
     return err;
   // A summary sizes the driver's statistics: every vector must have one entry per feature.
-  const auto& s = x.summary;
+  auto& s = x.summary;
   const auto d = s.cols;
-  if (s.rows < 0 || d < 0 || d > (std::int64_t{1} << 31) || s.sum.size() != d
-      || s.squares.size() != d || s.low.size() != d || s.high.size() != d || s.stored.size() != d)
+  if (s.rows < 0 || d < 0 || d > (std::int64_t{1} << 31) || s.bounds.low.size() != d
+      || s.bounds.high.size() != d || s.bounds.stored.size() != d)
     return make_error(errc::dimension_mismatch, "part summary with inconsistent sizes");
+  s.bounds.rows = s.rows;
   return {};
 }
 

@@ -98,7 +98,10 @@ result<prepared_data> prepare(io::raw_dataset train, std::optional<io::raw_datas
   if (!labels)
     return labels.error();
   out.labels = std::move(*labels);
-  out.scaling = io::fit_scaling(train, mode, standardize);
+  auto scaling = io::fit_scaling(train, mode, standardize);
+  if (!scaling)
+    return scaling.error();
+  out.scaling = std::move(*scaling);
   out.train_source = train.source;
   out.shape = model::model_shape{architecture.kind, train.data.cols(), out.labels.outputs(),
                                  architecture.hidden, architecture.act};

@@ -8,83 +8,47 @@
 
 namespace shardopt::io {
 
-namespace {
-
-/// Per-feature mean and inverse standard deviation (population, dividing by n) of dense data
-/// multiplied by `factor`, in double, by two passes: the mean, then squared deviations from it.
-void dense_statistics(const model::dense_view& x, double factor, feature_scaling& out) {
-  const Eigen::Index n = x.rows();
-  const Eigen::Index d = x.cols();
-  Eigen::RowVectorXd sum = Eigen::RowVectorXd::Zero(d);
-  Eigen::RowVectorXf low = Eigen::RowVectorXf::Constant(d, std::numeric_limits<float>::infinity());
-  Eigen::RowVectorXf high = -low;
-  for (Eigen::Index i = 0; i < n; ++i) {
-    sum += x.row(i).cast<double>();
-    low = low.cwiseMin(x.row(i));
-    high = high.cwiseMax(x.row(i));
-  }
-  const Eigen::RowVectorXd mean = sum * (factor / static_cast<double>(n));
-  Eigen::RowVectorXd squares = Eigen::RowVectorXd::Zero(d);
-  for (Eigen::Index i = 0; i < n; ++i)
-    squares += (x.row(i).cast<double>() * factor - mean).array().square().matrix();
-  out.mean = mean.transpose();
-  out.inv_std.resize(d);
-  for (Eigen::Index j = 0; j < d; ++j) {
-    // A feature is constant when its smallest and largest stored values agree: exact, unlike a
-    // threshold on a variance that rounding leaves slightly above zero.
-    const bool constant = low(j) == high(j);
-    out.inv_std(j) = constant ? 1.0 : 1.0 / std::sqrt(squares(j) / static_cast<double>(n));
-  }
+double scale_factor(scale_mode mode, bool pixels) {
+  return mode == scale_mode::automatic && pixels ? 1.0 / 255.0 : 1.0;
 }
 
-/// Per-feature inverse standard deviation of sparse data multiplied by `factor`, over all rows
-/// including the implicit zeros, in double. No mean is kept: sparse data is not centred.
-void sparse_statistics(const model::sparse_view& x, double factor, feature_scaling& out) {
-  const auto n = static_cast<double>(x.rows());
-  const Eigen::Index d = x.cols();
-  Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
-  std::vector<std::int64_t> stored(static_cast<std::size_t>(d), 0);
-  Eigen::VectorXf low = Eigen::VectorXf::Zero(d);
-  Eigen::VectorXf high = Eigen::VectorXf::Zero(d);
-  for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-    for (model::sparse_view::InnerIterator it(x, i); it; ++it) {
-      const auto j = it.col();
-      sum(j) += static_cast<double>(it.value());
-      const auto k = static_cast<std::size_t>(j);
-      low(j) = stored[k] == 0 ? it.value() : std::min(low(j), it.value());
-      high(j) = stored[k] == 0 ? it.value() : std::max(high(j), it.value());
-      ++stored[k];
-    }
-  const Eigen::VectorXd mean = sum * (factor / n);
-  // Squared deviations of the stored values, plus those of the implicit zeros, (0 - mean)^2 each.
-  Eigen::VectorXd squares = Eigen::VectorXd::Zero(d);
-  for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-    for (model::sparse_view::InnerIterator it(x, i); it; ++it) {
-      const double deviation = static_cast<double>(it.value()) * factor - mean(it.col());
-      squares(it.col()) += deviation * deviation;
-    }
-  out.inv_std.resize(d);
-  for (Eigen::Index j = 0; j < d; ++j) {
-    const auto count = static_cast<double>(stored[static_cast<std::size_t>(j)]);
-    squares(j) += (n - count) * mean(j) * mean(j);
-    // Constant: no stored value, all stored values equal and no implicit zero, or only zeros.
-    const bool constant = count == 0 || (low(j) == high(j) && (count == n || low(j) == 0));
-    out.inv_std(j) = constant ? 1.0 : 1.0 / std::sqrt(squares(j) / n);
-  }
-}
-
-} // namespace
-
-feature_scaling fit_scaling(const raw_dataset& train, scale_mode mode, bool standardize) {
+result<feature_scaling> fit_scaling(const feature_bounds& bounds, double factor, bool standardize,
+                                    const moments_on& moments) {
   feature_scaling scaling;
-  scaling.factor = mode == scale_mode::automatic && train.pixels ? 1.0 / 255.0 : 1.0;
-  if (!standardize || train.data.rows() == 0)
+  scaling.factor = factor;
+  if (!standardize || bounds.rows == 0)
     return scaling;
-  if (train.data.is_sparse())
-    sparse_statistics(train.data.sparse(), scaling.factor, scaling);
-  else
-    dense_statistics(train.data.dense(), scaling.factor, scaling);
+  if (bounds.rows > max_moment_rows)
+    return fail_invalid(std::to_string(bounds.rows) + " rows are more than standardisation can count exactly ("
+                        + std::to_string(max_moment_rows) + ")");
+  const auto grid = grid_for(bounds, factor);
+  auto sums = moments(grid);
+  if (!sums)
+    return sums.error();
+  const auto statistics = statistics_of(bounds.rows, grid, *sums);
+  const auto d = bounds.low.size();
+  const auto n = static_cast<double>(bounds.rows);
+  scaling.inv_std.resize(d);
+  for (Eigen::Index j = 0; j < d; ++j) {
+    // Constant, exactly, from the extremes: unlike a threshold on a variance that rounding leaves
+    // slightly above zero. Sparse: only zeros count as constant with implicit zeros around them.
+    const auto stored = bounds.stored[j];
+    const bool constant = stored == 0
+                          || (bounds.low[j] == bounds.high[j] && (stored == n || (bounds.sparse && bounds.low[j] == 0)));
+    const double variance = statistics.variance[j];
+    scaling.inv_std[j] = constant || variance == 0 ? 1.0 : 1.0 / std::sqrt(variance);
+  }
+  if (!bounds.sparse)
+    scaling.mean = statistics.mean;
   return scaling;
+}
+
+result<feature_scaling> fit_scaling(const raw_dataset& train, scale_mode mode, bool standardize) {
+  if (!standardize)
+    return feature_scaling{scale_factor(mode, train.pixels), {}, {}};
+  const auto bounds = bounds_of(train.data);
+  return fit_scaling(bounds, scale_factor(mode, train.pixels), standardize,
+                     [&](const moment_grid& grid) { return moments_of(train.data, grid, train.source); });
 }
 
 result<void> apply_scaling(const feature_scaling& scaling, raw_dataset& data) {

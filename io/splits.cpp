@@ -79,52 +79,29 @@ part_summary summarize(const raw_dataset& part) {
   const auto& data = part.data;
   out.rows = data.rows();
   out.cols = data.cols();
-  out.sparse = data.is_sparse();
   out.pixels = part.pixels;
   std::set<double> labels;
   for (Eigen::Index i = 0; i < data.y.size() && labels.size() < max_distinct_labels; ++i)
     labels.insert(data.y[i]);
   out.labels.assign(labels.begin(), labels.end());
-  const auto d = out.cols;
-  out.sum = Eigen::VectorXd::Zero(d);
-  out.squares = Eigen::VectorXd::Zero(d);
-  out.low = Eigen::VectorXd::Constant(d, std::numeric_limits<double>::infinity());
-  out.high = Eigen::VectorXd::Constant(d, -std::numeric_limits<double>::infinity());
-  out.stored = Eigen::VectorXd::Zero(d);
-  auto add = [&](Eigen::Index j, double v) {
-    out.sum[j] += v;
-    out.squares[j] += v * v;
-    out.low[j] = std::min(out.low[j], v);
-    out.high[j] = std::max(out.high[j], v);
-    out.stored[j] += 1;
-  };
-  if (out.sparse) {
-    const auto& x = data.sparse();
-    for (Eigen::Index i = 0; i < x.outerSize(); ++i)
-      for (model::sparse_view::InnerIterator it(x, i); it; ++it)
-        add(it.col(), static_cast<double>(it.value()));
-  } else {
-    const auto& x = data.dense();
-    for (Eigen::Index i = 0; i < x.rows(); ++i)
-      for (Eigen::Index j = 0; j < x.cols(); ++j)
-        add(j, static_cast<double>(x(i, j)));
-  }
+  out.bounds = bounds_of(data);
   return out;
 }
 
 result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
                                const std::vector<part_summary>& parts, scale_mode mode,
-                               bool standardize, const std::string& source) {
+                               bool standardize, const std::string& source, const part_moments& moments) {
   if (parts.empty())
     return fail_invalid(source + ": no parts");
   fitted_parts out;
-  const bool sparse = parts.front().sparse;
+  const bool sparse = parts.front().bounds.sparse;
   const bool pixels = parts.front().pixels;
   std::int64_t d = 0;
   std::set<double> labels;
+  feature_bounds bounds;
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const auto& part = parts[p];
-    if (part.sparse != sparse || part.pixels != pixels)
+    if (part.bounds.sparse != sparse || part.pixels != pixels)
       return fail_invalid(source + ": part " + std::to_string(p + 1) + " is stored differently from part 1");
     if (!sparse && p > 0 && part.cols != d)
       return fail_invalid(source + ": part " + std::to_string(p + 1) + " has " + std::to_string(part.cols)
@@ -132,6 +109,7 @@ result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
     d = std::max(d, part.cols);
     out.rows += part.rows;
     labels.insert(part.labels.begin(), part.labels.end());
+    merge_into(bounds, part.bounds);
   }
   out.features = d;
 
@@ -146,35 +124,24 @@ result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
     return encoding.error();
   out.labels = std::move(*encoding);
 
-  // Scaling: the factor, then population statistics of the scaled values from the sums.
-  const double factor = mode == scale_mode::automatic && pixels ? 1.0 / 255.0 : 1.0;
-  out.scaling.factor = factor;
-  if (!standardize)
-    return out;
-  Eigen::VectorXd sum = Eigen::VectorXd::Zero(d);
-  Eigen::VectorXd squares = Eigen::VectorXd::Zero(d);
-  Eigen::VectorXd low = Eigen::VectorXd::Constant(d, std::numeric_limits<double>::infinity());
-  Eigen::VectorXd high = -low;
-  Eigen::VectorXd stored = Eigen::VectorXd::Zero(d);
-  for (const auto& part : parts) {
-    const auto c = part.cols;
-    sum.head(c) += part.sum;
-    squares.head(c) += part.squares;
-    low.head(c) = low.head(c).cwiseMin(part.low);
-    high.head(c) = high.head(c).cwiseMax(part.high);
-    stored.head(c) += part.stored;
-  }
-  const auto n = static_cast<double>(out.rows);
-  const Eigen::VectorXd mean = sum * (factor / n);
-  out.scaling.inv_std.resize(d);
-  for (Eigen::Index j = 0; j < d; ++j) {
-    const double variance = std::max(0.0, squares[j] * factor * factor / n - mean[j] * mean[j]);
-    const bool constant = stored[j] == 0
-                          || (low[j] == high[j] && (stored[j] == n || (sparse && low[j] == 0)));
-    out.scaling.inv_std[j] = constant || variance == 0 ? 1.0 : 1.0 / std::sqrt(variance);
-  }
-  if (!sparse)
-    out.scaling.mean = mean;
+  // Scaling: the moments of every part on the grid of the merged bounds, checked, then merged.
+  auto scaling = fit_scaling(bounds, scale_factor(mode, pixels), standardize,
+                             [&](const moment_grid& grid) -> result<feature_moments> {
+                               feature_moments total;
+                               for (std::size_t p = 0; p < parts.size(); ++p) {
+                                 const auto where = source + ": part " + std::to_string(p + 1);
+                                 auto part = moments(p, grid);
+                                 if (!part)
+                                   return part.error().with_context(where);
+                                 if (auto ok = check_moments(*part, parts[p].rows, parts[p].cols); !ok)
+                                   return ok.error().with_context(where);
+                                 merge_into(total, *part);
+                               }
+                               return total;
+                             });
+  if (!scaling)
+    return scaling.error();
+  out.scaling = std::move(*scaling);
   return out;
 }
 

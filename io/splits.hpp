@@ -7,6 +7,7 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,18 +33,13 @@ struct part_request {
 result<raw_dataset> read_part(const part_request& request);
 
 /// What the driver needs to know of one part to fit the label encoding and feature scaling of the
-/// whole dataset without reading it: sizes, distinct labels, per-feature sums (of the raw values).
+/// whole dataset without reading it: sizes, distinct labels, per-feature bounds.
 struct part_summary {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
-  bool sparse = false;
   bool pixels = false;
   std::vector<double> labels;  ///< distinct label values, sorted (at most 65,537 kept)
-  Eigen::VectorXd sum;         ///< per feature: sum of values
-  Eigen::VectorXd squares;     ///< per feature: sum of squared values
-  Eigen::VectorXd low;         ///< per feature: smallest stored value (+inf: none stored)
-  Eigen::VectorXd high;        ///< per feature: largest stored value (-inf: none stored)
-  Eigen::VectorXd stored;      ///< per feature: number of stored values (rows, for dense data)
+  feature_bounds bounds;       ///< of the raw values; bounds.rows == rows
 };
 
 /// Summarises a part read by read_part.
@@ -57,11 +53,16 @@ struct fitted_parts {
   std::int64_t rows = 0;
 };
 
-/// Fits the label encoding (as fit_labels) and scaling (as fit_scaling, statistics from sums) of the
-/// union of the parts. Errors: parts that disagree on the feature count (dense data) or kind, and the
-/// label errors of fit_labels; `source` names the dataset in messages.
+/// The moments of part `part` (0-based) on a grid, however they are obtained (read locally, asked
+/// of the node that holds the part).
+using part_moments = std::function<result<feature_moments>(std::size_t part, const moment_grid& grid)>;
+
+/// Fits the label encoding (as fit_labels) and scaling (as fit_scaling: bounds from the summaries,
+/// moments from `moments`, asked only when standardising) of the union of the parts. Errors: parts
+/// that disagree on the feature count (dense data) or kind, moments that do not fit their part, and
+/// the label errors of fit_labels; `source` names the dataset in messages.
 result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
                                const std::vector<part_summary>& parts, scale_mode mode,
-                               bool standardize, const std::string& source);
+                               bool standardize, const std::string& source, const part_moments& moments);
 
 } // namespace shardopt::io

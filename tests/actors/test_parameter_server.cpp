@@ -7,6 +7,7 @@
 #include "io/partition.hpp"
 #include "model/local_objective.hpp"
 #include "support/files.hpp"
+#include "support/bits.hpp"
 
 #include <doctest/doctest.h>
 
@@ -20,6 +21,8 @@ namespace model = shardopt::model;
 namespace opt = shardopt::optimizer;
 namespace io = shardopt::io;
 using namespace std::chrono_literals;
+
+using shardopt::test::same_bits;
 
 namespace {
 
@@ -72,11 +75,6 @@ actors::chief_options checkpointing_chief(const std::string& directory, std::int
   chief.model.labels.kind = model::model_kind::softmax;
   chief.model.labels.classes = {0, 1, 2};
   return chief;
-}
-
-bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return a.size() == b.size()
-         && std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
 }
 
 

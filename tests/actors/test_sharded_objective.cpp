@@ -464,9 +464,8 @@ TEST_CASE("hostile data blocks and part summaries are refused before anything is
     actors::summary_message message;
     message.summary.rows = 3;
     message.summary.cols = 4;
-    message.summary.sum = Eigen::VectorXd::Zero(2);  // should be 4
-    message.summary.squares = message.summary.low = message.summary.high =
-      message.summary.stored = Eigen::VectorXd::Zero(4);
+    message.summary.bounds.low = Eigen::VectorXd::Zero(2);  // should be 4
+    message.summary.bounds.high = message.summary.bounds.stored = Eigen::VectorXd::Zero(4);
     std::vector<char> bytes;
     caf::binary_serializer sink{rt.system(), bytes};
     REQUIRE_FALSE(sink(message));

@@ -158,7 +158,7 @@ TEST_CASE("labels: svm is binary with two values and one-vs-rest with more") {
 
 TEST_CASE("scaling: automatic scales pixels by 1/255 and leaves other data alone") {
   auto pixels = dense_data(test::dense_rows({{0, 51, 255}}), true);
-  const auto scaling = io::fit_scaling(pixels, io::scale_mode::automatic, false);
+  const auto scaling = *io::fit_scaling(pixels, io::scale_mode::automatic, false);
   CHECK(scaling.factor == 1.0 / 255.0);
   CHECK(scaling.mean.size() == 0);
   CHECK(scaling.inv_std.size() == 0);
@@ -168,14 +168,14 @@ TEST_CASE("scaling: automatic scales pixels by 1/255 and leaves other data alone
   CHECK(pixels.data.dense()(0, 1) == 0.2f);
   CHECK(pixels.data.dense()(0, 2) == 1.0f);
 
-  CHECK(io::fit_scaling(dense_data(test::dense_rows({{255}}), true), io::scale_mode::none, false).identity());
-  CHECK(io::fit_scaling(dense_data(test::dense_rows({{255}}), false), io::scale_mode::automatic, false).identity());
+  CHECK(io::fit_scaling(dense_data(test::dense_rows({{255}}), true), io::scale_mode::none, false)->identity());
+  CHECK(io::fit_scaling(dense_data(test::dense_rows({{255}}), false), io::scale_mode::automatic, false)->identity());
 }
 
 TEST_CASE("scaling: dense standardisation uses training statistics, computed by hand") {
   // Columns: 1,3,5 (mean 3, variance 8/3); constant 10; 5,5,7 (mean 17/3, variance 8/9).
   auto train = dense_data(test::dense_rows({{1, 10, 5}, {3, 10, 5}, {5, 10, 7}}));
-  const auto s = io::fit_scaling(train, io::scale_mode::automatic, true);
+  const auto s = *io::fit_scaling(train, io::scale_mode::automatic, true);
   CHECK(s.factor == 1.0);
   REQUIRE(s.mean.size() == 3);
   REQUIRE(s.inv_std.size() == 3);
@@ -208,7 +208,7 @@ TEST_CASE("scaling: dense standardisation uses training statistics, computed by 
 
 TEST_CASE("scaling: standardising pixels takes statistics after the 1/255 factor") {
   auto train = dense_data(test::dense_rows({{0, 255}, {255, 255}}), true);
-  const auto s = io::fit_scaling(train, io::scale_mode::automatic, true);
+  const auto s = *io::fit_scaling(train, io::scale_mode::automatic, true);
   CHECK(s.factor == 1.0 / 255.0);
   CHECK(s.mean(0) == doctest::Approx(0.5).epsilon(1e-15));
   CHECK(s.inv_std(0) == doctest::Approx(2.0).epsilon(1e-14));
@@ -236,7 +236,7 @@ TEST_CASE("scaling: sparse data is divided by a deviation over all rows, never c
   train.source = "x.svm";
   train.data.x = x;
   train.data.y = Eigen::VectorXd::Zero(4);
-  const auto s = io::fit_scaling(train, io::scale_mode::automatic, true);
+  const auto s = *io::fit_scaling(train, io::scale_mode::automatic, true);
   CHECK(s.mean.size() == 0);
   REQUIRE(s.inv_std.size() == 4);
   CHECK(s.inv_std(0) == doctest::Approx(1.0 / std::sqrt(2.75)).epsilon(1e-14));

@@ -1,6 +1,7 @@
 #include "io/model_file.hpp"
 #include "support/files.hpp"
 #include "support/memory.hpp"
+#include "support/bits.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,17 +16,11 @@
 using namespace shardopt;
 using shardopt::test::temp_dir;
 
+using shardopt::test::same_bits;
+
 namespace {
 
 /// True when both blocks hold the same bits (so -0.0 differs from 0.0 and NaN payloads count).
-bool same_bits(const double* a, const double* b, std::size_t n) {
-  return n == 0 || std::memcmp(a, b, n * sizeof(double)) == 0;
-}
-
-bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return a.size() == b.size() && same_bits(a.data(), b.data(), static_cast<std::size_t>(a.size()));
-}
-
 /// A softmax model over 3 features and 2 classes whose numbers are hard to print and read back.
 io::saved_model awkward_model() {
   io::saved_model m;

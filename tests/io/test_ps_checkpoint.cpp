@@ -4,6 +4,7 @@
 #include "io/ps_checkpoint.hpp"
 #include "support/files.hpp"
 #include "support/memory.hpp"
+#include "support/bits.hpp"
 
 #include <doctest/doctest.h>
 
@@ -15,12 +16,9 @@
 using namespace shardopt;
 using shardopt::test::temp_dir;
 
-namespace {
+using shardopt::test::same_bits;
 
-bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return a.size() == b.size()
-         && (a.size() == 0 || std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0);
-}
+namespace {
 
 io::ps_checkpoint adam_checkpoint(std::int64_t step) {
   io::ps_checkpoint c;

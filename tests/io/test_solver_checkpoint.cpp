@@ -4,6 +4,7 @@
 #include "io/solver_checkpoint.hpp"
 #include "support/files.hpp"
 #include "support/memory.hpp"
+#include "support/bits.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,8 @@
 namespace io = shardopt::io;
 namespace test = shardopt::test;
 using shardopt::test::temp_dir;
+
+using shardopt::test::same_bits;
 
 namespace {
 
@@ -47,10 +50,6 @@ io::solver_checkpoint sample(int iteration, const std::string& solver = "lbfgs")
   saved.vectors = {{"theta", {vector(7)}}, {"s", {vector(7), vector(7), vector(7)}}, {"empty", {}},
                    {"f_history", {Eigen::Vector3d{1.0 / 3, std::numeric_limits<double>::quiet_NaN(), -2.5}}}};
   return saved;
-}
-
-bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * a.size()) == 0;
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include "io/partition.hpp"
 #include "io/splits.hpp"
 #include "support/datasets.hpp"
+#include "support/bits.hpp"
 #include "support/files.hpp"
 
 #include <doctest/doctest.h>
@@ -14,6 +15,7 @@
 namespace io = shardopt::io;
 namespace model = shardopt::model;
 using shardopt::test::temp_dir;
+namespace test = shardopt::test;
 
 namespace {
 
@@ -146,23 +148,31 @@ TEST_CASE("fit_parts equals fit_labels and fit_scaling on the whole data") {
     const auto expected_labels = io::fit_labels(kind, *whole, 0);
     REQUIRE(expected_labels.ok());
     const auto expected_scaling = io::fit_scaling(*whole, io::scale_mode::automatic, true);
+    REQUIRE(expected_scaling.ok());
+    std::vector<io::raw_dataset> pieces;
     std::vector<io::part_summary> summaries;
     for (std::int64_t part = 0; part < 4; ++part) {
       auto piece = io::read_part(io::part_request{path, {}, part, 4});
       REQUIRE(piece.ok());
       summaries.push_back(io::summarize(*piece));
+      pieces.push_back(std::move(*piece));
     }
-    auto fitted = io::fit_parts(kind, 0, summaries, io::scale_mode::automatic, true, path);
+    int asked = 0;
+    auto fitted = io::fit_parts(kind, 0, summaries, io::scale_mode::automatic, true, path,
+                                [&](std::size_t part, const io::moment_grid& grid) {
+                                  ++asked;
+                                  return io::moments_of(pieces[part].data, grid, pieces[part].source);
+                                });
     REQUIRE_MESSAGE(fitted.ok(), fitted.error().message());
+    CHECK(asked == 4);
     CHECK(fitted->rows == whole->data.rows());
     CHECK(fitted->features == whole->data.cols());
     CHECK(fitted->labels.classes == expected_labels->classes);
-    CHECK(fitted->scaling.mean.size() == expected_scaling.mean.size());
-    if (expected_scaling.mean.size() > 0)
-      CHECK((fitted->scaling.mean - expected_scaling.mean).norm()
-            <= 1e-12 * expected_scaling.mean.norm());
-    REQUIRE(fitted->scaling.inv_std.size() == expected_scaling.inv_std.size());
-    CHECK((fitted->scaling.inv_std - expected_scaling.inv_std).norm()
-          <= 1e-9 * expected_scaling.inv_std.norm());
+    // The statistics of the parts are those of the whole, to the bit.
+    CHECK(fitted->scaling.factor == expected_scaling->factor);
+    CHECK(test::same_bits(fitted->scaling.mean, expected_scaling->mean));
+    CHECK(test::same_bits(fitted->scaling.inv_std, expected_scaling->inv_std));
+    CHECK(fitted->scaling.inv_std.size() == whole->data.cols());
+    CHECK(fitted->scaling.mean.size() == (sparse ? 0 : whole->data.cols()));
   }
 }
