@@ -390,18 +390,6 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
                         fitted->rows, feature_bytes};
 }
 
-result<void> cluster::echo(std::size_t j, const Eigen::VectorXd& values) {
-  auto& s = *impl_;
-  auto back = s.ask<dense_vector>(j, "echo", [&](std::uint64_t round) {
-    s.self->send(s.nodes[j], echo_atom::value, round, dense_vector{values});
-  });
-  if (!back)
-    return back.error();
-  if (back->size() != static_cast<std::size_t>(values.size()))
-    return fail_runtime(s.info[j].endpoint.text() + ": the echo came back with another size");
-  return {};
-}
-
 result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& endpoints) {
   if (endpoints.empty())
     return fail_invalid("no nodes given");

@@ -54,10 +54,6 @@ public:
   /// largest message it received, so this bounds what shipping costs a node beyond the data.
   void ship_in_pieces_of(std::int64_t bytes);
 
-  /// Sends `values` to node `j` and waits for them to come back: one round trip of a vector as the
-  /// shard protocol moves theta and gradients. Errors name the node.
-  result<void> echo(std::size_t j, const Eigen::VectorXd& values);
-
   /// Creates shard i on node plan[i] with rows blocks[i] of `data`, shipped once as raw blocks, in
   /// pieces of at most `ship_in_pieces_of` bytes.
   /// The objective recreates a lost shard: on its own node if that node still answers, else on the

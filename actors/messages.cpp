@@ -46,6 +46,10 @@ std::string render_error(std::uint8_t code, caf::atom_value, const caf::message&
 
 } // namespace
 
+caf::error refused(std::string why) {
+  return make_error(errc::refused, std::move(why));
+}
+
 caf::error make_error(errc code, std::string message) {
   return caf::error{static_cast<std::uint8_t>(code), error_category,
                     caf::make_message(std::move(message))};

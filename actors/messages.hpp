@@ -66,7 +66,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 7;  // 7: exact feature moments for node-local parts
+constexpr std::uint32_t protocol_version = 7;  // 7: exact feature moments for node-local parts; no echo
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -102,6 +102,9 @@ result<void> check_hello(std::uint32_t version, const std::vector<char>& probe,
 
 /// Makes a caf::error in the project's category whose context is a human-readable message.
 caf::error make_error(errc code, std::string message);
+
+/// A request refused by policy (a wrong token, a limit, a peer not in the job): errc::refused.
+caf::error refused(std::string why);
 
 /// Renders our errors and CAF's own as one line of text.
 std::string describe(const caf::error& error, const caf::actor_system& system);

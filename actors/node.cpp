@@ -2,6 +2,8 @@
 
 #include "actors/guard.hpp"
 #include "actors/node_checks.hpp"
+#include "actors/node_holdings.hpp"
+#include "actors/node_parts.hpp"
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
 
@@ -16,10 +18,6 @@
 namespace shardopt::actors {
 
 namespace {
-
-caf::error refuse(const std::string& why) {
-  return make_error(errc::refused, why);
-}
 
 /// Bytes a shard's data holds in memory.
 std::int64_t bytes_of(const model::dataset& data) {
@@ -46,37 +44,10 @@ auto shielded(F body) -> decltype(body()) {
   }
 }
 
-/// The shards, groups and bytes one driver holds on this node, and the data it is sending in pieces.
-struct driver_share {
-  std::vector<shard_actor> shards;
-  std::vector<shard_actor> groups;
-  std::int64_t bytes = 0;                      ///< the shards' data and the staged data
-  std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
-  access_token staged_token;                   ///< the token its pieces and its shard carry
-  std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
-  std::chrono::steady_clock::time_point staged_at;  ///< when its last piece arrived
-
-  bool empty() const { return shards.empty() && groups.empty() && !staged; }
-};
-
-/// Checks a block layout from a peer: a first block and rows per block a dataset can have.
-result<void> check_layout(const block_layout& layout) {
-  if (layout.first_block < 0 || layout.first_block > (std::int64_t{1} << 40) || layout.block_rows < 1
-      || layout.block_rows > (std::int64_t{1} << 20))
-    return fail_invalid("invalid block layout (first block " + std::to_string(layout.first_block) + ", "
-                + std::to_string(layout.block_rows) + " rows per block)");
-  return {};
-}
-
 class node_impl : public guarded<node_actor::base> {
 public:
   node_impl(caf::actor_config& config, std::uint32_t threads, node_limits limits)
-    : guarded<node_actor::base>(config), threads_(threads), limits_(std::move(limits)) {
-    if (limits_.bytes <= 0)
-      limits_.bytes = half_of_memory();
-    if (limits_.bytes_per_driver <= 0)
-      limits_.bytes_per_driver = limits_.bytes;
-  }
+    : guarded<node_actor::base>(config), threads_(threads), holdings_(std::move(limits)) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
@@ -88,13 +59,11 @@ public:
       [this](hello_atom, std::uint64_t round, std::uint32_t version,
              const std::vector<char>& probe) -> caf::result<std::uint64_t, node_info> {
         if (auto ok = check_hello(version, probe, "the driver"); !ok)
-          return refuse(ok.error().message());
+          return refused(ok.error().message());
         char host[256] = {};
         ::gethostname(host, sizeof(host) - 1);
         return {round, node_info{protocol_version, threads_, host}};
       },
-      [](echo_atom, std::uint64_t round, const dense_vector& v)
-        -> caf::result<std::uint64_t, dense_vector> { return {round, v}; },
       [this](append_atom, std::uint64_t round, const access_token& token, std::int64_t rows,
              std::int64_t nonzeros, std::int64_t first_row, const data_block& piece)
         -> caf::result<std::uint64_t, std::int64_t> {
@@ -119,39 +88,18 @@ public:
       [this](scan_atom, std::uint64_t round, const access_token&,
              part_message& message) -> caf::result<std::uint64_t, summary_message> {
         return shielded([&]() -> caf::result<std::uint64_t, summary_message> {
-          auto request = check_part(message.request, limits_);
-          if (!request)
-            return refuse(redact(request.error().message()));
-          auto part = io::read_part(*request);
-          if (!part)
-            return make_error(errc::shard_failed, redact(part.error().message()));
-          // Summaries hold per-feature statistics: a sparse file with one index near 2^31 would
-          // make a few bytes cost gigabytes. A model of more features would be refused anyway.
-          if (part->data.cols() > limits_.dimension)
-            return refuse("part " + std::to_string(request->part + 1) + " has " +
-                          std::to_string(part->data.cols()) + " features, more than this node's limit of " +
-                          std::to_string(limits_.dimension) + " parameters");
-          return {round, summary_message{io::summarize(*part)}};
+          auto summary = scan_part(message.request, limits());
+          if (!summary)
+            return std::move(summary.error());
+          return {round, summary_message{std::move(*summary)}};
         });
       },
       [this](moments_atom, std::uint64_t round, const access_token&,
              moments_request& message) -> caf::result<std::uint64_t, moments_message> {
         return shielded([&]() -> caf::result<std::uint64_t, moments_message> {
-          auto request = check_part(message.request, limits_);
-          if (!request)
-            return refuse(redact(request.error().message()));
-          const auto& grid = message.grid;
-          if (static_cast<std::int64_t>(grid.shift.size()) > limits_.dimension || !std::isfinite(grid.factor)
-              || std::any_of(grid.shift.begin(), grid.shift.end(), [](auto s) { return s < -1100 || s > 1100; }))
-            return refuse("invalid moments request: a grid of " + std::to_string(grid.shift.size())
-                          + " features, out of range or past this node's limit of "
-                          + std::to_string(limits_.dimension) + " parameters");
-          auto part = io::read_part(*request);
-          if (!part)
-            return make_error(errc::shard_failed, redact(part.error().message()));
-          auto moments = io::moments_of(part->data, grid, part->source);
+          auto moments = part_moments(message, limits());
           if (!moments)
-            return make_error(errc::shard_failed, redact(moments.error().message()));
+            return std::move(moments.error());
           return {round, moments_message{std::move(*moments)}};
         });
       },
@@ -179,37 +127,31 @@ public:
   }
 
   void on_exit() override {
-    for (auto& [driver, share] : drivers_) {
-      end_shards(share.groups);
-      end_shards(share.shards);
-    }
-    drivers_.clear();
+    for (const auto& share : holdings_.release_all())
+      end(share);
   }
 
 private:
+  const node_limits& limits() const { return holdings_.limits(); }
+
   /// The driver behind the current request, if it may hold `bytes` more data and, unless it asks
-  /// for bytes only, one more shard. (Data arriving in pieces holds a shard's place from its
-  /// first piece on.)
+  /// for bytes only, one more shard (node_holdings::admit).
   result<caf::actor_addr> admit(std::int64_t bytes, bool bytes_only = false) {
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
     if (!driver)
       return fail_invalid("an anonymous request cannot own shards");
-    const auto it = drivers_.find(driver);
-    const std::int64_t mine = it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size())
-                                                            + (it->second.staged ? 1 : 0);
-    const std::int64_t my_bytes = it == drivers_.end() ? 0 : it->second.bytes;
-    if (!bytes_only && mine >= limits_.shards_per_driver)
-      return fail_invalid("this node allows " + std::to_string(limits_.shards_per_driver)
-                  + " shards per driver");
-    if (!bytes_only && shards_ >= limits_.shards)
-      return fail_invalid("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
-    if (bytes > limits_.bytes_per_driver - my_bytes)
-      return fail_invalid("the data would exceed this node's limit of "
-                  + std::to_string(limits_.bytes_per_driver) + " bytes per driver");
-    if (bytes > limits_.bytes - bytes_)
-      return fail_invalid("the data would exceed this node's limit of " + std::to_string(limits_.bytes)
-                  + " bytes in all");
+    if (auto ok = holdings_.admit(driver, bytes, bytes_only); !ok)
+      return ok.error();
     return driver;
+  }
+
+  /// What `driver` holds here; watched from the first thing it holds on.
+  driver_share& share_of(const caf::actor_addr& driver) {
+    bool added = false;
+    auto& share = holdings_.share_of(driver, added);
+    if (added)
+      monitor(driver);
+    return share;
   }
 
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
@@ -218,50 +160,19 @@ private:
                    const block_layout& layout, const access_token& token) {
     const auto bytes = bytes_of(*data);
     auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token);
-    auto& share = share_of(driver);
-    share.shards.push_back(shard);
-    share.bytes += bytes;
-    bytes_ += bytes;
-    ++shards_;
+    holdings_.hold(share_of(driver), shard, bytes);
     return shard;
   }
 
-  /// What `driver` holds here; watched from the first thing it holds on.
-  driver_share& share_of(const caf::actor_addr& driver) {
-    auto [it, added] = drivers_.try_emplace(driver);
-    if (added)
-      monitor(driver);
-    return it->second;
-  }
-
-  /// Forgets the data `driver` was receiving in pieces, its bytes and its shard's place; forgets
-  /// the driver when it holds nothing else here.
+  /// Forgets the data `driver` was receiving in pieces; unwatches the driver if that was all.
   void drop_staged(const caf::actor_addr& driver) {
-    const auto it = drivers_.find(driver);
-    if (it == drivers_.end())
-      return;
-    auto& share = it->second;
-    if (share.staged) {
-      share.staged.reset();
-      share.bytes -= share.staged_bytes;
-      bytes_ -= share.staged_bytes;
-      share.staged_bytes = 0;
-      --shards_;
-    }
-    if (share.empty()) {
+    if (holdings_.drop_staged(driver))
       demonitor(driver);
-      drivers_.erase(it);
-    }
   }
 
-  /// Drops the data no piece has extended for `limits_.staging_idle`, whoever was sending it.
+  /// Drops the data no piece has extended for the staging limit, whoever was sending it.
   void expire_staged() {
-    const auto now = std::chrono::steady_clock::now();
-    std::vector<caf::actor_addr> idle;
-    for (const auto& [driver, share] : drivers_)
-      if (share.staged && now - share.staged_at > limits_.staging_idle)
-        idle.push_back(driver);
-    for (const auto& driver : idle)
+    for (const auto& driver : holdings_.idle_staging(std::chrono::steady_clock::now()))
       drop_staged(driver);
   }
 
@@ -280,81 +191,70 @@ private:
       const io::data_extent whole{piece.data->is_sparse(), rows, piece.data->cols(), nonzeros};
       if (auto ok = io::check_extent(whole); !ok)
         return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
-      if (whole.cols > limits_.dimension)
-        return refuse("invalid data piece: " + std::to_string(whole.cols)
+      if (whole.cols > limits().dimension)
+        return refused("invalid data piece: " + std::to_string(whole.cols)
                       + " features, more than this node's limit of "
-                      + std::to_string(limits_.dimension) + " parameters");
+                      + std::to_string(limits().dimension) + " parameters");
       auto driver = admit(io::bytes_of(whole));  // the whole must fit; it is counted as it comes
       if (!driver)
-        return refuse(driver.error().message());
+        return refused(driver.error().message());
       auto assembly = io::dataset_assembly::start(whole);
       if (!assembly)
         return make_error(errc::dimension_mismatch, "invalid data piece: " + assembly.error().message());
-      auto& share = share_of(*driver);
-      share.staged = std::move(*assembly);
-      share.staged_token = token;
-      ++shards_;
+      holdings_.start_staging(share_of(*driver), std::move(*assembly), token);
     }
-    const auto it = drivers_.find(asking);
-    if (it == drivers_.end() || !it->second.staged)
+    auto* staging = holdings_.find(asking);
+    if (!staging || !staging->staged)
       return make_error(errc::dimension_mismatch,
                         "invalid data piece: it starts at row " + std::to_string(first_row)
                           + ", but no data is arriving (a first piece starts at row 0; data that "
-                          + "gets no piece for " + seconds_text(limits_.staging_idle) + " is dropped)");
-    auto& share = it->second;
+                          + "gets no piece for " + seconds_text(limits().staging_idle) + " is dropped)");
+    auto& share = *staging;
     if (token != share.staged_token)
-      return refuse("invalid data piece: the data arriving here belongs to another token");
+      return refused("invalid data piece: the data arriving here belongs to another token");
     // CSR: the whole's one extra row start is counted with the first piece.
     const auto extent = io::extent_of(*piece.data, piece.rows);
     const auto bytes = io::bytes_of(extent) - (extent.sparse && first_row > 0 ? 4 : 0);
     if (auto ok = admit(bytes, true); !ok) {
       drop_staged(asking);
-      return refuse(ok.error().message());
+      return refused(ok.error().message());
     }
     if (auto ok = share.staged->append(first_row, *piece.data, piece.rows); !ok) {
       drop_staged(asking);
       return make_error(errc::dimension_mismatch, "invalid data piece: " + ok.error().message());
     }
-    share.staged_bytes += bytes;
-    share.staged_at = std::chrono::steady_clock::now();
-    share.bytes += bytes;
-    bytes_ += bytes;
+    holdings_.add_staged(share, bytes);
     return share.staged->rows_received();
   }
 
-  /// Ends shards. The exits come from a scoped actor that no peer can name: a guarded shard
-  /// accepts no exit from the node itself, whose id peers know (guard.hpp).
-  void end_shards(const std::vector<shard_actor>& shards) {
+  /// Ends what a driver held. The exits come from a scoped actor that no peer can name: a guarded
+  /// shard accepts no exit from the node itself, whose id peers know (guard.hpp).
+  void end(const driver_share& share) {
     caf::scoped_actor reaper{system()};
-    for (const auto& shard : shards)
-      reaper->send_exit(shard, caf::exit_reason::user_shutdown);
+    for (const auto* shards : {&share.groups, &share.shards})
+      for (const auto& shard : *shards)
+        reaper->send_exit(shard, caf::exit_reason::user_shutdown);
   }
 
   void release(const caf::actor_addr& driver) {
-    auto it = drivers_.find(driver);
-    if (it == drivers_.end())
-      return;
-    end_shards(it->second.groups);
-    end_shards(it->second.shards);
-    shards_ -= static_cast<std::int64_t>(it->second.shards.size()) + (it->second.staged ? 1 : 0);
-    bytes_ -= it->second.bytes;
-    drivers_.erase(it);
+    if (auto share = holdings_.release(driver))
+      end(*share);
   }
 
   /// A group over shards the requesting driver holds here (see the protocol).
   caf::expected<shard_actor> spawn_group_of(const access_token& token,
                                             const std::vector<shard_actor>& members) {
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
-    const auto it = drivers_.find(driver);
-    if (!driver || it == drivers_.end())
-      return refuse("invalid group request: this driver holds no shards here");
-    auto& share = it->second;
+    auto* held = driver ? holdings_.find(driver) : nullptr;
+    if (!held)
+      return refused("invalid group request: this driver holds no shards here");
+    auto& share = *held;
     if (members.empty() || members.size() > share.shards.size())
-      return refuse("invalid group request: " + std::to_string(members.size())
+      return refused("invalid group request: " + std::to_string(members.size())
                     + " members for a driver holding " + std::to_string(share.shards.size())
                     + " shards here");
-    if (static_cast<std::int64_t>(share.groups.size()) >= limits_.shards_per_driver)
-      return refuse("this node allows " + std::to_string(limits_.shards_per_driver)
+    if (static_cast<std::int64_t>(share.groups.size()) >= limits().shards_per_driver)
+      return refused("this node allows " + std::to_string(limits().shards_per_driver)
                     + " groups per driver");
     std::vector<caf::actor_addr> seen;
     for (const auto& member : members) {
@@ -363,7 +263,7 @@ private:
         return caf::actor_cast<caf::actor_addr>(s) == addr;
       });
       if (!owned || std::find(seen.begin(), seen.end(), addr) != seen.end())
-        return refuse("invalid group request: a member is not a distinct shard of this driver here");
+        return refused("invalid group request: a member is not a distinct shard of this driver here");
       seen.push_back(addr);
     }
     auto group = spawn_group(system(), members, threads_, token);
@@ -376,13 +276,13 @@ private:
     auto block = spec.block;
     if (block.data && block.rows.size() == 0) {  // the data that arrived in pieces
       const auto asking = caf::actor_cast<caf::actor_addr>(current_sender());
-      const auto it = drivers_.find(asking);
-      if (it == drivers_.end() || !it->second.staged)
+      auto* staging = holdings_.find(asking);
+      if (!staging || !staging->staged)
         return make_error(errc::dimension_mismatch, "invalid shard request: no data (no rows, and "
                                                     "none arrived in pieces)");
-      auto& share = it->second;
+      auto& share = *staging;
       if (token != share.staged_token)
-        return refuse("invalid shard request: the data that arrived belongs to another token");
+        return refused("invalid shard request: the data that arrived belongs to another token");
       if (!share.staged->complete())
         return make_error(errc::dimension_mismatch,
                           "invalid shard request: its data is incomplete, "
@@ -392,10 +292,10 @@ private:
       block.rows = {0, block.data->rows()};
       drop_staged(asking);  // its bytes and place are counted again below, as the shard's
     }
-    if (auto ok = check_shape(shape, limits_); !ok)
-      return refuse("invalid shard request: " + ok.error().message());
-    if (auto ok = check_layout(spec.layout); !ok)
-      return refuse("invalid shard request: " + ok.error().message());
+    if (auto ok = check_shape(shape, limits()); !ok)
+      return refused("invalid shard request: " + ok.error().message());
+    if (auto ok = check_layout(spec.layout.first_block, spec.layout.block_rows); !ok)
+      return refused("invalid shard request: " + ok.error().message());
     if (!block.data)
       return make_error(errc::dimension_mismatch, "invalid shard request: no data");
     if (block.data->cols() != shape.features)
@@ -411,7 +311,7 @@ private:
                           + std::to_string(labels[*row]) + ", invalid for this model");
     auto driver = admit(bytes_of(*block.data));
     if (!driver)
-      return refuse(driver.error().message());
+      return refused(driver.error().message());
     return host(*driver, shape, block.data, block.rows, spec.layout, token);
   }
 
@@ -424,36 +324,22 @@ private:
 
   caf::expected<part_shard> spawn_part(const access_token& token, const part_shard_spec& spec) {
     const auto& shape = spec.shape;
-    if (auto ok = check_shape(shape, limits_); !ok)
-      return refuse("invalid shard request: " + ok.error().message());
-    if (auto ok = check_layout(spec.layout); !ok)
-      return refuse("invalid shard request: " + ok.error().message());
-    const auto d = static_cast<Eigen::Index>(shape.features);
-    if (spec.labels.kind != shape.kind || spec.labels.outputs() != shape.outputs
-        || (spec.scaling.mean.size() != 0 && spec.scaling.mean.size() != d)
-        || (spec.scaling.inv_std.size() != 0 && spec.scaling.inv_std.size() != d))
-      return make_error(errc::dimension_mismatch,
-                        "invalid shard request: labels or scaling do not fit the model");
-    auto request = check_part(spec.request, limits_);
+    if (auto ok = check_shape(shape, limits()); !ok)
+      return refused("invalid shard request: " + ok.error().message());
+    if (auto ok = check_layout(spec.layout.first_block, spec.layout.block_rows); !ok)
+      return refused("invalid shard request: " + ok.error().message());
+    auto request = checked_part(spec, limits());
     if (!request)
-      return refuse(redact(request.error().message()));
+      return std::move(request.error());
     if (auto driver = admit(0); !driver)  // refuse early, before reading anything
-      return refuse(driver.error().message());
-    request->options.features = shape.features;  // LIBSVM: an index beyond the model is an error
-    auto part = io::read_part(*request);
-    if (!part)
-      return make_error(errc::shard_failed, redact(part.error().message()));
-    for (auto step : {io::match_features(*part, shape.features, "the driver's model"),
-                      io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
-      if (!step)
-        return make_error(errc::shard_failed, redact(step.error().message()));
-    if (auto row = model::first_invalid_label(shape, part->data.y))
-      return make_error(errc::dimension_mismatch,
-                        redact(part->where(*row)) + ": label invalid for this model");
-    auto data = std::make_shared<const model::dataset>(std::move(part->data));
+      return refused(driver.error().message());
+    auto read = read_shard_part(*request, spec);
+    if (!read)
+      return std::move(read.error());
+    auto data = std::move(*read);
     auto driver = admit(bytes_of(*data));
     if (!driver)
-      return refuse(driver.error().message());
+      return refused(driver.error().message());
     const model::row_range rows{0, data->rows()};
     const auto bounds = model::bounds_of(*data, rows, spec.layout.block_rows);
     return part_shard{host(*driver, shape, std::move(data), rows, spec.layout, token), rows.size(),
@@ -461,10 +347,7 @@ private:
   }
 
   std::uint32_t threads_;
-  node_limits limits_;
-  std::map<caf::actor_addr, driver_share> drivers_;
-  std::int64_t shards_ = 0;
-  std::int64_t bytes_ = 0;
+  node_holdings holdings_;
 };
 
 } // namespace

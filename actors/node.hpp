@@ -12,8 +12,6 @@
 //       The driver's protocol version and the raw bytes of a probe double and float; the node
 //       answers with its version, worker threads and host name, or refuses a different version or
 //       floating-point format (vectors and data travel as raw bytes).
-//   (echo_atom, round, dense_vector v) -> (round, dense_vector v)
-//       Sends the vector back: measures the link (latency, bandwidth) without any computation.
 //   (append_atom, round, access_token, int64 rows, int64 nonzeros, int64 first_row, data_block piece)
 //       -> (round, int64 rows_received)
 //       Receives a shard's data in pieces of consecutive rows, so that no message is larger than a
@@ -70,7 +68,6 @@ namespace shardopt::actors {
 
 using hello_atom = caf::atom_constant<caf::atom("hello")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawnshard")>;
-using echo_atom = caf::atom_constant<caf::atom("echo")>;
 using scan_atom = caf::atom_constant<caf::atom("scan")>;
 using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
 using group_atom = caf::atom_constant<caf::atom("group")>;
@@ -186,7 +183,6 @@ typename Inspector::result_type inspect(Inspector& f, shard_spec& x) {
 using node_actor = caf::typed_actor<
   caf::replies_to<hello_atom, std::uint64_t, std::uint32_t, std::vector<char>>::with<std::uint64_t,
                                                                                       node_info>,
-  caf::replies_to<echo_atom, std::uint64_t, dense_vector>::with<std::uint64_t, dense_vector>,
   caf::replies_to<append_atom, std::uint64_t, access_token, std::int64_t, std::int64_t,
                   std::int64_t, data_block>::with<std::uint64_t, std::int64_t>,
   caf::replies_to<spawn_atom, std::uint64_t, access_token, shard_spec>::with<std::uint64_t,

@@ -1,5 +1,7 @@
 #include "actors/node_checks.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <regex>
 #include <unistd.h>
@@ -21,6 +23,22 @@ std::int64_t half_of_memory() {
   const long page = ::sysconf(_SC_PAGE_SIZE);
   return pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page / 2
                                : std::int64_t{1} << 32;
+}
+
+result<void> check_layout(std::int64_t first_block, std::int64_t block_rows) {
+  if (first_block < 0 || first_block > (std::int64_t{1} << 40) || block_rows < 1 || block_rows > (std::int64_t{1} << 20))
+    return fail_invalid("invalid block layout (first block " + std::to_string(first_block) + ", "
+                        + std::to_string(block_rows) + " rows per block)");
+  return {};
+}
+
+result<void> check_grid(const io::moment_grid& grid, const node_limits& limits) {
+  if (static_cast<std::int64_t>(grid.shift.size()) > limits.dimension || !std::isfinite(grid.factor)
+      || std::any_of(grid.shift.begin(), grid.shift.end(), [](auto s) { return s < -1100 || s > 1100; }))
+    return fail_invalid("invalid moments request: a grid of " + std::to_string(grid.shift.size())
+                        + " features, out of range or past this node's limit of "
+                        + std::to_string(limits.dimension) + " parameters");
+  return {};
 }
 
 result<void> check_shape(const model::model_shape& shape, const node_limits& limits) {

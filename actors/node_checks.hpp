@@ -36,6 +36,13 @@ std::int64_t half_of_memory();
 /// product that can overflow.
 result<void> check_shape(const model::model_shape& shape, const node_limits& limits);
 
+/// Checks a block layout from a peer: a first block and rows per block a dataset can have.
+result<void> check_layout(std::int64_t first_block, std::int64_t block_rows);
+
+/// Checks a moments grid from a peer: at most `limits.dimension` features, a finite factor, shifts
+/// a double can take.
+result<void> check_grid(const io::moment_grid& grid, const node_limits& limits);
+
 /// Checks a node-local request from a peer and confines its path to the data root ("fashion-mnist"
 /// or a path, relative paths relative to the root; symbolic links followed before the check, a
 /// dataset directory's entries checked one by one).

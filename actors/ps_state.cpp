@@ -106,10 +106,6 @@ void on_worker_down(ps_pointer self, std::uint32_t worker, const caf::error& rea
   quit_if_done(self);
 }
 
-caf::error refused(const std::string& why) {
-  return make_error(errc::refused, why);
-}
-
 /// Whether the current request may act for `worker`: the job's token, from the actor that holds
 /// the index.
 bool holds(ps_pointer self, std::uint32_t worker) {

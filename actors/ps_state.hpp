@@ -88,8 +88,6 @@ void apply(parameter_server_state& s, const Eigen::VectorXd& grad);
 /// A worker went down: training fails if it was the chief or a synchronous step can no longer be
 /// made.
 void on_worker_down(ps_pointer self, std::uint32_t worker, const caf::error& reason);
-/// A refusal: the request is not allowed (token, worker index, role).
-caf::error refused(const std::string& why);
 /// Whether the current request comes from the actor that holds index `worker`.
 bool holds(ps_pointer self, std::uint32_t worker);
 /// Whether the current request comes from the chief with the job's token.

@@ -18,10 +18,6 @@ std::string dimension_message(std::size_t got, std::int64_t expected) {
          + std::to_string(expected);
 }
 
-caf::error refused_token() {
-  return make_error(errc::refused, "this shard belongs to another driver");
-}
-
 /// An exact sum on a request's grids, or the error to answer with.
 caf::expected<model::exact_sum> sum_on(const exact_grid& grid, std::int64_t dimension) {
   if (static_cast<std::int64_t>(grid.below.size()) != dimension)
@@ -56,7 +52,7 @@ public:
       [this, dimension](eval_atom, const access_token& token, std::uint64_t round,
                         const exact_grid& grid, const dense_vector& theta) -> sums_result {
         if (token != token_)
-          return refused_token();
+          return refused("this shard belongs to another driver");
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
         auto grad = sum_on(grid, dimension);
@@ -74,7 +70,7 @@ public:
                         std::uint64_t at, const exact_grid& grid, const dense_vector& theta,
                         const dense_vector& v) -> sums_result {
         if (token != token_)
-          return refused_token();
+          return refused("this shard belongs to another driver");
         if (!model::has_hessian(shape_))
           return make_error(errc::bad_request, "Hessian-vector products are defined for the linear "
                                                "models, not " + model::describe(shape_));
@@ -105,7 +101,7 @@ public:
       [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
                         const dense_vector& theta) -> sums_result {
         if (token != token_)
-          return refused_token();
+          return refused("this shard belongs to another driver");
         if (static_cast<std::int64_t>(theta.size()) != dimension)
           return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
         block_sums out = sums();
@@ -267,7 +263,7 @@ public:
       [this](eval_atom atom, const access_token& token, std::uint64_t round,
              const exact_grid& grid, const dense_vector& theta) -> sums_result {
         if (token != token_)
-          return refused_token();
+          return refused("this shard belongs to another driver");
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, grid, theta);
         });
@@ -276,7 +272,7 @@ public:
              const exact_grid& grid, const dense_vector& theta, const dense_vector& v)
         -> sums_result {
         if (token != token_)
-          return refused_token();
+          return refused("this shard belongs to another driver");
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, at, grid, theta, v);
         });
@@ -284,7 +280,7 @@ public:
       [this](quality_atom atom, const access_token& token, std::uint64_t round,
              const dense_vector& theta) -> sums_result {
         if (token != token_)
-          return refused_token();
+          return refused("this shard belongs to another driver");
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, theta);
         });

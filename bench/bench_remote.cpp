@@ -1,5 +1,6 @@
 // Remote benchmarks: node processes on loopback, started here and stopped at exit.
-//   BM_round_trip/N    a vector of N doubles to a node and back (target: >= 1 GB/s at 10^6)
+//   BM_round_trip/N    one evaluation of a 1-row least-squares shard of N - 1 features on a node:
+//                      theta (N doubles) there and the gradient back (target: >= 1 GB/s at 10^6)
 //   BM_eval_remote/2   one Fashion-MNIST softmax evaluation over 2 nodes x 1 shard, to compare with
 //                      BM_eval_actors/2 (2 local shards): overhead target <= 1 ms
 //   BM_eval_nodes/G    one logistic evaluation at dimension 2^20 + 1 over 2 nodes x 4 shards, the
@@ -84,10 +85,23 @@ void BM_round_trip(benchmark::State& state) {
     state.SkipWithError(setup.problem.c_str());
     return;
   }
+  // One row: the evaluation costs N multiply-adds, the rest is moving theta and the gradient.
+  const auto features = static_cast<Eigen::Index>(state.range(0) - 1);
+  auto row = std::make_shared<model::dataset>();
+  row->x = model::dense_features::Ones(1, features);
+  row->y = Eigen::VectorXd::Ones(1);
+  const model::model_shape shape{model::model_kind::linear, features, 1};
+  auto objective = setup.cluster->ship(shape, 0, row, io::partition_blocks(1, 1),
+                                       actors::place_shards({1, 1}, 1), std::chrono::minutes{5}, {});
+  if (!objective) {
+    state.SkipWithError(objective.error().message().c_str());
+    return;
+  }
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(state.range(0), -1, 1);
+  Eigen::VectorXd grad;
   for (auto _ : state)
-    if (auto ok = setup.cluster->echo(0, theta); !ok)
-      state.SkipWithError(ok.error().message().c_str());
+    if (auto f = objective->evaluate(theta, grad); !f)
+      state.SkipWithError(f.error().message().c_str());
   // Bytes moved per round trip: the vector there and back.
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0) * 16);
 }

@@ -1,0 +1,110 @@
+#include "actors/node_holdings.hpp"
+
+#include <string>
+
+namespace shardopt::actors {
+
+node_holdings::node_holdings(node_limits limits) : limits_(std::move(limits)) {
+  if (limits_.bytes <= 0)
+    limits_.bytes = half_of_memory();
+  if (limits_.bytes_per_driver <= 0)
+    limits_.bytes_per_driver = limits_.bytes;
+}
+
+result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t bytes, bool bytes_only) const {
+  const auto it = drivers_.find(driver);
+  const std::int64_t mine =
+    it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size()) + (it->second.staged ? 1 : 0);
+  const std::int64_t my_bytes = it == drivers_.end() ? 0 : it->second.bytes;
+  if (!bytes_only && mine >= limits_.shards_per_driver)
+    return fail_invalid("this node allows " + std::to_string(limits_.shards_per_driver) + " shards per driver");
+  if (!bytes_only && shards_ >= limits_.shards)
+    return fail_invalid("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
+  if (bytes > limits_.bytes_per_driver - my_bytes)
+    return fail_invalid("the data would exceed this node's limit of " + std::to_string(limits_.bytes_per_driver)
+                        + " bytes per driver");
+  if (bytes > limits_.bytes - bytes_)
+    return fail_invalid("the data would exceed this node's limit of " + std::to_string(limits_.bytes)
+                        + " bytes in all");
+  return {};
+}
+
+driver_share* node_holdings::find(const caf::actor_addr& driver) {
+  const auto it = drivers_.find(driver);
+  return it == drivers_.end() ? nullptr : &it->second;
+}
+
+driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added) {
+  auto [it, made] = drivers_.try_emplace(driver);
+  added = made;
+  return it->second;
+}
+
+void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes) {
+  share.shards.push_back(std::move(shard));
+  share.bytes += bytes;
+  bytes_ += bytes;
+  ++shards_;
+}
+
+void node_holdings::start_staging(driver_share& share, io::dataset_assembly assembly, const access_token& token) {
+  share.staged = std::move(assembly);
+  share.staged_token = token;
+  ++shards_;
+}
+
+void node_holdings::add_staged(driver_share& share, std::int64_t bytes) {
+  share.staged_bytes += bytes;
+  share.staged_at = std::chrono::steady_clock::now();
+  share.bytes += bytes;
+  bytes_ += bytes;
+}
+
+bool node_holdings::drop_staged(const caf::actor_addr& driver) {
+  const auto it = drivers_.find(driver);
+  if (it == drivers_.end())
+    return false;
+  auto& share = it->second;
+  if (share.staged) {
+    share.staged.reset();
+    share.bytes -= share.staged_bytes;
+    bytes_ -= share.staged_bytes;
+    share.staged_bytes = 0;
+    --shards_;
+  }
+  if (!share.empty())
+    return false;
+  drivers_.erase(it);
+  return true;
+}
+
+std::vector<caf::actor_addr> node_holdings::idle_staging(std::chrono::steady_clock::time_point now) const {
+  std::vector<caf::actor_addr> idle;
+  for (const auto& [driver, share] : drivers_)
+    if (share.staged && now - share.staged_at > limits_.staging_idle)
+      idle.push_back(driver);
+  return idle;
+}
+
+std::optional<driver_share> node_holdings::release(const caf::actor_addr& driver) {
+  const auto it = drivers_.find(driver);
+  if (it == drivers_.end())
+    return std::nullopt;
+  shards_ -= static_cast<std::int64_t>(it->second.shards.size()) + (it->second.staged ? 1 : 0);
+  bytes_ -= it->second.bytes;
+  auto share = std::move(it->second);
+  drivers_.erase(it);
+  return share;
+}
+
+std::vector<driver_share> node_holdings::release_all() {
+  std::vector<driver_share> all;
+  for (auto& [driver, share] : drivers_)
+    all.push_back(std::move(share));
+  drivers_.clear();
+  shards_ = 0;
+  bytes_ = 0;
+  return all;
+}
+
+} // namespace shardopt::actors

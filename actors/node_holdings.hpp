@@ -1,0 +1,79 @@
+#pragma once
+
+// What each driver holds on a node, and whether it may hold more: shards, groups, bytes of data,
+// and the data of its next shard while it arrives in pieces. The node actor (node.cpp) asks
+// `admit` before it takes anything, records what it took here, and ends what `release` hands back;
+// this file keeps the counts and the limits, and nothing else (it spawns and ends no actor).
+
+#include "actors/messages.hpp"
+#include "actors/node_checks.hpp"
+#include "io/assembly.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace shardopt::actors {
+
+/// The shards, groups and bytes one driver holds on this node, and the data it is sending in pieces.
+struct driver_share {
+  std::vector<shard_actor> shards;
+  std::vector<shard_actor> groups;
+  std::int64_t bytes = 0;                      ///< the shards' data and the staged data
+  std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
+  access_token staged_token;                   ///< the token its pieces and its shard carry
+  std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
+  std::chrono::steady_clock::time_point staged_at;  ///< when its last piece arrived
+
+  bool empty() const { return shards.empty() && groups.empty() && !staged; }
+};
+
+class node_holdings {
+public:
+  /// `limits` with its defaults filled in (bytes: half of this machine's memory; per driver: all).
+  explicit node_holdings(node_limits limits);
+
+  const node_limits& limits() const { return limits_; }
+
+  /// Whether `driver` may hold `bytes` more data and, unless `bytes_only`, one more shard. (Data
+  /// arriving in pieces holds a shard's place from its first piece on.)
+  result<void> admit(const caf::actor_addr& driver, std::int64_t bytes, bool bytes_only = false) const;
+
+  /// What `driver` holds, or null.
+  driver_share* find(const caf::actor_addr& driver);
+
+  /// What `driver` holds, made empty if it held nothing; `added` says it was made.
+  driver_share& share_of(const caf::actor_addr& driver, bool& added);
+
+  /// Counts a shard `driver` now holds, with its data's bytes.
+  void hold(driver_share& share, shard_actor shard, std::int64_t bytes);
+
+  /// Starts the data of `share`'s next shard arriving in pieces (it holds a shard's place).
+  void start_staging(driver_share& share, io::dataset_assembly assembly, const access_token& token);
+
+  /// Counts `bytes` more of the data arriving for `share`.
+  void add_staged(driver_share& share, std::int64_t bytes);
+
+  /// Forgets the data `driver` was receiving in pieces, its bytes and its shard's place. True when
+  /// the driver is then forgotten too (it holds nothing else here).
+  bool drop_staged(const caf::actor_addr& driver);
+
+  /// The drivers whose staged data no piece has extended for `limits().staging_idle`.
+  std::vector<caf::actor_addr> idle_staging(std::chrono::steady_clock::time_point now) const;
+
+  /// Forgets `driver` and hands back what it held (for the caller to end), if anything.
+  std::optional<driver_share> release(const caf::actor_addr& driver);
+
+  /// Forgets every driver and hands back what they held.
+  std::vector<driver_share> release_all();
+
+private:
+  node_limits limits_;
+  std::map<caf::actor_addr, driver_share> drivers_;
+  std::int64_t shards_ = 0;  ///< shards held, staged ones included
+  std::int64_t bytes_ = 0;
+};
+
+} // namespace shardopt::actors
