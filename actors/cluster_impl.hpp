@@ -1,0 +1,170 @@
+#pragma once
+
+// Internal to the cluster's sources (cluster.cpp: connecting and shipping; cluster_parts.cpp:
+// node-local data): the driver's state over its nodes, and how a run's peers are made, placed and
+// made again after a loss. Not part of the actors library's interface.
+
+#include "actors/cluster.hpp"
+#include "actors/fan_out.hpp"
+#include "actors/node.hpp"
+#include "actors/shard.hpp"
+#include "io/assembly.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardopt::actors {
+
+struct cluster::impl {
+  impl(runtime& r, std::vector<node_actor> handles, std::vector<connected_node> connected)
+    : rt(r), self(r.system()), token(access_token::random()),
+      nodes(self.ptr(), std::move(handles), names_of(connected)), info(std::move(connected)),
+      alive(info.size(), true), load(info.size(), 0) {}
+
+  static std::vector<std::string> names_of(const std::vector<connected_node>& nodes) {
+    std::vector<std::string> names;
+    for (const auto& node : nodes)
+      names.push_back(node.endpoint.text());
+    return names;
+  }
+
+  /// Asks node j one request (`send(round)` sends it) and returns its reply, a value of type T.
+  template <class T, class Send>
+  result<T> ask(std::size_t j, const std::string& what, Send send) {
+    std::optional<T> out;
+    auto done = nodes.round(
+      reply<T>{}, j, j + 1, timeouts::control, what,
+      [&](std::size_t, std::uint64_t round) { send(round); },
+      [&](std::size_t, T value) -> result<void> {
+        out = std::move(value);
+        return {};
+      });
+    if (!done)
+      return done.error();
+    return std::move(*out);
+  }
+
+  result<shard_actor> spawn_on(std::size_t j, const shard_spec& spec) {
+    return ask<shard_actor>(j, "creating a shard", [&](std::uint64_t round) {
+      self->send(nodes[j], spawn_atom::value, round, token, spec);
+    });
+  }
+
+  /// Ships rows `range` of `data` to node j and creates a shard on them: in one message when they
+  /// fit in a piece, else piece by piece (see the node protocol), then the shard on what arrived.
+  result<shard_actor> ship_on(std::size_t j, const model::model_shape& shape,
+                              const std::shared_ptr<const model::dataset>& data,
+                              model::row_range range, const block_layout& layout) {
+    const auto pieces = io::pieces_of(*data, range, piece_bytes);
+    if (pieces.size() <= 1)
+      return spawn_on(j, shard_spec{shape, data_block{data, range}, layout});
+    const auto whole = io::extent_of(*data, range);
+    for (const auto& piece : pieces) {
+      auto received = ask<std::int64_t>(j, "shipping a shard's data", [&](std::uint64_t round) {
+        self->send(nodes[j], append_atom::value, round, token, whole.rows, whole.nonzeros,
+                   piece.begin - range.begin, data_block{data, piece});
+      });
+      if (!received)
+        return received.error();
+      if (*received != piece.end - range.begin)
+        return fail_runtime("node " + nodes.name(j) + " reported " + std::to_string(*received)
+                    + " rows received, " + std::to_string(piece.end - range.begin) + " were sent");
+    }
+    return spawn_on(j, shard_spec{shape, data_block{data, {range.end, range.end}}, layout});
+  }
+
+  /// A node-local shard and what its node read.
+  struct part_reply {
+    shard_actor shard;
+    std::int64_t rows = 0;
+    dense_vector feature_max;
+    double max_label = 0;
+  };
+
+  result<part_reply> spawn_part_on(std::size_t j, const part_shard_spec& spec) {
+    std::optional<part_reply> out;
+    auto done = nodes.round(
+      reply<shard_actor, std::int64_t, dense_vector, double>{}, j, j + 1, timeouts::control,
+      "creating a shard",
+      [&](std::size_t, std::uint64_t round) {
+        self->send(nodes[j], spawnpart_atom::value, round, token, spec);
+      },
+      [&](std::size_t, shard_actor shard, std::int64_t rows, dense_vector feature_max,
+          double max_label) -> result<void> {
+        if (static_cast<std::int64_t>(feature_max.size()) != spec.shape.features
+            || !feature_max.map().allFinite() || feature_max.map().minCoeff() < 0
+            || !std::isfinite(max_label) || max_label < 0)
+          return fail_runtime("reported impossible data bounds");
+        out = part_reply{std::move(shard), rows, std::move(feature_max), max_label};
+        return {};
+      });
+    if (!done)
+      return done.error();
+    return std::move(*out);
+  }
+
+  /// Makes the peer of shards `members` on node j: each made by `spawn(j, shard)`, then grouped
+  /// on the node (a single shard is its own peer).
+  template <class Spawn>
+  result<shard_actor> peer_on(std::size_t j, const std::vector<std::size_t>& members, Spawn spawn) {
+    std::vector<shard_actor> shards;
+    for (const auto i : members) {
+      auto shard = spawn(j, i);
+      if (!shard)
+        return shard.error().with_context("creating shard " + std::to_string(i));
+      shards.push_back(std::move(*shard));
+    }
+    if (shards.size() == 1)
+      return shards.front();
+    return ask<shard_actor>(j, "grouping shards", [&](std::uint64_t round) {
+      self->send(nodes[j], group_atom::value, round, token, shards);
+    });
+  }
+
+  /// Whether node j still answers a hello within timeouts::probe (after one of its shards went
+  /// down: a lost shard alone does not make a node dead).
+  bool answers(std::size_t j) {
+    auto done = nodes.round(
+      reply<node_info>{}, j, j + 1, timeouts::probe, "hello",
+      [&](std::size_t, std::uint64_t round) {
+        self->send(nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+      },
+      [](std::size_t, const node_info&) -> result<void> { return {}; });
+    return done.ok();
+  }
+
+  runtime& rt;
+  caf::scoped_actor self;  // the driver: nodes end its shards when it ends
+  access_token token;      // the capability every shard of this run answers to
+  peer_group<node_actor> nodes;
+  std::vector<connected_node> info;
+  std::vector<bool> alive;
+  std::vector<std::size_t> load;  // shards per node
+  std::vector<std::size_t> home;  // node of each peer
+  bool per_node = true;           // one peer per node (its shards grouped), else one per shard
+  std::int64_t piece_bytes = std::int64_t{8} << 20;  // the most data one message ships
+};
+
+/// Makes shard `shard` on node `node` of a cluster (shipping its rows, or having the node read them).
+using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t node, std::size_t shard)>;
+
+/// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`
+/// gets each shard's block count.
+std::vector<block_layout> layouts_of(const std::vector<std::int64_t>& rows, std::int64_t block_rows,
+                                     std::vector<std::int64_t>& blocks);
+
+/// Creates every peer of a run (a node's shards, grouped) and the objective over them, with the
+/// data bounds as they are once every shard exists. A lost peer's shards are made again by
+/// `spawn` on the live node with the fewest shards.
+result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state, model::model_shape shape,
+                                            double lambda, const std::vector<std::size_t>& plan,
+                                            const std::vector<block_layout>& layouts,
+                                            const std::vector<std::int64_t>& blocks,
+                                            const std::vector<std::int64_t>& rows,
+                                            std::shared_ptr<const model::data_bounds> bounds,
+                                            std::chrono::milliseconds timeout,
+                                            std::function<void(const std::string&)> log, spawn_fn spawn);
+
+} // namespace shardopt::actors
