@@ -1,7 +1,5 @@
 #include "apps/progress.hpp"
 
-#include "io/atomic_file.hpp"
-
 #include <nlohmann/json.hpp>
 
 #include <cerrno>
@@ -21,44 +19,16 @@ progress_reporter::progress_reporter(bool quiet, double interval_seconds)
   : quiet_(quiet), interval_(interval_seconds) {}
 
 result<void> progress_reporter::open_metrics(const std::string& path, int resumed_at) {
-  metrics_path_ = path;
-  if (resumed_at > 0) {
-    // Keep the rows of the iterations the resumed run will not repeat.
-    std::string kept;
-    std::ifstream old{path};
-    for (std::string line; std::getline(old, line);) {
-      const auto row = nlohmann::json::parse(line, nullptr, false);
-      if (row.is_object() && row.contains("iteration") && row["iteration"].is_number_integer()
-          && row["iteration"].get<int>() <= resumed_at)
-        kept += line + '\n';
-    }
-    if (auto ok = io::write_file_atomically(path, kept); !ok)
-      return ok.error();
-  }
-  metrics_.open(path, std::ios::out | (resumed_at > 0 ? std::ios::app : std::ios::trunc));
-  if (!metrics_)
-    return fail_runtime(path + ": cannot open the metrics file for writing: " + std::strerror(errno));
-  return {};
+  return metrics_.open(path, "iteration", resumed_at);
 }
 
 result<void> progress_reporter::metrics_written() const {
-  if (metrics_error_.empty())
-    return {};
-  return fail_runtime(metrics_error_);
+  return metrics_.written();
 }
 
 bool progress_reporter::operator()(const optimizer::iteration_info& info) {
   const auto row = metrics_row(info);
-  if (metrics_.is_open()) {
-    metrics_ << row.dump() << '\n';
-    metrics_.flush();
-    if (!metrics_ && metrics_error_.empty()) {
-      metrics_error_ = metrics_path_ + ": cannot write the metrics row of iteration " +
-                       std::to_string(info.iteration) + ": " + std::strerror(errno);
-      if (!quiet_)
-        std::fprintf(stderr, "shardopt: warning: %s (training goes on)\n", metrics_error_.c_str());
-    }
-  }
+  metrics_.write(row, "iteration " + std::to_string(info.iteration), quiet_);
   const auto now = std::chrono::steady_clock::now();
   if (info.iteration <= 1 || now - last_print_ >= interval_) {
     print(info);

@@ -1,11 +1,11 @@
 #pragma once
 
+#include "apps/metrics_file.hpp"
 #include "optimizer/lbfgs.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -48,9 +48,7 @@ private:
   std::chrono::duration<double> interval_;
   std::chrono::steady_clock::time_point last_print_{};
   std::optional<optimizer::iteration_info> pending_;
-  std::ofstream metrics_;
-  std::string metrics_path_;
-  std::string metrics_error_;
+  metrics_file metrics_;
   row_hook follow_;
 };
 

@@ -93,7 +93,7 @@ result<std::pair<int, double>> parse_slow_worker(const std::string& text) {
 struct chief_reporting {
   bool quiet = false;
   model::model_kind kind = model::model_kind::softmax;
-  std::ofstream metrics;
+  metrics_file metrics;
   bool keep_history = false;
   std::vector<nlohmann::json> history;
   row_hook on_row;
@@ -140,10 +140,7 @@ struct chief_reporting {
       const auto key = model::is_classifier(kind) ? "test_accuracy" : "test_rmse";
       test = std::string{"  "} + key + " " + std::to_string(json[key].get<double>());
     }
-    if (metrics.is_open()) {
-      metrics << json.dump() << '\n';
-      metrics.flush();
-    }
+    metrics.write(json, "step " + std::to_string(row.step), quiet);
     if (keep_history)
       history.push_back(json);
     if (on_row && !hook_stopped && !interrupted() && !on_row(json))
@@ -194,6 +191,8 @@ result<train_report> finish(const train_options& o, const actors::ps_job& job, c
   summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
   train_report report{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
                       std::move(reporting.history), std::nullopt};
+  if (auto written = reporting.metrics.written(); !written)
+    report.metrics_error = written.error();
   if (!o.save.empty())
     if (auto ok = io::save_model(o.save, report.model); !ok)
       return ok.error();
@@ -275,9 +274,8 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   reporting.quiet = t.quiet;
   reporting.kind = data->shape.kind;
   if (index == 0 && !t.metrics.empty()) {
-    reporting.metrics.open(t.metrics, std::ios::out | std::ios::trunc);
-    if (!reporting.metrics)
-      return report_error(t.metrics + ": cannot open the metrics file for writing");
+    if (auto ok = reporting.metrics.open(t.metrics); !ok)
+      return report_error(ok.error().message());
   }
   auto chief = reporting.options(t, *data);
   auto outcome = actors::run_remote_worker(rt, *group, *job, task, index == 0 ? &chief : nullptr);
@@ -293,6 +291,8 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   if (!report)
     return report_error(report.error().message());
   print_summary(t.quiet, t.json, report->summary);
+  if (report->metrics_error)
+    return report_error(report->metrics_error->message());
   return 0;
 }
 
@@ -326,9 +326,8 @@ result<train_report> train_ps(const train_options& options, const train_controls
   reporting.on_row = controls.on_row;
   reporting.interrupt = controls.interrupt;
   if (!options.metrics.empty()) {
-    reporting.metrics.open(options.metrics, std::ios::out | std::ios::trunc);
-    if (!reporting.metrics)
-      return fail_runtime(options.metrics + ": cannot open the metrics file for writing");
+    if (auto ok = reporting.metrics.open(options.metrics); !ok)
+      return ok.error();
   }
   if (!options.quiet)
     std::fprintf(stderr, "data: %lld examples x %lld features from %s; %d workers, %d parameter servers, %s%s\n",

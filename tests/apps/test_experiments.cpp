@@ -18,6 +18,8 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
+#include <utility>
 
 using shardopt::test::background_process;
 using shardopt::test::run;
@@ -395,4 +397,40 @@ TEST_CASE("a sweep on a full disk keeps its previous results whole, names each f
   CHECK(later.err.find("cannot write") == std::string::npos);
   CHECK(rows_of(out / "results.jsonl").size() == 3);
   CHECK(::umount2(disk.c_str(), MNT_DETACH) == 0);
+}
+
+TEST_CASE("a --metrics file on a full disk: both modes train to the end and fail naming the file and the row") {
+  temp_dir dir;
+  const auto disk = dir.path() / "disk";
+  fs::create_directories(disk);
+  if (const auto why_not = shardopt::test::mount_small_tmpfs(disk, "64k")) {
+    MESSAGE("skipped: cannot mount a tmpfs to fill (" << *why_not << ")");
+    WARN_MESSAGE(false, "full-disk metrics test skipped");
+    return;
+  }
+  std::ostringstream csv;
+  for (int i = 0; i < 200; ++i)
+    csv << i % 2 << "," << (i % 7) * 0.5 << "," << (i % 5) - 2.0 << "\n";
+  const auto data = (dir.path() / "train.csv").string();
+  write_file(data, csv.str());
+  {
+    std::ofstream filler{disk / "filler", std::ios::binary};
+    const std::string block(4096, 'f');
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())))
+      filler.flush();
+  }
+  std::ofstream{disk / "last-bytes"} << std::string(200, 'b');
+  const auto metrics = (disk / "run.jsonl").string();
+  for (const auto& [mode, row] : {std::pair<std::string, std::string>{"lbfgs", "iteration 1"}, {"ps", "step 1"}}) {
+    INFO("--mode " << mode);
+    const auto result = run({shardopt_binary(), "train", "--model", "logistic", "--data", data, "--mode", mode,
+                             "--max-iter", "5", "--last-step", "20", "--log-steps", "1", "--workers", "2",
+                             "--metrics", metrics, "--json", "--quiet"}, 120s);
+    INFO("stderr: " << result.err);
+    CHECK_FALSE(result.signaled);
+    CHECK(result.exit_code == 1);
+    CHECK(json::parse(result.out).contains("objective"));  // the run finished and said so
+    CHECK(result.err.find(metrics + ": cannot write the metrics row of " + row + ": "
+                          + std::strerror(ENOSPC)) != std::string::npos);
+  }
 }
