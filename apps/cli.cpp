@@ -232,7 +232,7 @@ void add_train_command(CLI::App& app, train_options& o) {
   train->add_option("--cg-tolerance", o.cg_tolerance,
                     "newton-cg: inner CG stops at this fraction of ||grad||, in (0, 1)")
     ->capture_default_str()->check(CLI::Range(1e-12, 0.999999));
-  train->add_option("--cg-pairs", o.cg_pairs,
+  train->add_option("--cg-pairs", o.preconditioner_pairs,
                     "newton-cg: pairs of the previous CG solve in its L-BFGS preconditioner (0 = none)")
     ->capture_default_str()->check(CLI::Range(0, 1000));
   train->add_option("--max-cg", o.max_cg, "newton-cg: Hessian-vector products per step (0 = the dimension)")

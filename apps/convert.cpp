@@ -12,16 +12,16 @@ int run_convert(const convert_options& options) {
   const auto started = std::chrono::steady_clock::now();
   auto read = read_options_of(options.data);
   if (!read)
-    return report_error(read.error().message());
+    return exit_with_error(read.error().message());
   auto origin = io::origin_of(options.data.data, *read);
   if (!origin && options.data.data != "fashion-mnist")
-    return report_error(origin.error().message());
+    return exit_with_error(origin.error().message());
   auto data = io::read_dataset(options.data.data, io::split::train, *read);
   if (!data)
-    return report_error(data.error().message());
+    return exit_with_error(data.error().message());
   const auto recorded = origin ? *origin : io::cache_origin{options.data.data, 0, 0, *read};
   if (auto ok = io::write_binary_dataset(options.output, *data, recorded); !ok)
-    return report_error(ok.error().message());
+    return exit_with_error(ok.error().message());
   if (!options.quiet)
     std::fprintf(stderr, "wrote %s: %lld rows x %lld features, %lld %s values, from %s (%.1fs)\n",
                  options.output.c_str(), static_cast<long long>(data->data.rows()),

@@ -54,10 +54,10 @@ result<Eigen::VectorXd> predict(const io::saved_model& saved, io::raw_dataset ra
 int run_eval(const eval_options& options) {
   auto saved = io::load_model(options.model_file);
   if (!saved)
-    return report_error(saved.error().message());
+    return exit_with_error(saved.error().message());
   auto data = prepare_eval_data(options.data, *saved);
   if (!data)
-    return report_error(data.error().message());
+    return exit_with_error(data.error().message());
   const auto out = evaluate_model(*saved, *data);
   const auto rows = out["examples"].get<std::int64_t>();
   const auto f = out["objective"].get<double>();

@@ -171,11 +171,11 @@ void write_results_or_warn(const fs::path& out, const std::vector<planned_run>& 
 int run_sweep(const sweep_options& options) {
   auto plan = plan_sweep(options.file, options.repeat);
   if (!plan)
-    return report_error(plan.error().message());
+    return exit_with_error(plan.error().message());
   // plan_sweep read the file a moment ago; it may have changed since.
   auto sweep_base = read_sweep_base(options.file);
   if (!sweep_base)
-    return report_error(sweep_base.error().message());
+    return exit_with_error(sweep_base.error().message());
   const auto& base = sweep_base->literals;
   const std::int64_t base_seed = sweep_base->seed;
   const fs::path out = options.out.empty() ? fs::path{"results"} / fs::path{options.file}.stem() : fs::path{options.out};
@@ -187,10 +187,10 @@ int run_sweep(const sweep_options& options) {
   std::error_code ec;
   fs::create_directories(out, ec);
   if (ec)
-    return report_error(out.string() + ": cannot create the results folder: " + ec.message());
+    return exit_with_error(out.string() + ": cannot create the results folder: " + ec.message());
   const auto exe = fs::read_symlink("/proc/self/exe", ec);
   if (ec)
-    return report_error("/proc/self/exe: cannot find this program to start runs: " + ec.message());
+    return exit_with_error("/proc/self/exe: cannot find this program to start runs: " + ec.message());
   const bool repeated = std::any_of(plan->begin(), plan->end(), [](const planned_run& r) { return r.repeat > 0; });
   struct running_run {
     std::size_t index;

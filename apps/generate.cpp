@@ -11,11 +11,11 @@ int run_generate(const generate_options& options) {
   auto spec = options.spec;
   const auto kind = model::parse_model_kind(options.model);
   if (!kind)
-    return report_error("--model " + options.model + ": generate writes linear, logistic or softmax data");
+    return exit_with_error("--model " + options.model + ": generate writes linear, logistic or softmax data");
   spec.kind = *kind;
   const auto started = std::chrono::steady_clock::now();
   if (auto ok = io::write_synthetic(spec, options.output); !ok)
-    return report_error(ok.error().message());
+    return exit_with_error(ok.error().message());
   if (!options.quiet)
     std::fprintf(stderr, "wrote %s: %lld rows x %lld features, %lld non-zeros a row, %s labels, seed %llu (%.1fs)\n",
                  options.output.c_str(), static_cast<long long>(spec.rows),

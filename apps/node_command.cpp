@@ -46,14 +46,14 @@ result<actors::node_limits> limits_of(const node_options& options) {
 
 int run_node(const node_options& options) {
   if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
-    return report_error(ok.error().message());
+    return exit_with_error(ok.error().message());
   if (auto ok = actors::check_exposure(options.bind, options.tls.enabled(), options.insecure,
                                        "shardopt node");
       !ok)
-    return report_error(ok.error().message());
+    return exit_with_error(ok.error().message());
   auto limits = limits_of(options);
   if (!limits)
-    return report_error(limits.error().message());
+    return exit_with_error(limits.error().message());
   // Block the stop signals before any thread starts, so that only the waiting thread gets them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
@@ -72,7 +72,7 @@ int run_node(const node_options& options) {
   actors::runtime rt{actors::runtime_options{options.threads, true, options.tls, true}};
   auto service = actors::node_service::start(rt, options.bind, options.port, *limits);
   if (!service)
-    return report_error(service.error().message());
+    return exit_with_error(service.error().message());
   if (options.insecure && !actors::is_loopback(options.bind))
     std::fprintf(stderr, "shardopt node: warning: --insecure: listening on %s without TLS\n",
                  options.bind.c_str());
@@ -91,7 +91,7 @@ int run_node(const node_options& options) {
     pthread_kill(signals.native_handle(), SIGUSR2);
   signals.join();
   if (!served)
-    return report_error(served.error().message());
+    return exit_with_error(served.error().message());
   std::fprintf(stderr, "shardopt node: %s, shutting down\n", received == SIGINT ? "SIGINT" : "SIGTERM");
   // Unpublish and end the node and its shards; the runtime is left to the process's exit.
   { auto stopping = std::move(*service); }

@@ -15,18 +15,18 @@ nlohmann::json metrics_row(const optimizer::iteration_info& info) {
                         {"hessian_products", info.products}, {"seconds", info.seconds}};
 }
 
-progress_reporter::progress_reporter(bool quiet, double interval_seconds)
+progress_log::progress_log(bool quiet, double interval_seconds)
   : quiet_(quiet), interval_(interval_seconds) {}
 
-result<void> progress_reporter::open_metrics(const std::string& path, int resumed_at) {
+result<void> progress_log::open_metrics(const std::string& path, int resumed_at) {
   return metrics_.open(path, "iteration", resumed_at);
 }
 
-result<void> progress_reporter::metrics_written() const {
+result<void> progress_log::metrics_written() const {
   return metrics_.written();
 }
 
-bool progress_reporter::operator()(const optimizer::iteration_info& info) {
+bool progress_log::operator()(const optimizer::iteration_info& info) {
   const auto row = metrics_row(info);
   metrics_.write(row, "iteration " + std::to_string(info.iteration), quiet_);
   const auto now = std::chrono::steady_clock::now();
@@ -40,13 +40,13 @@ bool progress_reporter::operator()(const optimizer::iteration_info& info) {
   return !follow_ || follow_(row);
 }
 
-void progress_reporter::flush() {
+void progress_log::flush() {
   if (pending_)
     print(*pending_);
   pending_.reset();
 }
 
-void progress_reporter::print(const optimizer::iteration_info& info) {
+void progress_log::print(const optimizer::iteration_info& info) {
   if (quiet_)
     return;
   if (info.products > 0)

@@ -20,9 +20,9 @@ using row_hook = std::function<bool(const nlohmann::json& row)>;
 
 /// Reports L-BFGS iterations: a throttled progress line on stderr (the first iteration, then at most
 /// one per `interval`) and, with a metrics path, one JSON object per iteration in a JSON-lines file.
-class progress_reporter {
+class progress_log {
 public:
-  progress_reporter(bool quiet, double interval_seconds);
+  progress_log(bool quiet, double interval_seconds);
 
   /// Opens the metrics file: truncated, or for a run resumed after iteration `resumed_at`, with the
   /// rows of iterations up to `resumed_at` kept (rows a killed run wrote beyond its checkpoint

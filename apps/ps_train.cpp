@@ -89,8 +89,8 @@ result<std::pair<int, double>> parse_slow_worker(const std::string& text) {
 }
 
 /// The chief's hooks as the user sees them: progress lines on stderr, a JSON-lines metrics file,
-/// the rows kept for the report and shown to the caller's hook, which may stop the job.
-struct chief_reporting {
+/// the rows kept for the caller and shown to the caller's hook, which may stop the job.
+struct chief_hooks {
   bool quiet = false;
   model::model_kind kind = model::model_kind::softmax;
   metrics_file metrics;
@@ -153,9 +153,9 @@ struct chief_reporting {
   }
 };
 
-/// The final report (a summary like train's) and the model file.
-result<train_report> finish(const train_options& o, const actors::ps_job& job, const prepared_data& data,
-                            const actors::ps_outcome& outcome, int ps_count, chief_reporting& reporting,
+/// The outcome of a job (a summary like train's) and the model file.
+result<train_outcome> finish(const train_options& o, const actors::ps_job& job, const prepared_data& data,
+                            const actors::ps_outcome& outcome, int ps_count, chief_hooks& hooks,
                             clock_type::time_point started) {
   const auto& theta = outcome.theta;
   model::local_objective objective{data.shape, data.train, o.lambda};
@@ -182,24 +182,24 @@ result<train_report> finish(const train_options& o, const actors::ps_job& job, c
     {"examples_per_second", outcome.seconds > 0 ? static_cast<double>(examples) / outcome.seconds : 0},
     {"dropped_gradients", outcome.stats.dropped},
     {"staleness_max", outcome.stats.staleness_max},
-    {"stop_reason", reporting.interrupt_stopped ? "interrupted"
-                    : reporting.hook_stopped ? "stopped_by_hook"
+    {"stop_reason", hooks.interrupt_stopped ? "interrupted"
+                    : hooks.hook_stopped ? "stopped_by_hook"
                                              : "last_step"}});
   if (!outcome.last_checkpoint.empty())
     summary["checkpoint"] = outcome.last_checkpoint;
   add_qualities(summary, data, model::quality(data.shape, *data.train, {0, data.train->rows()}, theta), theta);
   summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
-  train_report report{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
-                      std::move(reporting.history), std::nullopt};
-  if (auto written = reporting.metrics.written(); !written)
-    report.metrics_error = written.error();
+  train_outcome trained{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
+                      std::move(hooks.history), std::nullopt};
+  if (auto written = hooks.metrics.written(); !written)
+    trained.metrics_error = written.error();
   if (!o.save.empty())
-    if (auto ok = io::save_model(o.save, report.model); !ok)
+    if (auto ok = io::save_model(o.save, trained.model); !ok)
       return ok.error();
   if (!o.quiet)
     std::fprintf(stderr, "stopped at step %lld after %.2fs; objective %.10g\n",
                  static_cast<long long>(outcome.step), outcome.seconds, f);
-  return report;
+  return trained;
 }
 
 result<prepared_data> read_data(const train_options& o, memory_data* in_memory = nullptr) {
@@ -225,12 +225,12 @@ int run_ps_server(const ps_task_options& o, const actors::endpoint& self_endpoin
   const auto bind = o.bind.empty() ? self_endpoint.host : o.bind;
   if (auto ok = actors::check_exposure(bind, t.tls.enabled(), o.insecure, "ps " + std::to_string(o.task_index));
       !ok)
-    return report_error(ok.error().message());
+    return exit_with_error(ok.error().message());
   // Left running at exit: the process ends right after (see runtime_options).
   actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
   auto published = actors::publish_parameter_server(rt, bind, self_endpoint.port, job_token(o));
   if (!published)
-    return report_error(published.error().message());
+    return exit_with_error(published.error().message());
   auto [server, port] = *published;
   if (!t.quiet)
     std::fprintf(stderr, "ps %d listening on %s:%u\n", o.task_index, bind.c_str(), static_cast<unsigned>(port));
@@ -252,15 +252,15 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   const auto& t = o.train;
   auto data = read_data(t);
   if (!data)
-    return report_error(data.error().message());
+    return exit_with_error(data.error().message());
   auto job = make_job(t.ps, data->shape, t.lambda, static_cast<int>(workers));
   if (!job)
-    return report_error(job.error().message());
+    return exit_with_error(job.error().message());
   auto slow = parse_slow_worker(t.ps.slow_worker);
   if (!slow)
-    return report_error(slow.error().message());
+    return exit_with_error(slow.error().message());
   if (auto ok = io::check_tls_files(t.tls.certificate, t.tls.key, t.tls.ca); !ok)
-    return report_error(ok.error().message());
+    return exit_with_error(ok.error().message());
   const auto index = static_cast<std::uint32_t>(o.task_index);
   const auto blocks = io::partition_rows(data->train->rows(), workers);
   actors::worker_task task{index, data->train, blocks[index], slow->first == o.task_index ? slow->second : 1.0};
@@ -269,36 +269,36 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
   if (!group)
-    return report_error(group.error().message());
-  chief_reporting reporting;
-  reporting.quiet = t.quiet;
-  reporting.kind = data->shape.kind;
+    return exit_with_error(group.error().message());
+  chief_hooks hooks;
+  hooks.quiet = t.quiet;
+  hooks.kind = data->shape.kind;
   if (index == 0 && !t.metrics.empty()) {
-    if (auto ok = reporting.metrics.open(t.metrics); !ok)
-      return report_error(ok.error().message());
+    if (auto ok = hooks.metrics.open(t.metrics); !ok)
+      return exit_with_error(ok.error().message());
   }
-  auto chief = reporting.options(t, *data);
+  auto chief = hooks.options(t, *data);
   auto outcome = actors::run_remote_worker(rt, *group, *job, task, index == 0 ? &chief : nullptr);
   if (!outcome)
-    return report_error("worker " + std::to_string(index) + ": " + outcome.error().message());
+    return exit_with_error("worker " + std::to_string(index) + ": " + outcome.error().message());
   if (index != 0) {
     if (!t.quiet)
       std::fprintf(stderr, "worker %u: training finished at step %lld\n", index,
                    static_cast<long long>(outcome->step));
     return 0;
   }
-  auto report = finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), reporting, started);
-  if (!report)
-    return report_error(report.error().message());
-  print_summary(t.quiet, t.json, report->summary);
-  if (report->metrics_error)
-    return report_error(report->metrics_error->message());
+  auto trained = finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), hooks, started);
+  if (!trained)
+    return exit_with_error(trained.error().message());
+  print_summary(t.quiet, t.json, trained->summary);
+  if (trained->metrics_error)
+    return exit_with_error(trained->metrics_error->message());
   return 0;
 }
 
 } // namespace
 
-result<train_report> train_ps(const train_options& options, const train_controls& controls) {
+result<train_outcome> train_ps(const train_options& options, const train_controls& controls) {
   const auto started = clock_type::now();
   if (options.solver != solver_kind::lbfgs)
     return fail_invalid("--solver " + std::string{to_string(options.solver)} + " is a full-batch solver of --mode lbfgs; "
@@ -319,14 +319,14 @@ result<train_report> train_ps(const train_options& options, const train_controls
   auto slow = parse_slow_worker(options.ps.slow_worker);
   if (!slow)
     return slow.error();
-  chief_reporting reporting;
-  reporting.quiet = options.quiet;
-  reporting.kind = data->shape.kind;
-  reporting.keep_history = controls.keep_history;
-  reporting.on_row = controls.on_row;
-  reporting.interrupt = controls.interrupt;
+  chief_hooks hooks;
+  hooks.quiet = options.quiet;
+  hooks.kind = data->shape.kind;
+  hooks.keep_history = controls.keep_history;
+  hooks.on_row = controls.on_row;
+  hooks.interrupt = controls.interrupt;
   if (!options.metrics.empty()) {
-    if (auto ok = reporting.metrics.open(options.metrics); !ok)
+    if (auto ok = hooks.metrics.open(options.metrics); !ok)
       return ok.error();
   }
   if (!options.quiet)
@@ -335,30 +335,30 @@ result<train_report> train_ps(const train_options& options, const train_controls
                  data->train_source.c_str(), workers, options.ps.servers,
                  job->sync ? "synchronous" : "asynchronous",
                  job->sync && job->replicas_to_aggregate < job->workers ? " with backup workers" : "");
-  const auto chief = reporting.options(options, *data);
+  const auto chief = hooks.options(options, *data);
   auto outcome = actors::run_local_job(rt, *job, static_cast<std::uint32_t>(options.ps.servers), data->train,
                                        chief, slow->first, slow->second);
   if (!outcome)
     return failure{"training failed: " + outcome.error().message(), failure_kind::runtime};
-  return finish(options, *job, *data, *outcome, options.ps.servers, reporting, started);
+  return finish(options, *job, *data, *outcome, options.ps.servers, hooks, started);
 }
 
 int run_ps_task(const ps_task_options& options) {
   auto servers = actors::parse_endpoints(options.ps_hosts, "--ps_hosts");
   if (!servers)
-    return report_error(servers.error().message());
+    return exit_with_error(servers.error().message());
   auto workers = actors::parse_endpoints(options.worker_hosts, "--worker_hosts");
   if (!workers)
-    return report_error(workers.error().message());
+    return exit_with_error(workers.error().message());
   const auto& list = options.job_name == "ps" ? *servers : *workers;
   if (options.job_name != "ps" && options.job_name != "worker")
-    return report_error("--job_name must be 'ps' or 'worker', got '" + options.job_name + "'");
+    return exit_with_error("--job_name must be 'ps' or 'worker', got '" + options.job_name + "'");
   if (options.task_index < 0 || static_cast<std::size_t>(options.task_index) >= list.size())
-    return report_error("--task_index " + std::to_string(options.task_index) + " is not in 0.." +
+    return exit_with_error("--task_index " + std::to_string(options.task_index) + " is not in 0.." +
                         std::to_string(list.size() - 1) + " for --job_name=" + options.job_name);
   if (options.job_name == "ps") {
     if (auto ok = io::check_tls_files(options.train.tls.certificate, options.train.tls.key, options.train.tls.ca); !ok)
-      return report_error(ok.error().message());
+      return exit_with_error(ok.error().message());
     return run_ps_server(options, list[static_cast<std::size_t>(options.task_index)]);
   }
   return run_ps_worker(options, *servers, static_cast<std::uint32_t>(workers->size()));

@@ -21,7 +21,7 @@ struct ps_task_options {
 };
 
 /// `train --mode ps` (see `train`): PSs and workers as actors in this process.
-result<train_report> train_ps(const train_options& options, const train_controls& controls);
+result<train_outcome> train_ps(const train_options& options, const train_controls& controls);
 
 /// `shardopt ps-task`: one PS or worker task. A PS serves until the chief is done and every worker
 /// has gone, then exits (status 1 when training failed). A worker trains until the last step or a

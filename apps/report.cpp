@@ -96,7 +96,7 @@ int run_report(const report_options& options) {
     if (it->path().filename() == "results.jsonl")
       files.push_back(it->path());
   if (ec || files.empty())
-    return report_error(options.results + ": no results.jsonl found (run `shardopt sweep` first)");
+    return exit_with_error(options.results + ": no results.jsonl found (run `shardopt sweep` first)");
   std::sort(files.begin(), files.end());
   std::vector<io::report_run> runs;
   for (const auto& file : files) {
@@ -111,17 +111,17 @@ int run_report(const report_options& options) {
       const auto row = json::parse(line, nullptr, false);
       const auto where = file.string() + ":" + std::to_string(number);
       if (row.is_discarded() || !row.is_object() || !row.contains("run") || !row["run"].is_string())
-        return report_error(where + ": not a results row");
+        return exit_with_error(where + ": not a results row");
       try {
         runs.push_back(read_run(row, file, prefix));
       } catch (const json::exception& e) {
-        return report_error(where + ": not a results row (" + e.what() + ")");
+        return exit_with_error(where + ": not a results row (" + e.what() + ")");
       }
     }
   }
   const auto html = io::render_report(runs, "shardopt report: " + options.results);
   if (auto written = io::write_file_atomically(options.output, html); !written)
-    return report_error(written.error().message());
+    return exit_with_error(written.error().message());
   std::fprintf(stderr, "report: %zu runs -> %s\n", runs.size(), options.output.c_str());
   return 0;
 }

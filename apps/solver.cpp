@@ -29,7 +29,7 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   newton.delta = options.lbfgs.delta;
   newton.max_iterations = options.lbfgs.max_iterations;
   newton.cg_tolerance = options.cg_tolerance;
-  newton.preconditioner_pairs = options.cg_pairs;
+  newton.preconditioner_pairs = options.preconditioner_pairs;
   newton.max_cg_iterations = options.max_cg;
   return plan;
 }

@@ -8,7 +8,7 @@
 
 namespace shardopt::apps {
 
-int report_error(const std::string& message) {
+int exit_with_error(const std::string& message) {
   std::fprintf(stderr, "shardopt: error: %s\n", message.c_str());
   return 1;
 }

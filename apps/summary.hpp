@@ -14,7 +14,7 @@
 namespace shardopt::apps {
 
 /// Prints "shardopt: error: <message>" on stderr and returns exit code 1.
-int report_error(const std::string& message);
+int exit_with_error(const std::string& message);
 
 /// The whole text of a results file (status.json, summary.json, metrics.jsonl, ...); empty when it
 /// is missing or unreadable, which its readers treat as "not written yet".

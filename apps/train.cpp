@@ -100,7 +100,7 @@ nlohmann::json sharded_summary(const train_options& options, const prepared_data
   return summary;
 }
 
-result<train_report> train_sharded(const train_options& options, const train_controls& controls) {
+result<train_outcome> train_sharded(const train_options& options, const train_controls& controls) {
   const auto architecture = model_architecture(options);
   if (!architecture)
     return architecture.error();
@@ -126,7 +126,7 @@ result<train_report> train_sharded(const train_options& options, const train_con
   auto checkpoints = checkpoints_for(options, *data, setup->shards);
   if (!checkpoints)
     return checkpoints.error();
-  progress_reporter progress{options.quiet, options.progress_interval};
+  progress_log progress{options.quiet, options.progress_interval};
   const int resumed_at = *checkpoints && (*checkpoints)->resume() ? (*checkpoints)->resume()->iterations : 0;
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
@@ -135,10 +135,10 @@ result<train_report> train_sharded(const train_options& options, const train_con
   // The run: each accepted iteration's row is kept (with keep_history) whatever happens next, so
   // the history ends at the run's theta also when an interrupt arrives just before the hook.
   interruptible objective{*setup->objective, controls.interrupt};
-  train_report report;
+  train_outcome trained;
   progress.follow([&](const nlohmann::json& row) {
     if (controls.keep_history)
-      report.history.push_back(row);
+      trained.history.push_back(row);
     if (objective.stop_now())
       return false;
     const bool go_on = !controls.on_row || controls.on_row(row);
@@ -161,16 +161,16 @@ result<train_report> train_sharded(const train_options& options, const train_con
                  plan->kind == solver_kind::newton_cg
                    ? (", " + std::to_string(run->products) + " Hessian-vector products").c_str() : "",
                  run->seconds, run->message.empty() || interrupted ? "" : ": ", interrupted ? "" : run->message.c_str());
-  report.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda};
+  trained.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda};
   if (run->reason == optimizer::stop_reason::evaluation_failed && !interrupted) {
-    if (!options.save.empty() && run->iterations > 0 && io::save_model(options.save, report.model).ok())
+    if (!options.save.empty() && run->iterations > 0 && io::save_model(options.save, trained.model).ok())
       std::fprintf(stderr, "shardopt: the last theta (iteration %d) was saved to %s\n", run->iterations,
                    options.save.c_str());
     return fail_runtime("training failed: " + run->message);
   }
 
-  report.summary = sharded_summary(options, *data, *setup, *run, stop);
-  auto& summary = report.summary;
+  trained.summary = sharded_summary(options, *data, *setup, *run, stop);
+  auto& summary = trained.summary;
   summary["load_seconds"] = seconds_between(started, loaded);
   summary["setup_seconds"] = seconds_between(loaded, set_up);
   if (*checkpoints) {
@@ -184,26 +184,26 @@ result<train_report> train_sharded(const train_options& options, const train_con
   add_qualities(summary, *data, *train_quality, theta);
   summary["total_seconds"] = seconds_between(started, clock_type::now());
   if (!options.save.empty())
-    if (auto ok = io::save_model(options.save, report.model); !ok)
+    if (auto ok = io::save_model(options.save, trained.model); !ok)
       return ok.error();
   if (auto written = progress.metrics_written(); !written)
-    report.metrics_error = written.error();
-  return report;
+    trained.metrics_error = written.error();
+  return trained;
 }
 
 } // namespace
 
-result<train_report> train(const train_options& options, const train_controls& controls) {
+result<train_outcome> train(const train_options& options, const train_controls& controls) {
   return options.mode == train_mode::ps ? train_ps(options, controls) : train_sharded(options, controls);
 }
 
 int run_train(const train_options& options) {
-  auto report = train(options);
-  if (!report)
-    return report_error(report.error().message());
-  print_summary(options.quiet, options.json, report->summary);
-  if (report->metrics_error)
-    return report_error(report->metrics_error->message());
+  auto trained = train(options);
+  if (!trained)
+    return exit_with_error(trained.error().message());
+  print_summary(options.quiet, options.json, trained->summary);
+  if (trained->metrics_error)
+    return exit_with_error(trained->metrics_error->message());
   return 0;
 }
 

@@ -74,7 +74,7 @@ struct train_options {
   solver_kind solver = solver_kind::lbfgs;  ///< --mode lbfgs
   optimizer::lbfgs_options lbfgs;  ///< also the stopping tests of newton-cg
   double cg_tolerance = 0.1;       ///< newton-cg: CG stops at this fraction of ||grad||
-  int cg_pairs = 20;               ///< newton-cg: pairs in CG's L-BFGS preconditioner (0 = none)
+  int preconditioner_pairs = 20;   ///< newton-cg (--cg-pairs): pairs in CG's L-BFGS preconditioner (0 = none)
   int max_cg = 0;                  ///< newton-cg: products per step (0 = the dimension)
   std::optional<double> lower;     ///< one bound for every coordinate of theta (L-BFGS-B)
   std::optional<double> upper;
@@ -102,7 +102,7 @@ struct train_controls {
 };
 
 /// What a run hands back.
-struct train_report {
+struct train_outcome {
   nlohmann::json summary;               ///< the object `train --json` prints
   io::saved_model model;                ///< what `--save` writes; theta is the last accepted iterate
   std::vector<nlohmann::json> history;  ///< with keep_history: the metrics rows, in order
@@ -115,7 +115,7 @@ struct train_report {
 /// name what and where, by kind: bad options or data (`invalid`), a missing file (`not_found`), a
 /// run that could not finish (`runtime`: for example every node was lost; the last accepted theta
 /// is still saved with --save).
-result<train_report> train(const train_options& options, const train_controls& controls = {});
+result<train_outcome> train(const train_options& options, const train_controls& controls = {});
 
 /// `shardopt train` and `shardopt run`: train(), the accuracies on stderr, the summary on stdout
 /// with --json. Returns the process exit code; errors go to stderr.

@@ -126,7 +126,7 @@ struct bridge {
   std::condition_variable changed;
   std::optional<std::string> row;   ///< a metrics row waiting for the callback (JSON text)
   std::optional<bool> answer;       ///< the callback's answer: go on?
-  std::optional<result<apps::train_report>> outcome;
+  std::optional<result<apps::train_outcome>> outcome;
 };
 
 /// A finished run's report, as Python sees it.
@@ -189,7 +189,7 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
   {
     py::gil_scoped_release released;
     std::thread worker{[&] {
-      result<apps::train_report> outcome = failure{"no result", failure_kind::runtime};
+      result<apps::train_outcome> outcome = failure{"no result", failure_kind::runtime};
       try {
         outcome = apps::train(options, controls);
       } catch (const std::bad_alloc&) {
