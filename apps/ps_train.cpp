@@ -287,13 +287,7 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
                    static_cast<long long>(outcome->step));
     return 0;
   }
-  auto trained = finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), hooks, started);
-  if (!trained)
-    return exit_with_error(trained.error().message());
-  print_summary(t.quiet, t.json, trained->summary);
-  if (trained->metrics_error)
-    return exit_with_error(trained->metrics_error->message());
-  return 0;
+  return exit_with_outcome(finish(t, *job, *data, *outcome, static_cast<int>(servers.size()), hooks, started), t);
 }
 
 } // namespace

@@ -197,14 +197,17 @@ result<train_outcome> train(const train_options& options, const train_controls& 
   return options.mode == train_mode::ps ? train_ps(options, controls) : train_sharded(options, controls);
 }
 
-int run_train(const train_options& options) {
-  auto trained = train(options);
+int exit_with_outcome(const result<train_outcome>& trained, const train_options& options) {
   if (!trained)
     return exit_with_error(trained.error().message());
   print_summary(options.quiet, options.json, trained->summary);
   if (trained->metrics_error)
     return exit_with_error(trained->metrics_error->message());
   return 0;
+}
+
+int run_train(const train_options& options) {
+  return exit_with_outcome(train(options), options);
 }
 
 } // namespace shardopt::apps

@@ -121,4 +121,8 @@ result<train_outcome> train(const train_options& options, const train_controls& 
 /// with --json. Returns the process exit code; errors go to stderr.
 int run_train(const train_options& options);
 
+/// Prints a finished run's summary (or its error) as `run_train` does; the exit code: 1 for an
+/// error or an incomplete --metrics file, else 0.
+int exit_with_outcome(const result<train_outcome>& trained, const train_options& options);
+
 } // namespace shardopt::apps

@@ -232,12 +232,8 @@ result<raw_dataset> detail::parse_csv(const std::string& name, text_source& sour
     return ok.error();
   how.limit = options.limit;
   csv_format format{name, *layout};
-  auto stored = parse_text(source, format, how);
-  if (!stored)
-    return stored.error();
-  if (stored->rows == 0)
-    return fail_invalid(name + ": no data rows after the header on line " + std::to_string(layout->header_line));
-  return format.finish(*stored);
+  return parse_whole(source, format, how,
+                     name + ": no data rows after the header on line " + std::to_string(layout->header_line));
 }
 
 result<raw_dataset> detail::parse_csv(const std::string& name, std::string_view text,

@@ -210,12 +210,7 @@ result<raw_dataset> detail::parse_libsvm(const std::string& name, text_source& s
                 std::to_string(max_index) + ")");
   how.limit = options.limit;
   libsvm_format format{name, options};
-  auto stored = parse_text(source, format, how);
-  if (!stored)
-    return stored.error();
-  if (stored->rows == 0)
-    return fail_invalid(name + ": empty file (no examples)");
-  return format.finish(*stored);
+  return parse_whole(source, format, how, name + ": empty file (no examples)");
 }
 
 result<raw_dataset> detail::parse_libsvm(const std::string& name, std::string_view text,

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace shardopt::io::detail {
@@ -251,6 +252,19 @@ result<parsed_text> parse_text(text_source& source, Format& format, const parse_
     }
   }
   return stored;
+}
+
+/// `parse_text` over the whole source, then the format's dataset; `empty` is the error (naming
+/// the file) when the text holds no row.
+template <class Format>
+auto parse_whole(text_source& source, Format& format, const parse_options& how, const std::string& empty)
+  -> result<decltype(format.finish(std::declval<const parsed_text&>()))> {
+  auto stored = parse_text(source, format, how);
+  if (!stored)
+    return stored.error();
+  if (stored->rows == 0)
+    return fail_invalid(empty);
+  return format.finish(*stored);
 }
 
 } // namespace shardopt::io::detail

@@ -3,6 +3,7 @@
 
 #include "io/model_file.hpp"
 #include "support/datasets.hpp"
+#include "support/json_run.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -15,25 +16,11 @@
 #include <fstream>
 #include <sstream>
 
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
-using shardopt::test::write_file;
+using namespace shardopt::test;
 using json = nlohmann::json;
 
 namespace {
 
-using shardopt::test::require_fashion_mnist;
-using shardopt::test::require_sklearn_csv;
-
-json run_json(std::vector<std::string> args) {
-  args.insert(args.begin(), shardopt_binary());
-  const auto result = run(args);
-  INFO("stderr: " << result.err);
-  REQUIRE_FALSE(result.signaled);
-  REQUIRE(result.exit_code == 0);
-  return json::parse(result.out);
-}
 
 /// Reads a numeric CSV whose first line is a header, the label in the last column (the layout of
 /// scikit-learn's bundled datasets), with features rounded to float as shardopt stores them.

@@ -22,12 +22,7 @@
 #include <random>
 #include <regex>
 
-using shardopt::test::background_process;
-using shardopt::test::node_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
-using shardopt::test::same_bits;
+using namespace shardopt::test;
 using json = nlohmann::json;
 namespace io = shardopt::io;
 using namespace std::chrono_literals;

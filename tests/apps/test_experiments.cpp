@@ -21,12 +21,7 @@
 #include <sstream>
 #include <utility>
 
-using shardopt::test::background_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::slurp;
-using shardopt::test::temp_dir;
-using shardopt::test::write_file;
+using namespace shardopt::test;
 using json = nlohmann::json;
 namespace apps = shardopt::apps;
 namespace fs = std::filesystem;
@@ -366,13 +361,7 @@ TEST_CASE("a sweep on a full disk keeps its previous results whole, names each f
   const auto csv_before = slurp(out / "results.csv");
 
   // Fill the disk to the last byte, then ask for a third run.
-  {
-    std::ofstream filler{disk / "filler", std::ios::binary};
-    const std::string block(4096, 'f');
-    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())))
-      filler.flush();
-  }
-  std::ofstream{disk / "last-bytes"} << std::string(200, 'b');  // the partial block, if any
+  shardopt::test::fill_disk(disk);
   write_file(file, "model = \"softmax\"\ndata = \"/nonexistent/train.csv\"\n"
                    "[sweep]\ngrid = { lambda = [1e-3, 1e-2, 1e-1] }\n");
   const auto full = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 120s);
@@ -413,13 +402,7 @@ TEST_CASE("a --metrics file on a full disk: both modes train to the end and fail
     csv << i % 2 << "," << (i % 7) * 0.5 << "," << (i % 5) - 2.0 << "\n";
   const auto data = (dir.path() / "train.csv").string();
   write_file(data, csv.str());
-  {
-    std::ofstream filler{disk / "filler", std::ios::binary};
-    const std::string block(4096, 'f');
-    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())))
-      filler.flush();
-  }
-  std::ofstream{disk / "last-bytes"} << std::string(200, 'b');
+  shardopt::test::fill_disk(disk);
   const auto metrics = (disk / "run.jsonl").string();
   for (const auto& [mode, row] : {std::pair<std::string, std::string>{"lbfgs", "iteration 1"}, {"ps", "step 1"}}) {
     INFO("--mode " << mode);

@@ -6,6 +6,7 @@
 
 #include "support/datasets.hpp"
 #include "support/node_process.hpp"
+#include "support/json_run.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -16,22 +17,15 @@
 #include <string>
 #include <vector>
 
-using shardopt::test::node_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
+using namespace shardopt::test;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
 
-json run_json(std::vector<std::string> args) {
-  args.insert(args.begin(), shardopt_binary());
+json run_quietly(std::vector<std::string> args) {
   args.insert(args.end(), {"--json", "--quiet"});
-  const auto result = run(args, 600s);
-  INFO("stderr: " << result.err);
-  REQUIRE(result.exit_code == 0);
-  return json::parse(result.out);
+  return run_json(args, 600s);
 }
 
 /// The seeds' network and data: 60,000 training and 10,000 test images.
@@ -51,14 +45,14 @@ TEST_CASE("the seeds' example: 2 synchronous workers over 2 PSs with Adam reach 
   // 5 epochs of 60,000 examples in steps of 2 x 100.
   const auto args = with(seeds_network, {"--mode", "ps", "--optimizer", "adam", "--lr", "1e-3", "--batch-size",
                                          "100", "--sync", "--workers", "2", "--ps", "2", "--last-step", "1500"});
-  const auto first = run_json(args);
+  const auto first = run_quietly(args);
   CHECK(first["architecture"] == "mlp 784-100-10 (relu, softmax output)");
   CHECK(first["dimension"] == 79510);
   CHECK(first["steps"] == 1500);
   MESSAGE("sync PS test accuracy " << first["test_accuracy"] << ", " << first["examples_per_second"] << " examples/s");
   CHECK(first["test_accuracy"].get<double>() >= 0.86);
   // Seeded: the same command gives the same bits.
-  const auto second = run_json(args);
+  const auto second = run_quietly(args);
   CHECK(second["objective"].get<double>() == first["objective"].get<double>());
   CHECK(second["test_accuracy"] == first["test_accuracy"]);
 }
@@ -67,7 +61,7 @@ TEST_CASE("asynchronous PS training of the seeds' network with 4 workers reaches
   shardopt::test::require_fashion_mnist();
   // 10 epochs: asynchronous steps use one worker's 100 examples each, and stale gradients cost a
   // little accuracy per epoch (PyTorch in one process: 0.876 after 10 epochs).
-  const auto summary = run_json(with(seeds_network, {"--mode", "ps", "--optimizer", "adam", "--lr", "1e-3",
+  const auto summary = run_quietly(with(seeds_network, {"--mode", "ps", "--optimizer", "adam", "--lr", "1e-3",
                                                      "--batch-size", "100", "--workers", "4", "--ps", "2",
                                                      "--last-step", "6000"}));
   MESSAGE("async PS test accuracy " << summary["test_accuracy"] << ", staleness max " << summary["staleness_max"]);
@@ -79,7 +73,7 @@ TEST_CASE("sharded L-BFGS on the seeds' network reaches 0.86, and its model file
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
   const auto model_path = (dir / "mlp.model").string();
-  const auto summary = run_json(with(seeds_network, {"--shards", "2", "--max-iter", "200", "--lambda", "1e-4",
+  const auto summary = run_quietly(with(seeds_network, {"--shards", "2", "--max-iter", "200", "--lambda", "1e-4",
                                                      "--save", model_path}));
   MESSAGE("L-BFGS test accuracy " << summary["test_accuracy"] << " after " << summary["iterations"] << " iterations");
   CHECK(summary["test_accuracy"].get<double>() >= 0.86);
@@ -97,8 +91,8 @@ TEST_CASE("an MLP's shards on 2 node processes give the local objective bit for 
   node_process b;
   const auto args = with(seeds_network, {"--hidden", "32,16", "--activation", "tanh", "--limit", "3000",
                                          "--test-limit", "500", "--shards", "3", "--max-iter", "15"});
-  const auto local = run_json(args);
-  const auto remote = run_json(with(args, {"--nodes", a.endpoint() + "," + b.endpoint()}));
+  const auto local = run_quietly(args);
+  const auto remote = run_quietly(with(args, {"--nodes", a.endpoint() + "," + b.endpoint()}));
   CHECK(remote["architecture"] == "mlp 784-32-16-10 (tanh, softmax output)");
   CHECK(remote["nodes"] == 2);
   CHECK(remote["objective"].get<double>() == local["objective"].get<double>());
@@ -109,7 +103,7 @@ TEST_CASE("an MLP's shards on 2 node processes give the local objective bit for 
 TEST_CASE("a regression network (--loss squared) trains on real targets") {
   // Wine's first column (alcohol) from the other 13: a real-valued target.
   const auto wine = shardopt::test::require_sklearn_csv("wine_data.csv");
-  const auto summary = run_json({"train", "--model", "mlp", "--loss", "squared", "--hidden", "16", "--data", wine,
+  const auto summary = run_quietly({"train", "--model", "mlp", "--loss", "squared", "--hidden", "16", "--data", wine,
                                  "--label-column", "0", "--standardize", "--lambda", "1e-3", "--shards", "2",
                                  "--max-iter", "300"});
   CHECK(summary["architecture"] == "mlp 13-16-1 (relu, linear output)");

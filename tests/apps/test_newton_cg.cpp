@@ -4,6 +4,7 @@
 
 #include "support/datasets.hpp"
 #include "support/node_process.hpp"
+#include "support/json_run.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -14,24 +15,16 @@
 #include <string>
 #include <vector>
 
-using shardopt::test::background_process;
-using shardopt::test::node_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
+using namespace shardopt::test;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
 
 json train(std::vector<std::string> args) {
-  args.insert(args.begin(), {shardopt_binary(), "train"});
+  args.insert(args.begin(), "train");
   args.insert(args.end(), {"--json", "--quiet"});
-  const auto result = run(args);
-  INFO("stderr: " << result.err);
-  REQUIRE_FALSE(result.signaled);
-  REQUIRE(result.exit_code == 0);
-  return json::parse(result.out);
+  return run_json(args);
 }
 
 double relative_gap(const json& a, const json& b) {

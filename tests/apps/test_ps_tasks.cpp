@@ -13,10 +13,7 @@
 #include <memory>
 #include <regex>
 
-using shardopt::test::background_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
+using namespace shardopt::test;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 

@@ -17,11 +17,7 @@
 #include <string>
 #include <vector>
 
-using shardopt::test::background_process;
-using shardopt::test::node_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
+using namespace shardopt::test;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 

@@ -4,6 +4,7 @@
 // is killed mid-run; `convert` and `train --cache` read the same data as the text.
 
 #include "support/node_process.hpp"
+#include "support/json_run.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -12,11 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
-using shardopt::test::background_process;
-using shardopt::test::node_process;
-using shardopt::test::run;
-using shardopt::test::shardopt_binary;
-using shardopt::test::temp_dir;
+using namespace shardopt::test;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
@@ -34,15 +31,12 @@ std::string generate(const temp_dir& dir) {
 
 /// Newton-CG on `data` with `extra` options; the summary.
 json train(const std::string& data, std::vector<std::string> extra, std::chrono::seconds deadline = 300s) {
-  std::vector<std::string> args{shardopt_binary(), "train", "--model", "logistic", "--data", data,
+  std::vector<std::string> args{"train", "--model", "logistic", "--data", data,
                                 "--scale", "none", "--features", "65536", "--lambda", "1e-4",
                                 "--solver", "newton-cg", "--epsilon", "1e-10", "--max-iter", "12",
                                 "--json", "--quiet"};
   args.insert(args.end(), extra.begin(), extra.end());
-  const auto result = run(args, deadline);
-  INFO("stderr: " << result.err);
-  REQUIRE(result.exit_code == 0);
-  return json::parse(result.out);
+  return run_json(args, deadline);
 }
 
 void check_same_bits(const json& a, const json& b, const std::string& what) {

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <string>
 
@@ -26,6 +27,17 @@ inline std::optional<std::string> mount_small_tmpfs(const std::filesystem::path&
   if (::mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) != 0)
     return "mount -t tmpfs -o " + options + ": " + std::strerror(errno);
   return std::nullopt;
+}
+
+/// Fills the file system of `dir` to the last byte (a file "filler", then the partial block).
+inline void fill_disk(const std::filesystem::path& dir) {
+  {
+    std::ofstream filler{dir / "filler", std::ios::binary};
+    const std::string block(4096, 'f');
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size())))
+      filler.flush();
+  }
+  std::ofstream{dir / "last-bytes"} << std::string(200, 'b');
 }
 
 } // namespace shardopt::test
