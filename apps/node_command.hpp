@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/node.hpp"
+#include "actors/node_checks.hpp"
 #include "actors/runtime.hpp"
 
 #include <cstdint>

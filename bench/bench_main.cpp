@@ -8,7 +8,7 @@
 //      median of interleaved pairs of calls);
 //   4. the remote and parameter-server benchmarks of bench_remote.cpp and bench_ps.cpp.
 // Google Benchmark measures; a reporter collects the runs and prints the target table, which is also
-// written as JSON (--summary FILE). Run: scripts/bench (see README).
+// written as JSON (--summary FILE). Run: scripts/bench (see docs/benchmarks.md).
 
 #include "bench/fixtures.hpp"
 

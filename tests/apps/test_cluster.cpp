@@ -193,7 +193,7 @@ TEST_CASE("garbage bytes and a truncated header on a node's port neither crash n
   // operation "client handshake", payload length 64.
   send_raw(node.port, std::string("\x01\x00\x00\x00\x00\x00\x00\x40\x00\x00\x00\x00", 12));
   // (A complete, well-formed "server handshake" header sent to a node crashes CAF 0.17.6's BASP
-  // layer itself; see README "Running on several machines": TLS keeps such peers out.)
+  // layer itself; see docs/cluster.md: TLS keeps such peers out.)
   REQUIRE(node.process->running());
   std::vector<std::string> args{shardopt_binary()};
   args.insert(args.end(), training.begin(), training.end());
