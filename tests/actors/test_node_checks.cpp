@@ -1,0 +1,99 @@
+// The pure functions a node and a driver decide with, without any actor: where shards go
+// (place_shards), what a node accepts from a peer (check_part, check_layout, check_grid) and what
+// it lets a peer read back (redact).
+
+#include "actors/node_checks.hpp"
+#include "actors/placement.hpp"
+#include "support/files.hpp"
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <limits>
+#include <utility>
+#include <string>
+#include <vector>
+
+namespace actors = shardopt::actors;
+namespace io = shardopt::io;
+using shardopt::test::temp_dir;
+
+TEST_CASE("place_shards: in proportion to the weights, contiguous, ties to the lower node") {
+  using plan = std::vector<std::size_t>;
+  CHECK(actors::place_shards({2, 1}, 6) == plan{0, 0, 0, 0, 1, 1});
+  CHECK(actors::place_shards({1, 1}, 3) == plan{0, 0, 1});         // remainder 1/2 each: node 0
+  CHECK(actors::place_shards({1, 0, 1}, 4) == plan{0, 0, 2, 2});   // weight 0: no shard
+  CHECK(actors::place_shards({0, 0}, 2) == plan{0, 1});            // all 0: as equal weights
+  CHECK(actors::place_shards({3}, 5) == plan{0, 0, 0, 0, 0});
+  CHECK(actors::place_shards({4, 2, 2}, 3) == plan{0, 1, 2});     // 1.5, 0.75, 0.75 by remainder
+  for (std::size_t shards : {1u, 7u, 64u}) {
+    const auto placed = actors::place_shards({8, 2, 5}, shards);
+    REQUIRE(placed.size() == shards);
+    for (std::size_t i = 1; i < placed.size(); ++i)
+      CHECK(placed[i - 1] <= placed[i]);  // each node's shards contiguous, nodes in order
+  }
+}
+
+TEST_CASE("redact: quoted file contents are replaced and long messages are cut to 300 characters") {
+  CHECK(actors::redact("t.csv:3: field 2 is not a number: 'SECRET,1'") == "t.csv:3: field 2 is not a number: '...'");
+  CHECK(actors::redact("no quotes here") == "no quotes here");
+  const auto cut = actors::redact(std::string(1000, 'x'));
+  CHECK(cut.size() == 300);
+  CHECK(cut.substr(297) == "...");
+}
+
+TEST_CASE("check_part: parts, read options and paths outside the data root are refused") {
+  temp_dir root;
+  temp_dir outside;
+  root.write("inside.csv", "0,1\n");
+  const auto secret = outside.write("secret.csv", "1,2\n");
+  std::filesystem::create_symlink(secret, root.path() / "link.csv");
+  actors::node_limits limits;
+  limits.data_root = std::filesystem::canonical(root.path()).string();
+  limits.parts = 8;
+  auto request = [](const std::string& spec, std::int64_t part = 0, std::int64_t parts = 1) {
+    io::part_request r;
+    r.spec = spec;
+    r.part = part;
+    r.parts = parts;
+    return r;
+  };
+  const auto fine = actors::check_part(request("inside.csv", 3, 8), limits);
+  REQUIRE(fine.ok());
+  CHECK(fine->spec == limits.data_root + "/inside.csv");  // made absolute under the root
+  for (const auto& [part, parts] : std::vector<std::pair<std::int64_t, std::int64_t>>{{-1, 4}, {4, 4}, {0, 0}, {0, 9}}) {
+    const auto refused = actors::check_part(request("inside.csv", part, parts), limits);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message().find("is not a valid part (at most 8 parts)") != std::string::npos);
+  }
+  for (const auto& spec : std::vector<std::string>{"../x.csv", "/etc/passwd", "link.csv", secret}) {
+    const auto refused = actors::check_part(request(spec), limits);
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.error().message() == spec + ": outside this node's data root");
+  }
+  auto wide = request("inside.csv");
+  wide.options.features = limits.dimension + 1;
+  CHECK(actors::check_part(wide, limits).error().message() == "invalid read options");
+  limits.data_root.clear();
+  CHECK(actors::check_part(request("inside.csv"), limits).error().message().find("serves no node-local data")
+        != std::string::npos);
+}
+
+TEST_CASE("check_layout and check_grid: what a peer's block layout and moments grid may be") {
+  CHECK(actors::check_layout(0, 1).ok());
+  CHECK(actors::check_layout(std::int64_t{1} << 40, std::int64_t{1} << 20).ok());
+  CHECK_FALSE(actors::check_layout(-1, 256).ok());
+  CHECK_FALSE(actors::check_layout(0, 0).ok());
+  CHECK_FALSE(actors::check_layout(0, (std::int64_t{1} << 20) + 1).ok());
+  actors::node_limits limits;
+  limits.dimension = 3;
+  io::moment_grid grid{1.0, {0, 36, -1100}};
+  CHECK(actors::check_grid(grid, limits).ok());
+  grid.shift.push_back(1);  // more features than the node's limit
+  CHECK_FALSE(actors::check_grid(grid, limits).ok());
+  grid.shift = {1101};
+  CHECK_FALSE(actors::check_grid(grid, limits).ok());
+  grid.shift = {0};
+  grid.factor = std::numeric_limits<double>::infinity();
+  CHECK_FALSE(actors::check_grid(grid, limits).ok());
+}
