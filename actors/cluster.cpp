@@ -74,6 +74,7 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
     c.load[lost] -= members.size();
     if (c.alive[lost] && !c.answers(lost)) {
       c.alive[lost] = false;
+      ++c.lost;
       if (log)
         log("node " + c.info[lost].endpoint.text() + " lost");
     }
@@ -95,6 +96,7 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
         return peer;
       }
       c.alive[best] = false;
+      ++c.lost;
       if (log)
         log("node " + c.info[best].endpoint.text() + " lost: " + peer.error().message());
     }
@@ -143,8 +145,10 @@ result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state
   }
   auto shares = shares_of(peers, layouts, blocks, rows);
   auto replace = replacer(state, std::move(log), std::move(peers), std::move(spawn));
+  auto tree = tree_of(state, shape.dimension());
   return make_sharded_objective(s.rt, std::move(shape), lambda, std::move(handles),
-                                std::move(shares), *bounds, s.token, timeout, std::move(replace));
+                                std::move(shares), *bounds, s.token, timeout, std::move(replace),
+                                std::move(tree));
 }
 
 

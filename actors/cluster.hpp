@@ -3,6 +3,7 @@
 #include "actors/network.hpp"
 #include "actors/runtime.hpp"
 #include "actors/sharded_objective.hpp"
+#include "actors/topology.hpp"
 #include "io/splits.hpp"
 #include "base/result.hpp"
 
@@ -48,6 +49,13 @@ public:
   /// one peer per shard (`false`: theta and a reply per shard; kept to measure the difference).
   /// The sums are the same bits either way.
   void group_per_node(bool on);
+
+  /// How the objectives made after this call reach their nodes (topology.hpp); `fan_in`
+  /// children per tree node, 0: automatic_fan_in.
+  void use_topology(topology kind, std::size_t fan_in);
+
+  /// Nodes given up for lost during the run.
+  std::size_t lost_nodes() const;
 
   /// The most bytes of data one message carries when `ship` sends a shard's rows (default 8 MiB):
   /// a larger shard goes in pieces. A node's connection keeps a read buffer as large as the

@@ -144,11 +144,18 @@ struct cluster::impl {
   std::vector<std::size_t> load;  // shards per node
   std::vector<std::size_t> home;  // node of each peer
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
+  topology routing = topology::automatic;
+  std::size_t fan_in = 0;         // children per tree node; 0: automatic
+  std::size_t lost = 0;           // nodes given up during the run
   std::int64_t piece_bytes = std::int64_t{8} << 20;  // the most data one message ships
 };
 
 /// Makes shard `shard` on node `node` of a cluster (shipping its rows, or having the node read them).
 using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t node, std::size_t shard)>;
+
+/// Builds reduction trees over a run's peers (one per node after placement; more on a node that took
+/// over a lost node's shards) among the live nodes that hold them, as the cluster's topology says.
+tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension);
 
 /// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`
 /// gets each shard's block count.

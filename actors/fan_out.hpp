@@ -51,6 +51,24 @@ public:
   const std::string& name(std::size_t i) const { return names_[i]; }
   caf::blocking_actor* self() const { return self_; }
 
+  /// Hands the down messages of actors that are not this group's peers to `other` (another group
+  /// on the same `self`, whose rounds would otherwise never see them: a round consumes every down
+  /// message it receives).
+  void pass_other_downs_to(std::function<void(const caf::down_msg&)> other) {
+    others_down_ = std::move(other);
+  }
+
+  /// Records that the peer `msg` names went down, outside a round.
+  void note_down(const caf::down_msg& msg) {
+    for (std::size_t i = 0; i < size(); ++i)
+      if (caf::actor_cast<caf::actor_addr>(peers_[i]) == msg.source && gone_[i].empty())
+        gone_[i] = describe(msg.reason, self_->system());
+  }
+
+  /// Numbers this group's rounds from `first` on (two groups asking the same peers must not reuse
+  /// each other's numbers).
+  void start_rounds_at(std::uint64_t first) { rounds_ = first; }
+
   /// Why peer i went down, or empty while it is up.
   const std::string& down_reason(std::size_t i) const { return gone_[i]; }
 
@@ -61,19 +79,22 @@ public:
     self_->monitor(peers_[i]);
   }
 
-  /// One round over peers [first, last): calls `send(i, round)` for each, then `on_reply(i,
+  /// One round over the peers `which`: calls `send(i, round)` for each, then `on_reply(i,
   /// values...)` for the first reply `(round, values...)` of each peer, where values are of the
   /// types in `reply<...>`. A late reply (an earlier round, a replaced peer) is dropped. Fails,
   /// naming the peer, on an error reply, on a peer going down (unless `down` says otherwise), and
   /// when not every peer answered within `timeout`.
   template <class... Ts, class Send, class OnReply>
-  result<void> round(reply<Ts...>, std::size_t first, std::size_t last,
+  result<void> round(reply<Ts...>, const std::vector<std::size_t>& which,
                      std::chrono::milliseconds timeout, const std::string& what, Send send,
                      OnReply on_reply, const on_down& down = {}) {
     using clock = std::chrono::steady_clock;
     const auto number = ++rounds_;
+    std::vector<bool> asked(size(), false);
     std::vector<bool> answered(size(), false);
-    auto remaining = last - first;
+    for (const auto i : which)
+      asked[i] = true;
+    auto remaining = which.size();
     std::string problem;
     auto settle_down = [&](std::size_t i) {
       auto action = down ? down(i) : result<down_action>{down_action::fail};
@@ -88,13 +109,16 @@ public:
         problem = name(i) + " went down (" + gone_[i] + ")";
       }
     };
-    for (auto i = first; i < last && problem.empty(); ++i)
+    for (const auto i : which) {
+      if (!problem.empty())
+        break;
       if (gone_[i].empty())
         send(i, number);
       else
         settle_down(i);
+    }
     auto index_of = [&](const caf::actor_addr& who) -> std::size_t {
-      for (auto i = first; i < last; ++i)
+      for (const auto i : which)
         if (caf::actor_cast<caf::actor_addr>(peers_[i]) == who)
           return i;
       return size();
@@ -104,7 +128,7 @@ public:
       const auto left = deadline - clock::now();
       if (left <= clock::duration::zero()) {
         std::string late;
-        for (auto i = first; i < last; ++i)
+        for (const auto i : which)
           if (!answered[i])
             late += (late.empty() ? "" : ", ") + name(i);
         problem = late + ": no reply to " + what + " within " + std::to_string(timeout.count())
@@ -127,13 +151,19 @@ public:
             problem = name(i) + ": " + what + ": " + describe(err, self_->system());
         },
         [&](caf::down_msg& msg) {
+          bool ours = false;
           for (std::size_t i = 0; i < size(); ++i) {
-            if (caf::actor_cast<caf::actor_addr>(peers_[i]) != msg.source || !gone_[i].empty())
+            if (caf::actor_cast<caf::actor_addr>(peers_[i]) != msg.source)
+              continue;
+            ours = true;
+            if (!gone_[i].empty())
               continue;
             gone_[i] = describe(msg.reason, self_->system());
-            if (i >= first && i < last && !answered[i] && problem.empty())
+            if (asked[i] && !answered[i] && problem.empty())
               settle_down(i);
           }
+          if (!ours && others_down_)
+            others_down_(msg);
         },
         caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
           return caf::message{};  // replies of another shape, stale exits: not part of this round
@@ -143,6 +173,17 @@ public:
     if (!problem.empty())
       return fail_invalid(problem);
     return {};
+  }
+
+  /// One round over peers [first, last).
+  template <class... Ts, class Send, class OnReply>
+  result<void> round(reply<Ts...> shape, std::size_t first, std::size_t last,
+                     std::chrono::milliseconds timeout, const std::string& what, Send send,
+                     OnReply on_reply, const on_down& down = {}) {
+    std::vector<std::size_t> which;
+    for (auto i = first; i < last; ++i)
+      which.push_back(i);
+    return round(shape, which, timeout, what, std::move(send), std::move(on_reply), down);
   }
 
   /// A round over every peer.
@@ -158,6 +199,7 @@ private:
   std::vector<std::string> names_;
   std::vector<std::string> gone_;
   std::uint64_t rounds_ = 0;
+  std::function<void(const caf::down_msg&)> others_down_;
 };
 
 } // namespace shardopt::actors

@@ -66,7 +66,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 7;  // 7: exact feature moments for node-local parts; no echo
+constexpr std::uint32_t protocol_version = 8;  // 8: reduction trees among nodes
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.

@@ -3,6 +3,7 @@
 #include "actors/guard.hpp"
 #include "actors/node_checks.hpp"
 #include "actors/node_holdings.hpp"
+#include "actors/network.hpp"
 #include "actors/node_parts.hpp"
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
@@ -46,8 +47,9 @@ auto shielded(F body) -> decltype(body()) {
 
 class node_impl : public guarded<node_actor::base> {
 public:
-  node_impl(caf::actor_config& config, std::uint32_t threads, node_limits limits)
-    : guarded<node_actor::base>(config), threads_(threads), holdings_(std::move(limits)) {}
+  node_impl(caf::actor_config& config, runtime* rt, std::uint32_t threads, node_limits limits)
+    : guarded<node_actor::base>(config), rt_(rt), threads_(threads),
+      holdings_(std::move(limits)) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
@@ -121,6 +123,16 @@ public:
           if (!group)
             return std::move(group.error());
           return {round, std::move(*group)};
+        });
+      },
+      [this](tree_atom, std::uint64_t round, const access_token& token,
+             const std::vector<shard_actor>& own, const std::vector<std::string>& child_nodes,
+             const std::vector<shard_actor>& child_trees) -> caf::result<std::uint64_t, shard_actor> {
+        return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
+          auto tree = spawn_tree_of(token, own, child_nodes, child_trees);
+          if (!tree)
+            return std::move(tree.error());
+          return {round, std::move(*tree)};
         });
       },
     };
@@ -271,6 +283,66 @@ private:
     return group;
   }
 
+  /// This node's part of a reduction tree for the requesting driver (see the protocol).
+  caf::expected<shard_actor> spawn_tree_of(const access_token& token,
+                                           const std::vector<shard_actor>& own,
+                                           const std::vector<std::string>& child_nodes,
+                                           const std::vector<shard_actor>& child_trees) {
+    const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
+    auto* held = driver ? holdings_.find(driver) : nullptr;
+    if (!held)
+      return refused("invalid tree request: this driver holds no shards here");
+    auto& share = *held;
+    if (own.empty() || child_nodes.size() != child_trees.size()
+        || child_nodes.size() > max_tree_children)
+      return refused("invalid tree request: " + std::to_string(own.size()) + " own peers, "
+                     + std::to_string(child_nodes.size()) + " child nodes and "
+                     + std::to_string(child_trees.size()) + " child trees (at most "
+                     + std::to_string(max_tree_children) + " children)");
+    if (static_cast<std::int64_t>(share.groups.size()) >= limits().shards_per_driver)
+      return refused("this node allows " + std::to_string(limits().shards_per_driver)
+                     + " groups per driver");
+    std::vector<caf::actor_addr> seen;
+    for (const auto& peer : own) {
+      const auto addr = caf::actor_cast<caf::actor_addr>(peer);
+      auto is = [&](const auto& s) { return caf::actor_cast<caf::actor_addr>(s) == addr; };
+      const bool owned = std::any_of(share.shards.begin(), share.shards.end(), is)
+                         || std::any_of(share.groups.begin(), share.groups.end(), is);
+      if (!owned || std::find(seen.begin(), seen.end(), addr) != seen.end())
+        return refused("invalid tree request: an own peer is not a distinct shard or group of "
+                       "this driver here");
+      seen.push_back(addr);
+    }
+    std::vector<shard_actor> members;
+    for (std::size_t k = 0; k < child_nodes.size(); ++k) {
+      auto where = parse_endpoints(child_nodes[k], "a child node");
+      if (!where || where->size() != 1)
+        return refused("invalid tree request: child " + std::to_string(k) + " is not one host:port");
+      auto child = child_node(where->front());
+      if (!child)
+        return make_error(errc::shard_failed, child.error().message());
+      if (!child_trees[k] || caf::actor_cast<caf::actor_addr>(child_trees[k]).node() != child->node())
+        return refused("invalid tree request: child tree " + std::to_string(k)
+                       + " does not live on the node at " + where->front().text());
+      members.push_back(child_trees[k]);
+    }
+    members.insert(members.end(), own.begin(), own.end());
+    auto tree = spawn_tree(system(), std::move(members), token);
+    share.groups.push_back(tree);
+    return tree;
+  }
+
+  /// The node listening at `where`, connected once and kept (CAF keeps one connection per node).
+  result<node_actor> child_node(const endpoint& where) {
+    if (auto it = children_.find(where.text()); it != children_.end())
+      return it->second;
+    auto handle = connect_to<node_actor>(*rt_, where, "a shardopt node");
+    if (!handle)
+      return handle.error();
+    children_.emplace(where.text(), *handle);
+    return *handle;
+  }
+
   caf::expected<shard_actor> spawn_shipped(const access_token& token, const shard_spec& spec) {
     const auto& shape = spec.shape;
     auto block = spec.block;
@@ -346,15 +418,18 @@ private:
                       bounds};
   }
 
+  runtime* rt_;
   std::uint32_t threads_;
   node_holdings holdings_;
+  std::map<std::string, node_actor> children_;  // nodes this one sends tree traffic to
 };
 
 } // namespace
 
-node_actor spawn_node(caf::actor_system& system, std::uint32_t threads, node_limits limits) {
-  // Detached: reading a node-local part is blocking file I/O, which must not hold a scheduler thread.
-  return system.spawn<node_impl, caf::detached>(threads, std::move(limits));
+node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits) {
+  // Detached: reading a node-local part is blocking file I/O, and connecting to a child node
+  // blocks too; neither may hold a scheduler thread.
+  return rt.system().spawn<node_impl, caf::detached>(&rt, threads, std::move(limits));
 }
 
 } // namespace shardopt::actors

@@ -46,6 +46,13 @@
 //       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
 //       creates a shard on it, answering with the rows it holds and its largest |feature| per
 //       feature and largest |label| (what the driver's grids need, model/block_bounds.hpp).
+//   (tree_atom, round, access_token, vector<shard_actor> own, vector<string> child_nodes,
+//    vector<shard_actor> child_trees) -> (round, shard_actor)
+//       Makes this node's part of a reduction tree (shard.hpp, spawn_tree): the shard protocol
+//       over the children's trees and `own`, peers this driver holds here. The node connects to
+//       each child node ("host:port", over TLS with its own certificate when it has one) and
+//       refuses a child tree that does not live on the node at that address, so sums travel
+//       node to node, never through a third party. At most max_tree_children children.
 //
 // Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
 // when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one
@@ -56,6 +63,7 @@
 //            serving  --(its service stops it, or it dies)-->  gone (every shard ended)
 
 #include "actors/messages.hpp"
+#include "actors/runtime.hpp"
 #include "actors/node_checks.hpp"
 #include "io/splits.hpp"
 
@@ -73,6 +81,10 @@ using spawnpart_atom = caf::atom_constant<caf::atom("spawnpart")>;
 using group_atom = caf::atom_constant<caf::atom("group")>;
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using moments_atom = caf::atom_constant<caf::atom("moments")>;
+using tree_atom = caf::atom_constant<caf::atom("tree")>;
+
+/// The most children a node's part of a reduction tree may have.
+constexpr std::size_t max_tree_children = 64;
 
 /// A part of a dataset to read on a node (see io::read_part).
 struct part_message {
@@ -194,10 +206,13 @@ using node_actor = caf::typed_actor<
   caf::replies_to<spawnpart_atom, std::uint64_t, access_token, part_shard_spec>::with<
     std::uint64_t, shard_actor, std::int64_t, dense_vector, double>,
   caf::replies_to<group_atom, std::uint64_t, access_token, std::vector<shard_actor>>::with<
-    std::uint64_t, shard_actor>>;
+    std::uint64_t, shard_actor>,
+  caf::replies_to<tree_atom, std::uint64_t, access_token, std::vector<shard_actor>,
+                  std::vector<std::string>, std::vector<shard_actor>>::with<std::uint64_t,
+                                                                            shard_actor>>;
 
 /// Spawns a node actor whose shards run on `system`, within `limits`.
-node_actor spawn_node(caf::actor_system& system, std::uint32_t threads, node_limits limits);
+node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits);
 
 
 } // namespace shardopt::actors

@@ -57,7 +57,7 @@ void node_service::stop() {
 
 result<node_service> node_service::start(runtime& rt, const std::string& bind, std::uint16_t port,
                                          const node_limits& limits) {
-  auto node = spawn_node(rt.system(), static_cast<std::uint32_t>(rt.worker_threads()), limits);
+  auto node = spawn_node(rt, static_cast<std::uint32_t>(rt.worker_threads()), limits);
   auto bound = publish(rt, node, bind, port);
   if (!bound) {
     caf::scoped_actor self{rt.system()};

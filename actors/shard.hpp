@@ -33,6 +33,15 @@ shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
 shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
                         std::size_t window, const access_token& token);
 
+/// Spawns a node's part of a reduction tree: the shard protocol over `members`, which are the
+/// trees of its children (on other nodes, reached directly) followed by this node's own peers,
+/// all asked at once. Theta goes down to every member and their sums come up added (exact: the
+/// bits of one shard holding everything). A member that goes down or fails is left out, and the
+/// tree answers the sum of the others, whose blocks say what it covers; the driver asks the
+/// missing blocks' peers itself and builds a new tree. Ending a tree ends none of its members.
+shard_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> members,
+                       const access_token& token);
+
 /// Makes a replacement for peer `index` after it went down (for example on a surviving node), or
 /// fails saying why. Called on the driver thread, inside an evaluation.
 using shard_factory = std::function<result<shard_actor>(std::size_t index)>;
@@ -45,16 +54,27 @@ struct peer_share {
   std::string name;
 };
 
+/// A reduction tree over an objective's peers: its roots, and the peers (indices) under each.
+struct peer_tree {
+  std::vector<shard_actor> roots;
+  std::vector<std::vector<std::size_t>> under;
+};
+
+/// Builds a reduction tree over the objective's current peers (again after a peer was lost or
+/// recreated). An error or no roots: the peers are asked directly (a star).
+using tree_builder = std::function<result<peer_tree>(const std::vector<shard_actor>& peers)>;
+
 /// A sharded objective over existing peers (shards or groups), queried in the given order with
 /// `token`. Every reply must cover exactly the peer's share and be finite; the peers' blocks must
 /// cover blocks 0..bounds.blocks-1 once. The objective monitors every peer; with a factory, a peer
 /// that goes down is recreated and its part of the interrupted evaluation asked again, so the
-/// result is the same as without the failure.
+/// result is the same as without the failure. With a tree builder, requests go to the tree's roots,
+/// and only the peers whose blocks no root's reply covered are asked directly (the same bits).
 sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,
                                          std::vector<shard_actor> peers,
                                          std::vector<peer_share> shares, model::data_bounds bounds,
                                          access_token token, std::chrono::milliseconds timeout,
-                                         shard_factory replace = {});
+                                         shard_factory replace = {}, tree_builder tree = {});
 
 /// The peers (shards or groups) behind an objective, in order.
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace shardopt::actors {
@@ -75,6 +76,7 @@ struct sharded_objective::impl {
       return fresh.error().with_context("recreating it failed");
     peers.replace(i, std::move(*fresh));
     ++recreated;
+    tree_stale = true;
     if (i < needs_theta.size())
       needs_theta[i] = true;  // it has served no evaluation: products must bring the theta
     return down_action::resend;
@@ -82,6 +84,7 @@ struct sharded_objective::impl {
 
   /// Starts a round's totals: exact sums on the grids `exponents` (none for quality).
   void begin(std::vector<int> exponents) {
+    round_exponents = exponents;
     block_values.assign(static_cast<std::size_t>(bounds.blocks), 0.0);
     seen.assign(static_cast<std::size_t>(bounds.blocks), 0);
     total = model::exact_sum(std::move(exponents));
@@ -92,7 +95,11 @@ struct sharded_objective::impl {
   /// range, each once in the round, as many as its share), one finite value per block when
   /// `values`, and `words` finite exact sums on the round's grid.
   result<void> take(std::size_t i, block_sums sums, bool values) {
-    const auto& share = shares[i];
+    return take_share(shares[i], std::move(sums), values);
+  }
+
+  /// `take` for a reply expected to cover `share`.
+  result<void> take_share(const peer_share& share, block_sums sums, bool values) {
     if (sums.count != share.rows)
       return fail_runtime("answered for " + std::to_string(sums.count) + " examples, it holds "
                   + std::to_string(share.rows));
@@ -160,6 +167,98 @@ struct sharded_objective::impl {
   /// Runs rounds of `ask(i, round, grid)` on the grids `exponents` until every block sum fits
   /// them: the grids come from bounds, so a second round means a bound failed, and is on grids
   /// coarser by what the largest block sum needs (a function of the data, like the bounds).
+  /// One round of a request over every peer: through the reduction tree when there is one (built
+  /// again first after a loss), then directly to each peer whose blocks no tree reply covered (a
+  /// lost inner node's subtree, or everything when the root failed). `send(to, round, under)`
+  /// sends the request to `to`, which answers for the peers `under`. The totals are the same bits
+  /// whichever way each block came.
+  template <class Send>
+  result<void> gather(const std::string& what, bool values, Send send) {
+    std::vector<char> done(peers.size(), 0);
+    fell_back = false;
+    if (build_tree && tree_stale) {
+      tree_stale = false;
+      peers.pass_other_downs_to({});
+      tree.reset();
+      roots.reset();
+      auto built = build_tree(peers.handles());
+      if (built && !built->roots.empty()) {
+        tree = std::move(*built);
+        std::vector<std::string> names;
+        for (std::size_t r = 0; r < tree->roots.size(); ++r)
+          names.push_back("tree root " + std::to_string(r));
+        roots.emplace(self.ptr(), tree->roots, std::move(names));
+        roots->start_rounds_at(std::uint64_t{1} << 62);  // never a peer's round number
+        roots->pass_other_downs_to([this](const caf::down_msg& msg) { peers.note_down(msg); });
+        peers.pass_other_downs_to([this](const caf::down_msg& msg) { roots->note_down(msg); });
+      }
+    }
+    if (tree) {
+      auto via_tree = roots->round(
+        reply<block_sums>{}, timeout, what,
+        [&](std::size_t r, std::uint64_t round) { send((*roots)[r], round, tree->under[r]); },
+        [&](std::size_t r, block_sums sums) -> result<void> {
+          auto covered = covered_peers(tree->under[r], sums.runs);
+          if (!covered)
+            return covered.error();
+          if (auto ok = take_share(share_of(*covered), std::move(sums), values); !ok)
+            return ok;
+          for (const auto i : *covered)
+            done[i] = 1;
+          return {};
+        },
+        [](std::size_t) -> result<down_action> { return down_action::answered; });
+      if (!via_tree) {  // nothing of it is kept: every peer is asked directly
+        begin(round_exponents);
+        std::fill(done.begin(), done.end(), 0);
+      }
+    }
+    std::vector<std::size_t> direct;
+    for (std::size_t i = 0; i < peers.size(); ++i)
+      if (!done[i])
+        direct.push_back(i);
+    if (tree && !direct.empty()) {
+      tree_stale = true;  // a new tree, over the live nodes, from the next round on
+      fell_back = true;
+    }
+    if (direct.empty())
+      return {};
+    return peers.round(
+      reply<block_sums>{}, direct, timeout, what,
+      [&](std::size_t i, std::uint64_t round) { send(peers[i], round, {i}); },
+      [&](std::size_t i, block_sums sums) { return take(i, std::move(sums), values); },
+      [this](std::size_t i) { return recreate(i); });
+  }
+
+  /// The peers among `candidates` whose blocks a tree reply's runs name: each wholly or not at all.
+  result<std::vector<std::size_t>> covered_peers(const std::vector<std::size_t>& candidates,
+                                                 const std::vector<std::int64_t>& flat) const {
+    std::vector<std::size_t> covered;
+    for (const auto i : candidates) {
+      const auto& first = shares[i].runs;
+      if (first.empty())
+        continue;
+      for (std::size_t r = 0; r + 1 < flat.size(); r += 2)
+        if (flat[r] <= first.front().first && first.front().first < flat[r] + flat[r + 1]) {
+          covered.push_back(i);
+          break;
+        }
+    }
+    if (!runs_match(flat, share_of(covered).runs))
+      return fail_runtime("answered for blocks that are not whole peers of its tree");
+    return covered;
+  }
+
+  /// What the peers `which` hold together.
+  peer_share share_of(const std::vector<std::size_t>& which) const {
+    peer_share joint;
+    for (const auto i : which) {
+      joint.runs.insert(joint.runs.end(), shares[i].runs.begin(), shares[i].runs.end());
+      joint.rows += shares[i].rows;
+    }
+    return joint;
+  }
+
   template <class Ask>
   result<void> exact_round(const std::string& what, std::vector<int> exponents, bool values,
                            Ask ask) {
@@ -169,11 +268,10 @@ struct sharded_objective::impl {
       if (!decoded)
         return decoded.error();
       begin(std::move(*decoded));
-      auto done = peers.round(
-        reply<block_sums>{}, timeout, what,
-        [&](std::size_t i, std::uint64_t round) { ask(i, round, grid); },
-        [&](std::size_t i, block_sums sums) { return take(i, std::move(sums), values); },
-        [this](std::size_t i) { return recreate(i); });
+      auto done = gather(what, values, [&](const shard_actor& to, std::uint64_t round,
+                                           const std::vector<std::size_t>& under) {
+        ask(to, round, grid, under);
+      });
       if (!done)
         return done.error();
       if (auto all = covered(); !all)
@@ -200,10 +298,17 @@ struct sharded_objective::impl {
   std::chrono::milliseconds timeout;
   shard_factory replace;
   std::size_t recreated = 0;
+  // The reduction tree over the peers, if any: built by `build_tree`, again after a loss.
+  tree_builder build_tree;
+  std::optional<peer_tree> tree;
+  std::optional<peer_group<shard_actor>> roots;
+  bool tree_stale = true;
+  bool fell_back = false;  // the last round asked some peers directly
   // A round's totals.
   std::vector<double> block_values;
   std::vector<char> seen;
   model::exact_sum total;
+  std::vector<int> round_exponents;
   double correct = 0;
   // The last successful evaluation, where products are taken, and which peers have not served it.
   dense_vector evaluated_theta;
@@ -265,17 +370,20 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   s.needs_theta.assign(s.peers.size(), false);
   std::uint64_t this_round = 0;
   auto done = s.exact_round("evaluation", model::gradient_grid(s.shape, s.bounds, theta), true,
-                            [&](std::size_t i, std::uint64_t round, const exact_grid& on) {
+                            [&](const shard_actor& to, std::uint64_t round, const exact_grid& on,
+                                const std::vector<std::size_t>& under) {
                               this_round = round;
                               // Shards keep the curvature once they were asked for a product:
                               // until then, products bring the theta, as they do to a peer
                               // recreated in this round (`recreate` marks it).
-                              s.needs_theta[i] = s.needs_theta[i] || !s.products_asked;
-                              s.self->send(s.peers[i], eval_atom::value, s.token, round, on,
-                                           shared_theta);
+                              for (const auto i : under)
+                                s.needs_theta[i] = s.needs_theta[i] || !s.products_asked;
+                              s.self->send(to, eval_atom::value, s.token, round, on, shared_theta);
                             });
   if (!done)
     return done.error();
+  if (s.fell_back)  // some peers answered another round's number: products bring the theta
+    s.needs_theta.assign(s.peers.size(), true);
   s.evaluated_theta = shared_theta;
   s.evaluated_round = this_round;
   grad.resize(dimension);
@@ -297,10 +405,12 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
   const dense_vector shared_v{v};
   const auto at = s.evaluated_round;
   auto done = s.exact_round("Hessian-vector product", model::hessian_vector_grid(s.shape, s.bounds, v),
-                            false, [&](std::size_t i, std::uint64_t round, const exact_grid& on) {
-                              s.self->send(s.peers[i], hessvec_atom::value, s.token, round, at, on,
-                                           s.needs_theta[i] ? s.evaluated_theta : dense_vector{},
-                                           shared_v);
+                            false, [&](const shard_actor& to, std::uint64_t round,
+                                       const exact_grid& on, const std::vector<std::size_t>& under) {
+                              const bool theta = std::any_of(under.begin(), under.end(),
+                                                             [&](auto i) { return s.needs_theta[i]; });
+                              s.self->send(to, hessvec_atom::value, s.token, round, at, on,
+                                           theta ? s.evaluated_theta : dense_vector{}, shared_v);
                             });
   if (!done)
     return done.error();
@@ -316,13 +426,10 @@ result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& th
   auto& s = *impl_;
   const dense_vector shared_theta{theta};
   s.begin({});
-  auto done = s.peers.round(
-    reply<block_sums>{}, s.timeout, "quality",
-    [&](std::size_t i, std::uint64_t round) {
-      s.self->send(s.peers[i], quality_atom::value, s.token, round, shared_theta);
-    },
-    [&](std::size_t i, block_sums sums) { return s.take(i, std::move(sums), true); },
-    [&s](std::size_t i) { return s.recreate(i); });
+  auto done = s.gather("quality", true, [&](const shard_actor& to, std::uint64_t round,
+                                            const std::vector<std::size_t>&) {
+    s.self->send(to, quality_atom::value, s.token, round, shared_theta);
+  });
   if (!done)
     return done.error();
   if (auto all = s.covered(); !all)
@@ -334,10 +441,12 @@ sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, 
                                          std::vector<shard_actor> peers,
                                          std::vector<peer_share> shares, model::data_bounds bounds,
                                          access_token token, std::chrono::milliseconds timeout,
-                                         shard_factory replace) {
-  return sharded_objective{std::make_unique<sharded_objective::impl>(
+                                         shard_factory replace, tree_builder tree) {
+  auto state = std::make_unique<sharded_objective::impl>(
     rt, std::move(shape), lambda, std::move(peers), std::move(shares), bounds, token, timeout,
-    std::move(replace))};
+    std::move(replace));
+  state->build_tree = std::move(tree);
+  return sharded_objective{std::move(state)};
 }
 
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective) {

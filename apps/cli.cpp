@@ -223,6 +223,16 @@ void add_train_command(CLI::App& app, train_options& o) {
              "With --nodes: 'shipped' (the driver sends each shard's rows) or 'node-local' (each node "
              "reads its own part of --data, a path every node can see)",
              {{"shipped", data_placement::shipped}, {"node-local", data_placement::node_local}});
+  add_choice(*train, "--topology", o.topology,
+             "With --nodes: 'star' (the driver asks every node), 'tree' (a reduction tree among the "
+             "nodes; the driver asks the root) or 'auto' (a tree from 3 nodes up)",
+             {{"star", actors::topology::star},
+              {"tree", actors::topology::tree},
+              {"auto", actors::topology::automatic}});
+  train->add_option("--fan-in", o.fan_in,
+                    "With --topology tree: children per tree node (default 0: 2 for models whose "
+                    "17 x dimension bytes reach 1 MiB, else the fewest that keep the tree 2 levels deep)")
+    ->check(CLI::Range(0, 64));
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
   add_choice(*train, "--solver", o.solver,

@@ -61,6 +61,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   auto cluster = actors::cluster::connect(rt, *endpoints);
   if (!cluster)
     return cluster.error();
+  cluster->use_topology(options.topology, options.fan_in);
   std::vector<std::uint32_t> threads;
   for (const auto& node : cluster->nodes())
     threads.push_back(node.threads);

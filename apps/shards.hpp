@@ -18,6 +18,8 @@ struct shard_options {
   data_placement placement = data_placement::shipped;  ///< with nodes
   std::chrono::milliseconds timeout{300'000};
   bool quiet = false;
+  actors::topology topology = actors::topology::automatic;  ///< with nodes
+  std::size_t fan_in = 0;   ///< tree: children per node; 0 = automatic
 };
 
 /// The sharded objective of a run, and the cluster its shards live on (if any).

@@ -46,7 +46,8 @@ result<shard_setup> shards_for(const train_options& options, actors::runtime& rt
                                const model::model_shape& architecture) {
   const shard_options placement{
     options.shards, options.nodes, options.placement,
-    std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet};
+    std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet,
+    options.topology, options.fan_in};
   auto setup = setup_shards(rt, placement, data, options.data, architecture, options.classes, options.lambda);
   if (!setup)
     return setup.error();
@@ -94,7 +95,8 @@ nlohmann::json sharded_summary(const train_options& options, const prepared_data
                                 {"stop_reason", stop},
                                 {"shards", setup.shards},
                                 {"nodes", setup.cluster ? setup.cluster->nodes().size() : 0},
-                                {"recreated_shards", setup.objective->recreated_shards()}});
+                                {"recreated_shards", setup.objective->recreated_shards()},
+                                {"lost_nodes", setup.cluster ? setup.cluster->lost_nodes() : 0}});
   if (!run.message.empty() && stop != "interrupted")
     summary["stop_message"] = run.message;
   return summary;

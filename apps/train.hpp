@@ -1,6 +1,7 @@
 #pragma once
 
 #include "actors/runtime.hpp"
+#include "actors/topology.hpp"
 #include "apps/data.hpp"
 #include "apps/modes.hpp"
 #include "apps/progress.hpp"
@@ -69,6 +70,8 @@ struct train_options {
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)
   std::string nodes;               ///< "host:port,...": shards on node processes
   apps::data_placement placement = apps::data_placement::shipped;  ///< with nodes
+  actors::topology topology = actors::topology::automatic;  ///< with nodes
+  std::size_t fan_in = 0;          ///< tree: children per node; 0 = automatic
   actors::tls_options tls;         ///< mutual TLS to the nodes
   std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
   solver_kind solver = solver_kind::lbfgs;  ///< --mode lbfgs

@@ -1,0 +1,249 @@
+// Reduction trees among node processes on loopback: the same bits as a star and as one local
+// shard at 1 to 8 nodes, the driver's bytes per evaluation independent of the node count, an inner
+// node killed mid-run, and what a node refuses of tree traffic.
+
+#include "actors/cluster.hpp"
+#include "actors/network.hpp"
+#include "actors/node.hpp"
+#include "actors/placement.hpp"
+#include "actors/shard.hpp"
+#include "io/partition.hpp"
+#include "support/node_process.hpp"
+#include "support/problems.hpp"
+#include "support/sockets.hpp"
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include <csignal>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using shardopt::test::node_process;
+using namespace std::chrono_literals;
+
+namespace {
+
+actors::runtime network_runtime() {
+  return actors::runtime{actors::runtime_options{2, true, {}, false}};
+}
+
+actors::endpoint endpoint_of(const node_process& node) {
+  return {"127.0.0.1", static_cast<std::uint16_t>(node.port)};
+}
+
+/// What one objective answers at fixed points: the objective, its gradient, a Hessian-vector
+/// product and the quality sums, to compare bit for bit.
+struct answers {
+  std::vector<double> values;
+
+  void add(double x) { values.push_back(x); }
+  void add(const Eigen::VectorXd& v) { values.insert(values.end(), v.data(), v.data() + v.size()); }
+
+  bool same_bits(const answers& other) const {
+    return values.size() == other.values.size()
+           && std::memcmp(values.data(), other.values.data(), sizeof(double) * values.size()) == 0;
+  }
+};
+
+/// Evaluates at `theta`, then a product with `v` and the quality at `theta`.
+answers ask(actors::sharded_objective& objective, const Eigen::VectorXd& theta, const Eigen::VectorXd& v) {
+  answers out;
+  Eigen::VectorXd grad;
+  auto f = objective.evaluate(theta, grad);
+  REQUIRE_MESSAGE(f.ok(), f.error().message());
+  out.add(*f);
+  out.add(grad);
+  Eigen::VectorXd hv;
+  auto product = objective.hessian_vector(v, hv);
+  REQUIRE_MESSAGE(product.ok(), product.error().message());
+  out.add(hv);
+  auto quality = objective.quality(theta);
+  REQUIRE_MESSAGE(quality.ok(), quality.error().message());
+  out.add(quality->correct);
+  out.add(quality->squared_error);
+  return out;
+}
+
+/// Bytes per evaluation on this process's connections to `nodes`, over `evaluations` evaluations.
+double driver_bytes(actors::sharded_objective& objective, const std::vector<node_process>& nodes,
+                    std::size_t count, const Eigen::VectorXd& theta, int evaluations = 3) {
+  auto total = [&] {
+    std::uint64_t sum = 0;
+    for (std::size_t j = 0; j < count; ++j)
+      sum += shardopt::test::connection_bytes(static_cast<std::uint16_t>(nodes[j].port)).total();
+    return sum;
+  };
+  Eigen::VectorXd grad;
+  const auto before = total();
+  for (int e = 0; e < evaluations; ++e)
+    REQUIRE(objective.evaluate(theta, grad).ok());
+  return static_cast<double>(total() - before) / evaluations;
+}
+
+} // namespace
+
+TEST_CASE("star and trees of fan-in 2 and 3 give the bits of one local shard at 1 to 8 nodes, and the driver moves 1.0-1.1 x 17 x dimension bytes per evaluation through a tree whatever the node count") {
+  std::vector<node_process> nodes;
+  for (int j = 0; j < 8; ++j)
+    nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
+  auto rt = network_runtime();
+  const model::model_shape shape{model::model_kind::softmax, 800, 4};  // 3,204 parameters
+  const std::int64_t rows = 640;
+  const auto data = shardopt::test::random_problem(11, rows, 800, 4);
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.02, 0.03);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, -0.5);
+  auto local = actors::sharded_objective::local(rt, shape, 1e-3, data,
+                                                shardopt::io::partition_blocks(rows, 1), 60s);
+  const auto reference = ask(local, theta, v);
+  const double per_evaluation = 17.0 * static_cast<double>(shape.dimension());
+
+  for (std::size_t n = 1; n <= nodes.size(); ++n) {
+    std::vector<actors::endpoint> endpoints;
+    for (std::size_t j = 0; j < n; ++j)
+      endpoints.push_back(endpoint_of(nodes[j]));
+    struct route {
+      actors::topology kind;
+      std::size_t fan_in;
+    };
+    for (const auto [kind, fan_in] : {route{actors::topology::star, 0}, route{actors::topology::tree, 2},
+                                      route{actors::topology::tree, 3}}) {
+      CAPTURE(n);
+      CAPTURE(fan_in);
+      auto cluster = actors::cluster::connect(rt, endpoints);
+      REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+      cluster->use_topology(kind, fan_in);
+      const auto shards = 2 * n;  // two shards per node, grouped there
+      auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(rows, shards),
+                                     actors::place_shards(std::vector<std::uint32_t>(n, 1), shards),
+                                     60s, {});
+      REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+      CHECK(ask(*objective, theta, v).same_bits(reference));
+      if (kind == actors::topology::tree) {
+        const auto bytes = driver_bytes(*objective, nodes, n, theta);
+        INFO("driver bytes per evaluation: " << bytes << ", 17 x dimension: " << per_evaluation);
+        CHECK(bytes >= 0.95 * per_evaluation);
+        CHECK(bytes <= 1.1 * per_evaluation);
+      }
+    }
+  }
+}
+
+TEST_CASE("an inner node killed mid-run: its subtree is asked directly, its shards recreated, a new tree built over the live nodes, and every answer keeps the bits of a run without the failure") {
+  std::vector<node_process> nodes;
+  for (int j = 0; j < 5; ++j)
+    nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
+  auto rt = network_runtime();
+  const model::model_shape shape{model::model_kind::softmax, 600, 3};
+  const std::int64_t rows = 500;
+  const auto data = shardopt::test::random_problem(12, rows, 600, 3);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), -1.0, 1.0);
+  std::vector<Eigen::VectorXd> thetas;
+  for (int k = 0; k < 3; ++k)
+    thetas.push_back(Eigen::VectorXd::LinSpaced(shape.dimension(), -0.01 * k, 0.02 + 0.01 * k));
+  auto local = actors::sharded_objective::local(rt, shape, 1e-3, data,
+                                                shardopt::io::partition_blocks(rows, 1), 60s);
+  std::vector<answers> reference;
+  for (const auto& theta : thetas)
+    reference.push_back(ask(local, theta, v));
+
+  std::vector<actors::endpoint> endpoints;
+  for (const auto& node : nodes)
+    endpoints.push_back(endpoint_of(node));
+  auto cluster = actors::cluster::connect(rt, endpoints);
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  cluster->use_topology(actors::topology::tree, 2);  // node 0 the root; node 1 the parent of 3 and 4
+  std::vector<std::string> events;
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(rows, 10),
+                                 actors::place_shards(std::vector<std::uint32_t>(5, 1), 10), 60s,
+                                 [&](const std::string& event) { events.push_back(event); });
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  CHECK(ask(*objective, thetas[0], v).same_bits(reference[0]));
+  nodes[1].process->signal(SIGKILL);
+  CHECK(ask(*objective, thetas[1], v).same_bits(reference[1]));
+  CHECK(objective->recreated_shards() == 1);
+  CHECK(cluster->lost_nodes() == 1);
+  CHECK(ask(*objective, thetas[2], v).same_bits(reference[2]));
+  // The next evaluations go through a new tree, not to every node.
+  const auto bytes = driver_bytes(*objective, nodes, nodes.size(), thetas[2]);
+  CHECK(bytes <= 1.1 * 17.0 * static_cast<double>(shape.dimension()));
+  std::string log;
+  for (const auto& event : events)
+    log += event + "\n";
+  CHECK_MESSAGE(log.find("node " + endpoints[1].text() + " lost") != std::string::npos, log);
+}
+
+TEST_CASE("a node's tree refuses requests without the run's token; tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node are refused, and the node keeps serving") {
+  node_process first;
+  node_process second;
+  auto rt = network_runtime();
+  const auto data = shardopt::test::random_problem(13, 64, 10, 3);
+  const model::model_shape shape{model::model_kind::softmax, 10, 3};
+  caf::scoped_actor driver{rt.system()};
+  caf::scoped_actor stranger{rt.system()};
+  const auto token = actors::access_token::random();
+  std::vector<actors::node_actor> node;
+  std::vector<actors::shard_actor> shard;
+  for (const auto* process : {&first, &second}) {
+    auto handle = actors::connect_to<actors::node_actor>(rt, endpoint_of(*process), "a shardopt node");
+    REQUIRE(handle.ok());
+    node.push_back(*handle);
+    const actors::shard_spec spec{shape, actors::data_block{data, {0, 64}}, {0, 1}};
+    driver->request(*handle, 10s, actors::spawn_atom::value, std::uint64_t{1}, token, spec)
+      .receive([&](std::uint64_t, const actors::shard_actor& made) { shard.push_back(made); },
+               [](caf::error& err) { FAIL(caf::to_string(err)); });
+  }
+  REQUIRE(shard.size() == 2);
+  auto tree_request = [&](caf::scoped_actor& who, const std::vector<actors::shard_actor>& own,
+                          const std::string& child_node, const actors::shard_actor& child_tree) {
+    std::string text = "no reply";
+    who->request(node[0], 30s, actors::tree_atom::value, std::uint64_t{2}, token, own,
+                 std::vector<std::string>{child_node}, std::vector<actors::shard_actor>{child_tree})
+      .receive([&](std::uint64_t, const actors::shard_actor&) { text = "made"; },
+               [&](caf::error& err) { text = actors::describe(err, rt.system()); });
+    return text;
+  };
+  // A driver that holds nothing on the node.
+  CHECK(tree_request(stranger, {shard[0]}, endpoint_of(second).text(), shard[1])
+          .find("this driver holds no shards here") != std::string::npos);
+  // A child tree that lives on another node than the one named (here: the first node itself).
+  CHECK(tree_request(driver, {shard[0]}, endpoint_of(first).text(), shard[1])
+          .find("does not live on the node at") != std::string::npos);
+  // A child address where no node listens.
+  CHECK(tree_request(driver, {shard[0]}, "127.0.0.1:1", shard[1]).find("cannot connect") != std::string::npos);
+  // A well-formed tree answers the run's token only.
+  actors::shard_actor tree;
+  driver->request(node[0], 30s, actors::tree_atom::value, std::uint64_t{3}, token,
+                  std::vector<actors::shard_actor>{shard[0]},
+                  std::vector<std::string>{endpoint_of(second).text()},
+                  std::vector<actors::shard_actor>{shard[1]})
+    .receive([&](std::uint64_t, const actors::shard_actor& made) { tree = made; },
+             [](caf::error& err) { FAIL(caf::to_string(err)); });
+  REQUIRE(tree);
+  const Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+  auto grid = actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40));
+  std::string refusal;
+  stranger->request(tree, 10s, actors::eval_atom::value, actors::access_token::random(),
+                    std::uint64_t{4}, grid, actors::dense_vector{theta})
+    .receive([](std::uint64_t, const actors::block_sums&) {},
+             [&](caf::error& err) { refusal = actors::describe(err, rt.system()); });
+  CHECK(refusal.find("belongs to another driver") != std::string::npos);
+  std::int64_t covered = 0;
+  driver->request(tree, 10s, actors::eval_atom::value, token, std::uint64_t{5}, grid,
+                  actors::dense_vector{theta})
+    .receive([&](std::uint64_t, const actors::block_sums& sums) { covered = sums.count; },
+             [](caf::error& err) { FAIL(caf::to_string(err)); });
+  CHECK(covered == 128);  // both nodes' shards, summed on the first
+  for (const auto& handle : node) {
+    bool serves = false;
+    driver->request(handle, 10s, actors::hello_atom::value, std::uint64_t{9}, actors::protocol_version,
+                    actors::wire_probe())
+      .receive([&](std::uint64_t, const actors::node_info& info) { serves = info.threads > 0; },
+               [](caf::error&) {});
+    CHECK(serves);
+  }
+}
