@@ -3,8 +3,8 @@
 #include "actors/guard.hpp"
 #include "actors/node_checks.hpp"
 #include "actors/node_holdings.hpp"
-#include "actors/network.hpp"
 #include "actors/node_parts.hpp"
+#include "actors/node_tree.hpp"
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
 
@@ -48,8 +48,8 @@ auto shielded(F body) -> decltype(body()) {
 class node_impl : public guarded<node_actor::base> {
 public:
   node_impl(caf::actor_config& config, runtime* rt, std::uint32_t threads, node_limits limits)
-    : guarded<node_actor::base>(config), rt_(rt), threads_(threads),
-      holdings_(std::move(limits)) {}
+    : guarded<node_actor::base>(config), threads_(threads), holdings_(std::move(limits)),
+      links_(*rt) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
@@ -265,19 +265,8 @@ private:
       return refused("invalid group request: " + std::to_string(members.size())
                     + " members for a driver holding " + std::to_string(share.shards.size())
                     + " shards here");
-    if (static_cast<std::int64_t>(share.groups.size()) >= limits().shards_per_driver)
-      return refused("this node allows " + std::to_string(limits().shards_per_driver)
-                    + " groups per driver");
-    std::vector<caf::actor_addr> seen;
-    for (const auto& member : members) {
-      const auto addr = caf::actor_cast<caf::actor_addr>(member);
-      const bool owned = std::any_of(share.shards.begin(), share.shards.end(), [&](const auto& s) {
-        return caf::actor_cast<caf::actor_addr>(s) == addr;
-      });
-      if (!owned || std::find(seen.begin(), seen.end(), addr) != seen.end())
-        return refused("invalid group request: a member is not a distinct shard of this driver here");
-      seen.push_back(addr);
-    }
+    if (auto ok = holdings_.check_members(share, members, false, "group"); !ok)
+      return refused(ok.error().message());
     auto group = spawn_group(system(), members, threads_, token);
     share.groups.push_back(group);
     return group;
@@ -299,48 +288,15 @@ private:
                      + std::to_string(child_nodes.size()) + " child nodes and "
                      + std::to_string(child_trees.size()) + " child trees (at most "
                      + std::to_string(max_tree_children) + " children)");
-    if (static_cast<std::int64_t>(share.groups.size()) >= limits().shards_per_driver)
-      return refused("this node allows " + std::to_string(limits().shards_per_driver)
-                     + " groups per driver");
-    std::vector<caf::actor_addr> seen;
-    for (const auto& peer : own) {
-      const auto addr = caf::actor_cast<caf::actor_addr>(peer);
-      auto is = [&](const auto& s) { return caf::actor_cast<caf::actor_addr>(s) == addr; };
-      const bool owned = std::any_of(share.shards.begin(), share.shards.end(), is)
-                         || std::any_of(share.groups.begin(), share.groups.end(), is);
-      if (!owned || std::find(seen.begin(), seen.end(), addr) != seen.end())
-        return refused("invalid tree request: an own peer is not a distinct shard or group of "
-                       "this driver here");
-      seen.push_back(addr);
-    }
-    std::vector<shard_actor> members;
-    for (std::size_t k = 0; k < child_nodes.size(); ++k) {
-      auto where = parse_endpoints(child_nodes[k], "a child node");
-      if (!where || where->size() != 1)
-        return refused("invalid tree request: child " + std::to_string(k) + " is not one host:port");
-      auto child = child_node(where->front());
-      if (!child)
-        return make_error(errc::shard_failed, child.error().message());
-      if (!child_trees[k] || caf::actor_cast<caf::actor_addr>(child_trees[k]).node() != child->node())
-        return refused("invalid tree request: child tree " + std::to_string(k)
-                       + " does not live on the node at " + where->front().text());
-      members.push_back(child_trees[k]);
-    }
-    members.insert(members.end(), own.begin(), own.end());
-    auto tree = spawn_tree(system(), std::move(members), token);
+    if (auto ok = holdings_.check_members(share, own, true, "tree"); !ok)
+      return refused(ok.error().message());
+    auto members = links_.children(child_nodes, child_trees);
+    if (!members)
+      return std::move(members.error());
+    members->insert(members->end(), own.begin(), own.end());
+    auto tree = spawn_tree(system(), std::move(*members), token);
     share.groups.push_back(tree);
     return tree;
-  }
-
-  /// The node listening at `where`, connected once and kept (CAF keeps one connection per node).
-  result<node_actor> child_node(const endpoint& where) {
-    if (auto it = children_.find(where.text()); it != children_.end())
-      return it->second;
-    auto handle = connect_to<node_actor>(*rt_, where, "a shardopt node");
-    if (!handle)
-      return handle.error();
-    children_.emplace(where.text(), *handle);
-    return *handle;
   }
 
   caf::expected<shard_actor> spawn_shipped(const access_token& token, const shard_spec& spec) {
@@ -418,10 +374,9 @@ private:
                       bounds};
   }
 
-  runtime* rt_;
   std::uint32_t threads_;
   node_holdings holdings_;
-  std::map<std::string, node_actor> children_;  // nodes this one sends tree traffic to
+  child_links links_;  // the nodes this one sends tree traffic to
 };
 
 } // namespace

@@ -1,5 +1,6 @@
 #include "actors/node_holdings.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace shardopt::actors {
@@ -105,6 +106,26 @@ std::vector<driver_share> node_holdings::release_all() {
   shards_ = 0;
   bytes_ = 0;
   return all;
+}
+
+result<void> node_holdings::check_members(const driver_share& share,
+                                          const std::vector<shard_actor>& peers, bool groups_too,
+                                          const std::string& what) const {
+  if (static_cast<std::int64_t>(share.groups.size()) >= limits_.shards_per_driver)
+    return fail_invalid("this node allows " + std::to_string(limits_.shards_per_driver)
+                        + " groups per driver");
+  std::vector<caf::actor_addr> seen;
+  for (const auto& peer : peers) {
+    const auto addr = caf::actor_cast<caf::actor_addr>(peer);
+    auto is = [&](const shard_actor& held) { return caf::actor_cast<caf::actor_addr>(held) == addr; };
+    const bool owned = std::any_of(share.shards.begin(), share.shards.end(), is)
+                       || (groups_too && std::any_of(share.groups.begin(), share.groups.end(), is));
+    if (!owned || std::find(seen.begin(), seen.end(), addr) != seen.end())
+      return fail_invalid("invalid " + what + " request: a member is not a distinct "
+                          + (groups_too ? "shard or group" : "shard") + " of this driver here");
+    seen.push_back(addr);
+  }
+  return {};
 }
 
 } // namespace shardopt::actors

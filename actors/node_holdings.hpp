@@ -66,6 +66,11 @@ public:
   /// Forgets `driver` and hands back what it held (for the caller to end), if anything.
   std::optional<driver_share> release(const caf::actor_addr& driver);
 
+  /// Whether `peers` are distinct shards of `share` (or, with `groups_too`, shards and groups) and a
+  /// group more fits the limit of groups per driver; the error says what is wrong with `what`.
+  result<void> check_members(const driver_share& share, const std::vector<shard_actor>& peers,
+                             bool groups_too, const std::string& what) const;
+
   /// Forgets every driver and hands back what they held.
   std::vector<driver_share> release_all();
 

@@ -1,0 +1,326 @@
+#pragma once
+
+// Internal to the sharded objective's source: its state over the peers and how a round gathers
+// their replies (through the reduction tree, then directly), checks them and adds them exactly.
+// Not part of the actors library's interface.
+
+#include "actors/fan_out.hpp"
+#include "actors/shard.hpp"
+#include "actors/sharded_objective.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shardopt::actors {
+
+namespace detail {
+
+using block_runs = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+/// `runs` sorted, empty runs dropped and adjacent runs joined: one form for one set of blocks.
+inline block_runs normalized(block_runs runs) {
+  std::sort(runs.begin(), runs.end());
+  block_runs out;
+  for (const auto& run : runs) {
+    if (run.second == 0)
+      continue;
+    if (!out.empty() && out.back().first + out.back().second == run.first)
+      out.back().second += run.second;
+    else
+      out.push_back(run);
+  }
+  return out;
+}
+
+/// Whether a reply's flattened (first, count) pairs name exactly the blocks of `expected` (a group
+/// lists its members' runs in the order they answered).
+inline bool runs_match(const std::vector<std::int64_t>& flat, const block_runs& expected) {
+  block_runs got;
+  for (std::size_t r = 0; r + 1 < flat.size(); r += 2)
+    got.emplace_back(flat[r], flat[r + 1]);
+  return normalized(std::move(got)) == normalized(expected);
+}
+
+} // namespace detail
+
+struct sharded_objective::impl {
+  impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
+       std::vector<peer_share> peer_shares, model::data_bounds data, access_token run_token,
+       std::chrono::milliseconds limit, shard_factory make_peer)
+    : system(rt.system()), self(system), shape(std::move(model_shape)), lambda(l2),
+      peers(self.ptr(), std::move(handles), peer_names(peer_shares)),
+      shares(std::move(peer_shares)), bounds(data), token(run_token), timeout(limit),
+      replace(std::move(make_peer)) {
+    for (const auto& share : shares)
+      rows += share.rows;
+  }
+
+  ~impl() {
+    for (const auto& peer : peers.handles())
+      self->send_exit(peer, caf::exit_reason::user_shutdown);
+  }
+
+  /// Each peer's name, "shard 2 of 4" unless its share names it.
+  static std::vector<std::string> peer_names(const std::vector<peer_share>& shares) {
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < shares.size(); ++i)
+      names.push_back(!shares[i].name.empty() ? shares[i].name
+                                              : "shard " + std::to_string(i) + " of "
+                                                  + std::to_string(shares.size()));
+    return names;
+  }
+
+  /// A peer that went down mid-round: recreated through the factory and asked again.
+  result<down_action> recreate(std::size_t i) {
+    if (!replace)
+      return down_action::fail;
+    auto fresh = replace(i);
+    if (!fresh)
+      return fresh.error().with_context("recreating it failed");
+    peers.replace(i, std::move(*fresh));
+    ++recreated;
+    tree_stale = true;
+    if (i < needs_theta.size())
+      needs_theta[i] = true;  // it has served no evaluation: products must bring the theta
+    return down_action::resend;
+  }
+
+  /// Starts a round's totals: exact sums on the grids `exponents` (none for quality).
+  void begin(std::vector<int> exponents) {
+    round_exponents = exponents;
+    block_values.assign(static_cast<std::size_t>(bounds.blocks), 0.0);
+    seen.assign(static_cast<std::size_t>(bounds.blocks), 0);
+    total = model::exact_sum(std::move(exponents));
+    correct = 0;
+  }
+
+  /// Checks peer i's reply and adds it to the round's totals: its example count, its blocks (in
+  /// range, each once in the round, as many as its share), one finite value per block when
+  /// `values`, and `words` finite exact sums on the round's grid.
+  result<void> take(std::size_t i, block_sums sums, bool values) {
+    return take_share(shares[i], std::move(sums), values);
+  }
+
+  /// `take` for a reply expected to cover `share`.
+  result<void> take_share(const peer_share& share, block_sums sums, bool values) {
+    if (sums.count != share.rows)
+      return fail_runtime("answered for " + std::to_string(sums.count) + " examples, it holds "
+                  + std::to_string(share.rows));
+    if (sums.words.size() != total.size())
+      return fail_runtime("returned " + std::to_string(sums.words.size()) + " sums, expected "
+                  + std::to_string(total.size()));
+    if (sums.runs.size() % 2 != 0)
+      return fail_runtime("returned a malformed list of blocks");
+    if (!detail::runs_match(sums.runs, share.runs))
+      return fail_runtime("answered for blocks that are not its own");
+    std::int64_t expected = 0;
+    for (const auto& run : share.runs)
+      expected += run.second;
+    std::size_t next = 0;
+    std::int64_t covered = 0;
+    for (std::size_t r = 0; r < sums.runs.size(); r += 2) {
+      const auto first = sums.runs[r];
+      const auto count = sums.runs[r + 1];
+      if (first < 0 || count < 0 || count > bounds.blocks || first > bounds.blocks - count)
+        return fail_runtime("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
+      for (auto b = first; b < first + count; ++b) {
+        if (seen[static_cast<std::size_t>(b)])
+          return fail_runtime("answered for block " + std::to_string(b) + ", which another reply covers");
+        seen[static_cast<std::size_t>(b)] = 1;
+        if (values) {
+          if (next >= sums.values.size())
+            return fail_runtime("returned fewer values than blocks");
+          if (!std::isfinite(sums.values[next]))
+            return fail_runtime("returned a non-finite sum for block " + std::to_string(b));
+          block_values[static_cast<std::size_t>(b)] = sums.values[next++];
+        }
+      }
+      covered += count;
+    }
+    if (covered != expected || (values && next != sums.values.size()))
+      return fail_runtime("answered for " + std::to_string(covered) + " blocks with "
+                  + std::to_string(sums.values.size()) + " values, it holds "
+                  + std::to_string(expected) + " blocks");
+    // Infinite units are honest (a grid far too fine: the round is redone on coarser ones); NaN
+    // means a non-finite term.
+    if (std::isnan(sums.max_units) || sums.max_units < 0 || !std::isfinite(sums.correct)
+        || sums.correct < 0 || sums.correct > static_cast<double>(sums.count))
+      return fail_runtime("returned a non-finite gradient or impossible counts");
+    total.merge(sums.words.data(), sums.max_units);
+    correct += sums.correct;
+    return {};
+  }
+
+  /// Whether every block was answered for; the first missing one otherwise.
+  result<void> covered() const {
+    for (std::size_t b = 0; b < seen.size(); ++b)
+      if (!seen[b])
+        return fail_runtime("no shard answered for block " + std::to_string(b));
+    return {};
+  }
+
+  /// The per-block values added in block order: the same bits whatever the peers.
+  double value_sum() const {
+    double sum = 0;
+    for (const double value : block_values)
+      sum += value;
+    return sum;
+  }
+
+  /// Runs rounds of `ask(i, round, grid)` on the grids `exponents` until every block sum fits
+  /// them: the grids come from bounds, so a second round means a bound failed, and is on grids
+  /// coarser by what the largest block sum needs (a function of the data, like the bounds).
+  /// One round of a request over every peer: through the reduction tree when there is one (built
+  /// again first after a loss), then directly to each peer whose blocks no tree reply covered (a
+  /// lost inner node's subtree, or everything when the root failed). `send(to, round, under)`
+  /// sends the request to `to`, which answers for the peers `under`. The totals are the same bits
+  /// whichever way each block came.
+  template <class Send>
+  result<void> gather(const std::string& what, bool values, Send send) {
+    std::vector<char> done(peers.size(), 0);
+    fell_back = false;
+    if (build_tree && tree_stale) {
+      tree_stale = false;
+      peers.pass_other_downs_to({});
+      tree.reset();
+      roots.reset();
+      auto built = build_tree(peers.handles());
+      if (built && !built->roots.empty()) {
+        tree = std::move(*built);
+        std::vector<std::string> names;
+        for (std::size_t r = 0; r < tree->roots.size(); ++r)
+          names.push_back("tree root " + std::to_string(r));
+        roots.emplace(self.ptr(), tree->roots, std::move(names));
+        roots->start_rounds_at(std::uint64_t{1} << 62);  // never a peer's round number
+        roots->pass_other_downs_to([this](const caf::down_msg& msg) { peers.note_down(msg); });
+        peers.pass_other_downs_to([this](const caf::down_msg& msg) { roots->note_down(msg); });
+      }
+    }
+    if (tree) {
+      auto via_tree = roots->round(
+        reply<block_sums>{}, timeout, what,
+        [&](std::size_t r, std::uint64_t round) { send((*roots)[r], round, tree->under[r]); },
+        [&](std::size_t r, block_sums sums) -> result<void> {
+          auto covered = covered_peers(tree->under[r], sums.runs);
+          if (!covered)
+            return covered.error();
+          if (auto ok = take_share(share_of(*covered), std::move(sums), values); !ok)
+            return ok;
+          for (const auto i : *covered)
+            done[i] = 1;
+          return {};
+        },
+        [](std::size_t) -> result<down_action> { return down_action::answered; });
+      if (!via_tree) {  // nothing of it is kept: every peer is asked directly
+        begin(round_exponents);
+        std::fill(done.begin(), done.end(), 0);
+      }
+    }
+    std::vector<std::size_t> direct;
+    for (std::size_t i = 0; i < peers.size(); ++i)
+      if (!done[i])
+        direct.push_back(i);
+    if (tree && !direct.empty()) {
+      tree_stale = true;  // a new tree, over the live nodes, from the next round on
+      fell_back = true;
+    }
+    if (direct.empty())
+      return {};
+    return peers.round(
+      reply<block_sums>{}, direct, timeout, what,
+      [&](std::size_t i, std::uint64_t round) { send(peers[i], round, {i}); },
+      [&](std::size_t i, block_sums sums) { return take(i, std::move(sums), values); },
+      [this](std::size_t i) { return recreate(i); });
+  }
+
+  /// The peers among `candidates` whose blocks a tree reply's runs name: each wholly or not at all.
+  result<std::vector<std::size_t>> covered_peers(const std::vector<std::size_t>& candidates,
+                                                 const std::vector<std::int64_t>& flat) const {
+    std::vector<std::size_t> covered;
+    for (const auto i : candidates) {
+      const auto& first = shares[i].runs;
+      if (first.empty())
+        continue;
+      for (std::size_t r = 0; r + 1 < flat.size(); r += 2)
+        if (flat[r] <= first.front().first && first.front().first < flat[r] + flat[r + 1]) {
+          covered.push_back(i);
+          break;
+        }
+    }
+    if (!detail::runs_match(flat, share_of(covered).runs))
+      return fail_runtime("answered for blocks that are not whole peers of its tree");
+    return covered;
+  }
+
+  /// What the peers `which` hold together.
+  peer_share share_of(const std::vector<std::size_t>& which) const {
+    peer_share joint;
+    for (const auto i : which) {
+      joint.runs.insert(joint.runs.end(), shares[i].runs.begin(), shares[i].runs.end());
+      joint.rows += shares[i].rows;
+    }
+    return joint;
+  }
+
+  template <class Ask>
+  result<void> exact_round(const std::string& what, std::vector<int> exponents, bool values,
+                           Ask ask) {
+    for (int attempt = 0;; ++attempt) {
+      const auto grid = encode_grid(exponents);
+      auto decoded = decode_grid(grid);
+      if (!decoded)
+        return decoded.error();
+      begin(std::move(*decoded));
+      auto done = gather(what, values, [&](const shard_actor& to, std::uint64_t round,
+                                           const std::vector<std::size_t>& under) {
+        ask(to, round, grid, under);
+      });
+      if (!done)
+        return done.error();
+      if (auto all = covered(); !all)
+        return all;
+      if (model::fits_grid(total.max_units(), bounds.blocks))
+        return {};
+      if (attempt > 0)
+        return fail_runtime(what + ": block sums overflow their grids");
+      const auto shift = model::grid_shift(total.max_units(), bounds.blocks);
+      for (auto& e : exponents)
+        e = std::min(e + shift, model::highest_grid);
+    }
+  }
+
+  caf::actor_system& system;
+  caf::scoped_actor self;
+  model::model_shape shape;
+  double lambda;
+  peer_group<shard_actor> peers;
+  std::vector<peer_share> shares;
+  model::data_bounds bounds;
+  std::int64_t rows = 0;
+  access_token token;
+  std::chrono::milliseconds timeout;
+  shard_factory replace;
+  std::size_t recreated = 0;
+  // The reduction tree over the peers, if any: built by `build_tree`, again after a loss.
+  tree_builder build_tree;
+  std::optional<peer_tree> tree;
+  std::optional<peer_group<shard_actor>> roots;
+  bool tree_stale = true;
+  bool fell_back = false;  // the last round asked some peers directly
+  // A round's totals.
+  std::vector<double> block_values;
+  std::vector<char> seen;
+  model::exact_sum total;
+  std::vector<int> round_exponents;
+  double correct = 0;
+  // The last successful evaluation, where products are taken, and which peers have not served it.
+  dense_vector evaluated_theta;
+  std::uint64_t evaluated_round = 0;
+  std::vector<bool> needs_theta;
+  bool products_asked = false;  // shards keep their curvature from their first product on
+};
+
+} // namespace shardopt::actors
