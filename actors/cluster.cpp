@@ -103,6 +103,69 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
   };
 }
 
+/// The boundary hook of a cluster: at most once a second, while nodes are lost, it tries their
+/// addresses again. A node that answers (a restarted process, a rescheduled pod at the same
+/// address) and passes the hello is re-admitted, and the peers first placed on it are made there
+/// again (shipped rows shipped again, node-local parts read again) and handed to the objective, so
+/// the placement is what it was. The copies that stood in stay where they are until the run ends.
+boundary_hook returner(std::shared_ptr<cluster::impl> state,
+                       std::function<void(const std::string&)> log,
+                       std::vector<std::vector<std::size_t>> peers, spawn_fn spawn) {
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  return [state = std::move(state), log = std::move(log), peers = std::move(peers),
+          spawn = std::move(spawn), last]() {
+    std::vector<std::pair<std::size_t, shard_actor>> moved;
+    auto& c = *state;
+    const auto now = std::chrono::steady_clock::now();
+    if (std::all_of(c.alive.begin(), c.alive.end(), [](bool up) { return up; })
+        || now - *last < std::chrono::seconds{1})
+      return moved;
+    *last = now;
+    for (std::size_t j = 0; j < c.info.size(); ++j) {
+      if (c.alive[j])
+        continue;
+      auto handle = connect_to<node_actor>(c.rt, c.info[j].endpoint, "a shardopt node");
+      if (!handle)
+        continue;
+      c.nodes.replace(j, *handle);
+      auto hello = c.ask<node_info>(j, "hello", [&](std::uint64_t round) {
+        c.self->send(c.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+      });
+      if (!hello || !cluster::impl::check_info(*hello)) {
+        if (log)
+          log("node " + c.info[j].endpoint.text() + " answers again but is refused: "
+              + (hello ? cluster::impl::check_info(*hello).error().message()
+                       : hello.error().message()));
+        continue;
+      }
+      c.alive[j] = true;
+      ++c.rejoined;
+      if (log)
+        log("node " + c.info[j].endpoint.text() + " rejoined");
+      for (std::size_t g = 0; g < peers.size(); ++g) {
+        if (c.placed[g] != j || c.home[g] == j)
+          continue;
+        auto peer = c.peer_on(j, peers[g], [&](std::size_t node, std::size_t i) {
+          return spawn(c, node, i);
+        });
+        if (!peer) {
+          c.alive[j] = false;
+          if (log)
+            log("node " + c.info[j].endpoint.text() + " lost again: " + peer.error().message());
+          break;
+        }
+        c.load[c.home[g]] -= peers[g].size();
+        c.home[g] = j;
+        c.load[j] += peers[g].size();
+        moved.emplace_back(g, std::move(*peer));
+        if (log)
+          log("moved " + shard_range(peers[g]) + " back to node " + c.info[j].endpoint.text());
+      }
+    }
+    return moved;
+  };
+}
+
 } // namespace
 
 std::vector<block_layout> layouts_of(const std::vector<std::int64_t>& rows, std::int64_t block_rows,
@@ -144,11 +207,13 @@ result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state
     s.load[j] += members.size();
   }
   auto shares = shares_of(peers, layouts, blocks, rows);
-  auto replace = replacer(state, std::move(log), std::move(peers), std::move(spawn));
+  s.placed = s.home;
+  auto replace = replacer(state, log, peers, spawn);
+  auto comeback = returner(state, std::move(log), std::move(peers), std::move(spawn));
   auto tree = tree_of(state, shape.dimension());
   return make_sharded_objective(s.rt, std::move(shape), lambda, std::move(handles),
                                 std::move(shares), *bounds, s.token, timeout, std::move(replace),
-                                std::move(tree));
+                                std::move(tree), std::move(comeback));
 }
 
 
@@ -190,12 +255,8 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
       s.self->send(s.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
     },
     [&](std::size_t j, node_info answer) -> result<void> {
-      if (answer.version != protocol_version)
-        return fail_runtime("speaks shardopt protocol version " + std::to_string(answer.version)
-                    + ", this driver speaks version " + std::to_string(protocol_version));
-      if (answer.threads == 0 || answer.threads > max_node_threads)
-        return fail_runtime("announced " + std::to_string(answer.threads) + " worker threads (expected 1.."
-                    + std::to_string(max_node_threads) + ")");
+      if (auto ok = impl::check_info(answer); !ok)
+        return ok;
       s.info[j].threads = answer.threads;
       s.info[j].host = answer.host.substr(0, 255);
       return {};

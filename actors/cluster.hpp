@@ -54,8 +54,10 @@ public:
   /// children per tree node, 0: automatic_fan_in.
   void use_topology(topology kind, std::size_t fan_in);
 
-  /// Nodes given up for lost during the run.
+  /// Nodes given up for lost during the run, and lost nodes re-admitted after they answered again
+  /// at their address (their shards moved back to them).
   std::size_t lost_nodes() const;
+  std::size_t rejoined_nodes() const;
 
   /// The most bytes of data one message carries when `ship` sends a shard's rows (default 8 MiB):
   /// a larger shard goes in pieces. A node's connection keeps a read buffer as large as the

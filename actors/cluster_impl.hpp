@@ -30,6 +30,17 @@ struct cluster::impl {
     return names;
   }
 
+  /// Whether a node's hello answer is one this driver can work with.
+  static result<void> check_info(const node_info& answer) {
+    if (answer.version != protocol_version)
+      return fail_runtime("speaks shardopt protocol version " + std::to_string(answer.version)
+                          + ", this driver speaks version " + std::to_string(protocol_version));
+    if (answer.threads == 0 || answer.threads > max_node_threads)
+      return fail_runtime("announced " + std::to_string(answer.threads)
+                          + " worker threads (expected 1.." + std::to_string(max_node_threads) + ")");
+    return {};
+  }
+
   /// Asks node j one request (`send(round)` sends it) and returns its reply, a value of type T.
   template <class T, class Send>
   result<T> ask(std::size_t j, const std::string& what, Send send) {
@@ -143,6 +154,8 @@ struct cluster::impl {
   std::vector<bool> alive;
   std::vector<std::size_t> load;  // shards per node
   std::vector<std::size_t> home;  // node of each peer
+  std::vector<std::size_t> placed;  // node each peer was first placed on
+  std::size_t rejoined = 0;       // lost nodes that came back and were re-admitted
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;
   std::size_t fan_in = 0;         // children per tree node; 0: automatic

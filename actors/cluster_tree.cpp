@@ -26,6 +26,10 @@ std::size_t cluster::lost_nodes() const {
   return impl_->lost;
 }
 
+std::size_t cluster::rejoined_nodes() const {
+  return impl_->rejoined;
+}
+
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension) {
   return [state = std::move(state), dimension](
            const std::vector<shard_actor>& peers) -> result<peer_tree> {

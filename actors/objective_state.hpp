@@ -88,6 +88,21 @@ struct sharded_objective::impl {
     return down_action::resend;
   }
 
+  /// At an evaluation boundary: puts the peers the boundary hook hands over in place. They have
+  /// served no evaluation (products bring the theta), and the tree is built again.
+  void cross_boundary() {
+    if (!boundary)
+      return;
+    for (auto& [i, fresh] : boundary()) {
+      if (i >= peers.size())
+        continue;
+      peers.replace(i, std::move(fresh));
+      tree_stale = true;
+      if (i < needs_theta.size())
+        needs_theta[i] = true;
+    }
+  }
+
   /// Starts a round's totals: exact sums on the grids `exponents` (none for quality).
   void begin(std::vector<int> exponents) {
     round_exponents = exponents;
@@ -306,6 +321,7 @@ struct sharded_objective::impl {
   std::size_t recreated = 0;
   // The reduction tree over the peers, if any: built by `build_tree`, again after a loss.
   tree_builder build_tree;
+  boundary_hook boundary;
   std::optional<peer_tree> tree;
   std::optional<peer_group<shard_actor>> roots;
   bool tree_stale = true;

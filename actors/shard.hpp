@@ -64,6 +64,11 @@ struct peer_tree {
 /// recreated). An error or no roots: the peers are asked directly (a star).
 using tree_builder = std::function<result<peer_tree>(const std::vector<shard_actor>& peers)>;
 
+/// Called at the start of every evaluation (an evaluation boundary): peers to put in place of
+/// others there, as (peer index, fresh peer) pairs, for instance shards moved back to a node that
+/// came back. The answers keep their bits: a peer answers for the same blocks wherever it lives.
+using boundary_hook = std::function<std::vector<std::pair<std::size_t, shard_actor>>()>;
+
 /// A sharded objective over existing peers (shards or groups), queried in the given order with
 /// `token`. Every reply must cover exactly the peer's share and be finite; the peers' blocks must
 /// cover blocks 0..bounds.blocks-1 once. The objective monitors every peer; with a factory, a peer
@@ -74,7 +79,8 @@ sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, 
                                          std::vector<shard_actor> peers,
                                          std::vector<peer_share> shares, model::data_bounds bounds,
                                          access_token token, std::chrono::milliseconds timeout,
-                                         shard_factory replace = {}, tree_builder tree = {});
+                                         shard_factory replace = {}, tree_builder tree = {},
+                                         boundary_hook boundary = {});
 
 /// The peers (shards or groups) behind an objective, in order.
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective);

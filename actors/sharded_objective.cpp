@@ -60,6 +60,7 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   const dense_vector shared_theta{theta};  // one copy, shared by every request in this process
   s.evaluated_theta = dense_vector{};
   s.needs_theta.assign(s.peers.size(), false);
+  s.cross_boundary();
   std::uint64_t this_round = 0;
   auto done = s.exact_round("evaluation", model::gradient_grid(s.shape, s.bounds, theta), true,
                             [&](const shard_actor& to, std::uint64_t round, const exact_grid& on,
@@ -133,11 +134,13 @@ sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, 
                                          std::vector<shard_actor> peers,
                                          std::vector<peer_share> shares, model::data_bounds bounds,
                                          access_token token, std::chrono::milliseconds timeout,
-                                         shard_factory replace, tree_builder tree) {
+                                         shard_factory replace, tree_builder tree,
+                                         boundary_hook boundary) {
   auto state = std::make_unique<sharded_objective::impl>(
     rt, std::move(shape), lambda, std::move(peers), std::move(shares), bounds, token, timeout,
     std::move(replace));
   state->build_tree = std::move(tree);
+  state->boundary = std::move(boundary);
   return sharded_objective{std::move(state)};
 }
 

@@ -96,7 +96,8 @@ nlohmann::json sharded_summary(const train_options& options, const prepared_data
                                 {"shards", setup.shards},
                                 {"nodes", setup.cluster ? setup.cluster->nodes().size() : 0},
                                 {"recreated_shards", setup.objective->recreated_shards()},
-                                {"lost_nodes", setup.cluster ? setup.cluster->lost_nodes() : 0}});
+                                {"lost_nodes", setup.cluster ? setup.cluster->lost_nodes() : 0},
+                                {"rejoined_nodes", setup.cluster ? setup.cluster->rejoined_nodes() : 0}});
   if (!run.message.empty() && stop != "interrupted")
     summary["stop_message"] = run.message;
   return summary;

@@ -19,6 +19,7 @@
 #include <csignal>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace actors = shardopt::actors;
@@ -177,7 +178,7 @@ TEST_CASE("an inner node killed mid-run: its subtree is asked directly, its shar
   CHECK_MESSAGE(log.find("node " + endpoints[1].text() + " lost") != std::string::npos, log);
 }
 
-TEST_CASE("a node's tree refuses requests without the run's token; tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node are refused, and the node keeps serving") {
+TEST_CASE("a node's tree refuses requests without the run's token, and tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node are refused, and the node keeps serving") {
   node_process first;
   node_process second;
   auto rt = network_runtime();
@@ -246,4 +247,48 @@ TEST_CASE("a node's tree refuses requests without the run's token; tree requests
                [](caf::error&) {});
     CHECK(serves);
   }
+}
+
+TEST_CASE("a node killed, restarted on its port and re-admitted at an evaluation boundary gets its shards back, and every answer keeps the bits of an undisturbed run") {
+  std::vector<node_process> nodes;
+  for (int j = 0; j < 3; ++j)
+    nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
+  auto rt = network_runtime();
+  const model::model_shape shape{model::model_kind::softmax, 300, 3};
+  const std::int64_t rows = 300;
+  const auto data = shardopt::test::random_problem(14, rows, 300, 3);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 0.5, -1.0);
+  std::vector<Eigen::VectorXd> thetas;
+  for (int k = 0; k < 3; ++k)
+    thetas.push_back(Eigen::VectorXd::LinSpaced(shape.dimension(), 0.01 * k, -0.02));
+  auto local = actors::sharded_objective::local(rt, shape, 1e-3, data,
+                                                shardopt::io::partition_blocks(rows, 1), 60s);
+  std::vector<actors::endpoint> endpoints;
+  for (const auto& node : nodes)
+    endpoints.push_back(endpoint_of(node));
+  auto cluster = actors::cluster::connect(rt, endpoints);
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  cluster->use_topology(actors::topology::tree, 2);
+  std::vector<std::string> events;
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(rows, 6),
+                                 actors::place_shards(std::vector<std::uint32_t>(3, 1), 6), 60s,
+                                 [&](const std::string& event) { events.push_back(event); });
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  CHECK(ask(*objective, thetas[0], v).same_bits(ask(local, thetas[0], v)));
+  const auto port = nodes[2].port;
+  nodes[2].process->signal(SIGKILL);
+  CHECK(ask(*objective, thetas[1], v).same_bits(ask(local, thetas[1], v)));
+  CHECK(cluster->lost_nodes() == 1);
+  nodes[2] = node_process{{"--threads", "1"}, port};  // the same address, a new process
+  std::this_thread::sleep_for(1100ms);                // the driver tries lost nodes once a second
+  CHECK(ask(*objective, thetas[2], v).same_bits(ask(local, thetas[2], v)));
+  CHECK(cluster->rejoined_nodes() == 1);
+  std::string log;
+  for (const auto& event : events)
+    log += event + "\n";
+  INFO(log);
+  CHECK(log.find("node " + endpoints[2].text() + " rejoined") != std::string::npos);
+  CHECK(log.find("moved shards 4-5 back to node " + endpoints[2].text()) != std::string::npos);
+  // The restarted node serves its shards again: it is in the tree, and evaluations keep the bits.
+  CHECK(ask(*objective, thetas[0], v).same_bits(ask(local, thetas[0], v)));
 }

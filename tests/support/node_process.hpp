@@ -15,8 +15,9 @@
 namespace shardopt::test {
 
 struct node_process {
-  explicit node_process(const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> args{shardopt_binary(), "node", "--port", "0"};
+  /// A node on `port` (0: the OS picks one), with `extra` options.
+  explicit node_process(const std::vector<std::string>& extra = {}, int at = 0) {
+    std::vector<std::string> args{shardopt_binary(), "node", "--port", std::to_string(at)};
     args.insert(args.end(), extra.begin(), extra.end());
     process = std::make_unique<background_process>(args);
     REQUIRE(process->wait_for_output("listening on", std::chrono::seconds{20}));
