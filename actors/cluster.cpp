@@ -111,20 +111,30 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
 boundary_hook returner(std::shared_ptr<cluster::impl> state,
                        std::function<void(const std::string&)> log,
                        std::vector<std::vector<std::size_t>> peers, spawn_fn spawn) {
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
+  // Per node: when to try next, and how long to wait after that try fails (1 s, doubling to 60 s),
+  // so a host that drops packets (each try can block for the connect timeout) costs ever less.
+  using clock = std::chrono::steady_clock;
+  struct backoff {
+    clock::time_point next;
+    clock::duration wait = std::chrono::seconds{1};
+  };
+  auto tries = std::make_shared<std::vector<backoff>>();
   return [state = std::move(state), log = std::move(log), peers = std::move(peers),
-          spawn = std::move(spawn), last]() {
+          spawn = std::move(spawn), tries]() {
     std::vector<std::pair<std::size_t, shard_actor>> moved;
     auto& c = *state;
-    const auto now = std::chrono::steady_clock::now();
-    if (std::all_of(c.alive.begin(), c.alive.end(), [](bool up) { return up; })
-        || now - *last < std::chrono::seconds{1})
-      return moved;
-    *last = now;
+    tries->resize(c.info.size());
     for (std::size_t j = 0; j < c.info.size(); ++j) {
-      if (c.alive[j])
+      auto& retry = (*tries)[j];
+      if (c.alive[j]) {
+        retry = backoff{clock::now() + std::chrono::seconds{1}};  // a fresh loss waits 1 s
+        continue;
+      }
+      if (clock::now() < retry.next)
         continue;
       auto handle = connect_to<node_actor>(c.rt, c.info[j].endpoint, "a shardopt node");
+      retry.next = clock::now() + retry.wait;
+      retry.wait = std::min<clock::duration>(2 * retry.wait, std::chrono::seconds{60});
       if (!handle)
         continue;
       c.nodes.replace(j, *handle);
@@ -150,6 +160,7 @@ boundary_hook returner(std::shared_ptr<cluster::impl> state,
         });
         if (!peer) {
           c.alive[j] = false;
+          ++c.lost;
           if (log)
             log("node " + c.info[j].endpoint.text() + " lost again: " + peer.error().message());
           break;

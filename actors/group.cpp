@@ -106,9 +106,21 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
       if (tree && (*lost)[m])
         return leave_out(*current, m);
       ask(members[m]).then(
-        [self, group, current, m, finish](std::uint64_t, block_sums& part) {
+        [self, group, current, m, finish, leave_out, member = members[m], tree](
+          std::uint64_t, block_sums& part) {
           if (current->done || current->settled[m])
             return;
+          // CAF matches a response by its id alone, and a tree's gatherer is known to other nodes:
+          // a reply from anyone but the member asked is a forgery, and that member is left out (or
+          // the group fails): the driver then asks the peers themselves.
+          if (self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(member)) {
+            if (tree)
+              return leave_out(*current, m);
+            current->done = true;
+            self->send(group, gathered_atom::value, current->ticket,
+                       make_error(errc::shard_failed, "a reply came from another actor"));
+            return;
+          }
           current->settled[m] = 1;
           if (!current->total) {
             current->total = std::move(part);
@@ -138,21 +150,27 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
       state->ask_next();
   };
   return {
-    [self, gather](eval_atom atom, const access_token& ticket, const access_token& token,
+    [self, gather, group](eval_atom atom, const access_token& ticket, const access_token& token,
                    std::uint64_t round, const exact_grid& grid, const dense_vector& theta) {
+      if (self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(group))
+        return;  // only its group hands it requests: no peer makes it forward anything
       gather(ticket, [=](const shard_actor& member) {
         return self->request(member, caf::infinite, atom, token, round, grid, theta);
       });
     },
-    [self, gather](hessvec_atom atom, const access_token& ticket, const access_token& token,
+    [self, gather, group](hessvec_atom atom, const access_token& ticket, const access_token& token,
                    std::uint64_t round, std::uint64_t at, const exact_grid& grid,
                    const dense_vector& theta, const dense_vector& v) {
+      if (self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(group))
+        return;  // only its group hands it requests: no peer makes it forward anything
       gather(ticket, [=](const shard_actor& member) {
         return self->request(member, caf::infinite, atom, token, round, at, grid, theta, v);
       });
     },
-    [self, gather](quality_atom atom, const access_token& ticket, const access_token& token,
+    [self, gather, group](quality_atom atom, const access_token& ticket, const access_token& token,
                    std::uint64_t round, const dense_vector& theta) {
+      if (self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(group))
+        return;  // only its group hands it requests: no peer makes it forward anything
       gather(ticket, [=](const shard_actor& member) {
         return self->request(member, caf::infinite, atom, token, round, theta);
       });

@@ -243,7 +243,7 @@ private:
   /// shard accepts no exit from the node itself, whose id peers know (guard.hpp).
   void end(const driver_share& share) {
     caf::scoped_actor reaper{system()};
-    for (const auto* shards : {&share.groups, &share.shards})
+    for (const auto* shards : {&share.trees, &share.groups, &share.shards})
       for (const auto& shard : *shards)
         reaper->send_exit(shard, caf::exit_reason::user_shutdown);
   }
@@ -295,7 +295,9 @@ private:
       return std::move(members.error());
     members->insert(members->end(), own.begin(), own.end());
     auto tree = spawn_tree(system(), std::move(*members), token);
-    share.groups.push_back(tree);
+    caf::scoped_actor reaper{system()};  // unnameable: a guarded tree accepts its exit
+    for (const auto& old : holdings_.hold_tree(share, tree))
+      reaper->send_exit(old, caf::exit_reason::user_shutdown);
     return tree;
   }
 

@@ -108,6 +108,16 @@ std::vector<driver_share> node_holdings::release_all() {
   return all;
 }
 
+std::vector<shard_actor> node_holdings::hold_tree(driver_share& share, shard_actor tree) {
+  share.trees.push_back(std::move(tree));
+  std::vector<shard_actor> old;
+  while (share.trees.size() > trees_per_driver) {
+    old.push_back(std::move(share.trees.front()));
+    share.trees.erase(share.trees.begin());
+  }
+  return old;
+}
+
 result<void> node_holdings::check_members(const driver_share& share,
                                           const std::vector<shard_actor>& peers, bool groups_too,
                                           const std::string& what) const {

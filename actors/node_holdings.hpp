@@ -21,13 +21,14 @@ namespace shardopt::actors {
 struct driver_share {
   std::vector<shard_actor> shards;
   std::vector<shard_actor> groups;
+  std::vector<shard_actor> trees;              ///< its parts of reduction trees, newest last
   std::int64_t bytes = 0;                      ///< the shards' data and the staged data
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
   access_token staged_token;                   ///< the token its pieces and its shard carry
   std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
   std::chrono::steady_clock::time_point staged_at;  ///< when its last piece arrived
 
-  bool empty() const { return shards.empty() && groups.empty() && !staged; }
+  bool empty() const { return shards.empty() && groups.empty() && trees.empty() && !staged; }
 };
 
 class node_holdings {
@@ -70,6 +71,14 @@ public:
   /// group more fits the limit of groups per driver; the error says what is wrong with `what`.
   result<void> check_members(const driver_share& share, const std::vector<shard_actor>& peers,
                              bool groups_too, const std::string& what) const;
+
+  /// The most trees a driver keeps on a node: a driver builds a new tree after every loss and
+  /// return, and the oldest beyond this many are ended (a run's trees hold no data).
+  static constexpr std::size_t trees_per_driver = 4;
+
+  /// Records a tree `share`'s driver now has here and hands back the ones to end (the oldest beyond
+  /// trees_per_driver).
+  std::vector<shard_actor> hold_tree(driver_share& share, shard_actor tree);
 
   /// Forgets every driver and hands back what they held.
   std::vector<driver_share> release_all();

@@ -209,7 +209,9 @@ struct sharded_objective::impl {
         for (std::size_t r = 0; r < tree->roots.size(); ++r)
           names.push_back("tree root " + std::to_string(r));
         roots.emplace(self.ptr(), tree->roots, std::move(names));
-        roots->start_rounds_at(std::uint64_t{1} << 62);  // never a peer's round number
+        // Never a peer's round number, nor an earlier tree's (a late request of an old tree must not
+        // pass for this one's at a shard that keeps curvature by round number).
+        roots->start_rounds_at((std::uint64_t{1} << 62) + (++tree_builds << 32));
         roots->pass_other_downs_to([this](const caf::down_msg& msg) { peers.note_down(msg); });
         peers.pass_other_downs_to([this](const caf::down_msg& msg) { roots->note_down(msg); });
       }
@@ -325,6 +327,7 @@ struct sharded_objective::impl {
   std::optional<peer_tree> tree;
   std::optional<peer_group<shard_actor>> roots;
   bool tree_stale = true;
+  std::uint64_t tree_builds = 0;
   bool fell_back = false;  // the last round asked some peers directly
   // A round's totals.
   std::vector<double> block_values;

@@ -26,6 +26,8 @@ ELSEWHERE = {
     "--epochs": "bench/mlp_bench.py",
     "--sets": "bench/sparse_bench.py",
     "--repeat": "bench/python_bench.py",
+    "--rate": "scripts/netns-cluster",
+    "--node-arg": "scripts/netns-cluster",
 }
 
 
