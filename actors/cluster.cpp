@@ -220,8 +220,8 @@ result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state
   auto shares = shares_of(peers, layouts, blocks, rows);
   s.placed = s.home;
   auto replace = replacer(state, log, peers, spawn);
+  auto tree = tree_of(state, shape.dimension(), log);
   auto comeback = returner(state, std::move(log), std::move(peers), std::move(spawn));
-  auto tree = tree_of(state, shape.dimension());
   return make_sharded_objective(s.rt, std::move(shape), lambda, std::move(handles),
                                 std::move(shares), *bounds, s.token, timeout, std::move(replace),
                                 std::move(tree), std::move(comeback));

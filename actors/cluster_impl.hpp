@@ -168,7 +168,9 @@ using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t n
 
 /// Builds reduction trees over a run's peers (one per node after placement; more on a node that took
 /// over a lost node's shards) among the live nodes that hold them, as the cluster's topology says.
-tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension);
+/// `log` hears of each tree built ("reduction tree: ...") and of a tree that could not be built.
+tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
+                     std::function<void(const std::string&)> log);
 
 /// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`
 /// gets each shard's block count.

@@ -30,8 +30,9 @@ std::size_t cluster::rejoined_nodes() const {
   return impl_->rejoined;
 }
 
-tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension) {
-  return [state = std::move(state), dimension](
+tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
+                     std::function<void(const std::string&)> log) {
+  return [state = std::move(state), dimension, log = std::move(log)](
            const std::vector<shard_actor>& peers) -> result<peer_tree> {
     auto& c = *state;
     // The live nodes holding peers, in node order (the placement's order), and their peers.
@@ -96,9 +97,15 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
           made[position[j]] = std::move(tree);
           return {};
         });
-      if (!done)
+      if (!done) {
+        if (log)
+          log("no reduction tree (" + done.error().message() + "): asking every node");
         return done.error();
+      }
     }
+    if (log)
+      log("reduction tree over " + std::to_string(n) + " nodes, fan-in " + std::to_string(k)
+          + ", depth " + std::to_string(depth_of(n - 1)) + ", root " + c.info[order[0]].endpoint.text());
     std::vector<std::size_t> all;
     for (std::size_t g = 0; g < peers.size(); ++g)
       all.push_back(g);

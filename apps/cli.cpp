@@ -225,7 +225,7 @@ void add_train_command(CLI::App& app, train_options& o) {
              {{"shipped", data_placement::shipped}, {"node-local", data_placement::node_local}});
   add_choice(*train, "--topology", o.topology,
              "With --nodes: 'star' (the driver asks every node), 'tree' (a reduction tree among the "
-             "nodes; the driver asks the root) or 'auto' (a tree from 3 nodes up)",
+             "nodes; the driver asks the root) or 'auto' (a tree from 3 nodes up; with TLS a star)",
              {{"star", actors::topology::star},
               {"tree", actors::topology::tree},
               {"auto", actors::topology::automatic}});

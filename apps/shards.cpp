@@ -61,7 +61,13 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   auto cluster = actors::cluster::connect(rt, *endpoints);
   if (!cluster)
     return cluster.error();
-  cluster->use_topology(options.topology, options.fan_in);
+  // With TLS, nodes in a tree must trust each other's certificates (ca-driver-node.pem), and a node
+  // whose certificate another refuses breaks CAF 0.17's links to it: `auto` stays a star there.
+  const bool tls = rt.options().tls.enabled();
+  cluster->use_topology(options.topology == actors::topology::automatic && tls
+                          ? actors::topology::star
+                          : options.topology,
+                        options.fan_in);
   std::vector<std::uint32_t> threads;
   for (const auto& node : cluster->nodes())
     threads.push_back(node.threads);
