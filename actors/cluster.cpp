@@ -89,6 +89,7 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
       auto peer = c.peer_on(best, members,
                             [&](std::size_t j, std::size_t i) { return spawn(c, j, i); });
       if (peer) {
+        c.current[g] = *peer;
         c.home[g] = best;
         c.load[best] += members.size();
         if (log)
@@ -107,7 +108,7 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
 /// addresses again. A node that answers (a restarted process, a rescheduled pod at the same
 /// address) and passes the hello is re-admitted, and the peers first placed on it are made there
 /// again (shipped rows shipped again, node-local parts read again) and handed to the objective, so
-/// the placement is what it was. The copies that stood in stay where they are until the run ends.
+/// the placement is what it was; what stood in for them is released on its node.
 boundary_hook returner(std::shared_ptr<cluster::impl> state,
                        std::function<void(const std::string&)> log,
                        std::vector<std::vector<std::size_t>> peers, spawn_fn spawn) {
@@ -165,12 +166,23 @@ boundary_hook returner(std::shared_ptr<cluster::impl> state,
             log("node " + c.info[j].endpoint.text() + " lost again: " + peer.error().message());
           break;
         }
-        c.load[c.home[g]] -= peers[g].size();
+        const auto stand_in = c.home[g];
+        const auto old = c.current[g];
+        c.load[stand_in] -= peers[g].size();
         c.home[g] = j;
         c.load[j] += peers[g].size();
+        c.current[g] = *peer;
         moved.emplace_back(g, std::move(*peer));
         if (log)
           log("moved " + shard_range(peers[g]) + " back to node " + c.info[j].endpoint.text());
+        // What stood in for them is ended, and its data freed.
+        auto ended = c.ask<std::int64_t>(stand_in, "releasing what stood in", [&](std::uint64_t round) {
+          c.self->send(c.nodes[stand_in], release_atom::value, round, c.token, old);
+        });
+        if (log)
+          log(ended ? "released " + shard_range(peers[g]) + " on node " + c.info[stand_in].endpoint.text()
+                    : "could not release " + shard_range(peers[g]) + " on node "
+                        + c.info[stand_in].endpoint.text() + ": " + ended.error().message());
       }
     }
     return moved;
@@ -219,6 +231,7 @@ result<sharded_objective> cluster_objective(std::shared_ptr<cluster::impl> state
   }
   auto shares = shares_of(peers, layouts, blocks, rows);
   s.placed = s.home;
+  s.current = handles;
   auto replace = replacer(state, log, peers, spawn);
   auto tree = tree_of(state, shape.dimension(), log);
   auto comeback = returner(state, std::move(log), std::move(peers), std::move(spawn));

@@ -155,6 +155,7 @@ struct cluster::impl {
   std::vector<std::size_t> load;  // shards per node
   std::vector<std::size_t> home;  // node of each peer
   std::vector<std::size_t> placed;  // node each peer was first placed on
+  std::vector<shard_actor> current;  // each peer's handle now
   std::size_t rejoined = 0;       // lost nodes that came back and were re-admitted
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;

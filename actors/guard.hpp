@@ -13,7 +13,12 @@
 // Everything else reaches the behavior, where typed handlers check tokens and sizes; unexpected
 // messages and bare errors are dropped (`guard_behavior`).
 
+#include "actors/messages.hpp"
+
 #include <caf/all.hpp>
+
+#include <exception>
+#include <string>
 
 namespace shardopt::actors {
 
@@ -52,6 +57,19 @@ void guard_behavior(Self* self) {
   self->set_default_handler(caf::drop);
   self->set_error_handler([](caf::error&) {});
   self->set_down_handler([](caf::down_msg&) {});
+}
+
+/// Runs a handler body, turning any exception into an error reply: no request ends the node.
+template <class F>
+auto shielded(F body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return make_error(errc::shard_failed, std::string{"the node could not serve the request: "}
+                                            + e.what());
+  } catch (...) {
+    return make_error(errc::shard_failed, "the node could not serve the request");
+  }
 }
 
 } // namespace shardopt::actors

@@ -32,19 +32,6 @@ std::string seconds_text(std::chrono::milliseconds duration) {
   return text.str();
 }
 
-/// Runs a handler body, turning any exception into an error reply: no request ends the node.
-template <class F>
-auto shielded(F body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    return make_error(errc::shard_failed, std::string{"the node could not serve the request: "}
-                                            + e.what());
-  } catch (...) {
-    return make_error(errc::shard_failed, "the node could not serve the request");
-  }
-}
-
 class node_impl : public guarded<node_actor::base> {
 public:
   node_impl(caf::actor_config& config, runtime* rt, std::uint32_t threads, node_limits limits)
@@ -124,6 +111,18 @@ public:
             return std::move(group.error());
           return {round, std::move(*group)};
         });
+      },
+      [this](release_atom, std::uint64_t round, const access_token&,
+             const shard_actor& peer) -> caf::result<std::uint64_t, std::int64_t> {
+        const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
+        auto* share = driver ? holdings_.find(driver) : nullptr;
+        const auto ended = share ? holdings_.release_peer(*share, peer) : std::vector<shard_actor>{};
+        if (ended.empty())
+          return refused("invalid release request: not a shard or group of this driver here");
+        caf::scoped_actor reaper{system()};  // unnameable: guarded shards and groups accept its exit
+        for (const auto& old : ended)
+          reaper->send_exit(old, caf::exit_reason::user_shutdown);
+        return {round, static_cast<std::int64_t>(ended.size())};
       },
       [this](tree_atom, std::uint64_t round, const access_token& token,
              const std::vector<shard_actor>& own, const std::vector<std::string>& child_nodes,
@@ -268,7 +267,7 @@ private:
     if (auto ok = holdings_.check_members(share, members, false, "group"); !ok)
       return refused(ok.error().message());
     auto group = spawn_group(system(), members, threads_, token);
-    share.groups.push_back(group);
+    holdings_.hold_group(share, group, members);
     return group;
   }
 

@@ -53,6 +53,9 @@
 //       each child node ("host:port", over TLS with its own certificate when it has one) and
 //       refuses a child tree that does not live on the node at that address, so sums travel
 //       node to node, never through a third party. At most max_tree_children children.
+//   (release_atom, round, access_token, shard_actor peer) -> (round, int64 ended)
+//       Ends a shard or group this driver holds here (a group with its shards) and frees their
+//       data: what stood in for a node that came back. Anything else is refused.
 //
 // Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
 // when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one
@@ -82,6 +85,7 @@ using group_atom = caf::atom_constant<caf::atom("group")>;
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using moments_atom = caf::atom_constant<caf::atom("moments")>;
 using tree_atom = caf::atom_constant<caf::atom("tree")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
 
 /// The most children a node's part of a reduction tree may have.
 constexpr std::size_t max_tree_children = 64;
@@ -209,7 +213,9 @@ using node_actor = caf::typed_actor<
     std::uint64_t, shard_actor>,
   caf::replies_to<tree_atom, std::uint64_t, access_token, std::vector<shard_actor>,
                   std::vector<std::string>, std::vector<shard_actor>>::with<std::uint64_t,
-                                                                            shard_actor>>;
+                                                                            shard_actor>,
+  caf::replies_to<release_atom, std::uint64_t, access_token, shard_actor>::with<std::uint64_t,
+                                                                                std::int64_t>>;
 
 /// Spawns a node actor whose shards run on `system`, within `limits`.
 node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits);

@@ -43,6 +43,7 @@ driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added
 
 void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes) {
   share.shards.push_back(std::move(shard));
+  share.shard_bytes.push_back(bytes);
   share.bytes += bytes;
   bytes_ += bytes;
   ++shards_;
@@ -106,6 +107,44 @@ std::vector<driver_share> node_holdings::release_all() {
   shards_ = 0;
   bytes_ = 0;
   return all;
+}
+
+void node_holdings::hold_group(driver_share& share, shard_actor group,
+                               std::vector<shard_actor> members) {
+  share.groups.push_back(std::move(group));
+  share.group_members.push_back(std::move(members));
+}
+
+std::vector<shard_actor> node_holdings::release_peer(driver_share& share, const shard_actor& peer) {
+  auto index_in = [](const std::vector<shard_actor>& list, const shard_actor& x) {
+    const auto addr = caf::actor_cast<caf::actor_addr>(x);
+    return static_cast<std::size_t>(
+      std::find_if(list.begin(), list.end(),
+                   [&](const shard_actor& y) { return caf::actor_cast<caf::actor_addr>(y) == addr; })
+      - list.begin());
+  };
+  std::vector<shard_actor> shards;
+  const auto g = index_in(share.groups, peer);
+  if (g < share.groups.size()) {
+    shards = share.group_members[g];
+    share.groups.erase(share.groups.begin() + static_cast<std::ptrdiff_t>(g));
+    share.group_members.erase(share.group_members.begin() + static_cast<std::ptrdiff_t>(g));
+  } else if (index_in(share.shards, peer) < share.shards.size()) {
+    shards = {peer};
+  } else {
+    return {};
+  }
+  for (const auto& shard : shards) {
+    const auto i = index_in(share.shards, shard);
+    if (i == share.shards.size())
+      continue;
+    share.bytes -= share.shard_bytes[i];
+    bytes_ -= share.shard_bytes[i];
+    --shards_;
+    share.shards.erase(share.shards.begin() + static_cast<std::ptrdiff_t>(i));
+    share.shard_bytes.erase(share.shard_bytes.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+  return {peer};
 }
 
 std::vector<shard_actor> node_holdings::hold_tree(driver_share& share, shard_actor tree) {

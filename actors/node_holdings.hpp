@@ -20,7 +20,9 @@ namespace shardopt::actors {
 /// The shards, groups and bytes one driver holds on this node, and the data it is sending in pieces.
 struct driver_share {
   std::vector<shard_actor> shards;
+  std::vector<std::int64_t> shard_bytes;      ///< each shard's data, as `shards`
   std::vector<shard_actor> groups;
+  std::vector<std::vector<shard_actor>> group_members;  ///< each group's shards, as `groups`
   std::vector<shard_actor> trees;              ///< its parts of reduction trees, newest last
   std::int64_t bytes = 0;                      ///< the shards' data and the staged data
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
@@ -79,6 +81,14 @@ public:
   /// Records a tree `share`'s driver now has here and hands back the ones to end (the oldest beyond
   /// trees_per_driver).
   std::vector<shard_actor> hold_tree(driver_share& share, shard_actor tree);
+
+  /// Records a group `share`'s driver now has here, over `members` (its shards here).
+  void hold_group(driver_share& share, shard_actor group, std::vector<shard_actor> members);
+
+  /// Forgets `peer` (a shard or a group of `share`), the shards of a group with it and their
+  /// bytes, and hands back what to end (the peer; a group ends its shards). Empty when `share`
+  /// does not hold `peer` here.
+  std::vector<shard_actor> release_peer(driver_share& share, const shard_actor& peer);
 
   /// Forgets every driver and hands back what they held.
   std::vector<driver_share> release_all();

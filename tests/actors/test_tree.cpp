@@ -178,7 +178,7 @@ TEST_CASE("an inner node killed mid-run: its subtree is asked directly, its shar
   CHECK_MESSAGE(log.find("node " + endpoints[1].text() + " lost") != std::string::npos, log);
 }
 
-TEST_CASE("a node's tree refuses requests without the run's token, and tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node are refused, and the node keeps serving") {
+TEST_CASE("a node's tree refuses requests without the run's token, tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node are refused, release ends only the asking driver's own peers, and the node keeps serving") {
   node_process first;
   node_process second;
   auto rt = network_runtime();
@@ -239,6 +239,18 @@ TEST_CASE("a node's tree refuses requests without the run's token, and tree requ
     .receive([&](std::uint64_t, const actors::block_sums& sums) { covered = sums.count; },
              [](caf::error& err) { FAIL(caf::to_string(err)); });
   CHECK(covered == 128);  // both nodes' shards, summed on the first
+  // Release: only the driver that holds a shard can end it, once.
+  auto release = [&](caf::scoped_actor& who, const actors::shard_actor& peer) {
+    std::string text = "no reply";
+    who->request(node[0], 10s, actors::release_atom::value, std::uint64_t{6}, token, peer)
+      .receive([&](std::uint64_t, std::int64_t ended) { text = "ended " + std::to_string(ended); },
+               [&](caf::error& err) { text = actors::describe(err, rt.system()); });
+    return text;
+  };
+  CHECK(release(stranger, shard[0]).find("invalid release request") != std::string::npos);
+  CHECK(release(driver, shard[1]).find("invalid release request") != std::string::npos);  // not here
+  CHECK(release(driver, shard[0]) == "ended 1");
+  CHECK(release(driver, shard[0]).find("invalid release request") != std::string::npos);
   for (const auto& handle : node) {
     bool serves = false;
     driver->request(handle, 10s, actors::hello_atom::value, std::uint64_t{9}, actors::protocol_version,
@@ -289,6 +301,7 @@ TEST_CASE("a node killed, restarted on its port and re-admitted at an evaluation
   INFO(log);
   CHECK(log.find("node " + endpoints[2].text() + " rejoined") != std::string::npos);
   CHECK(log.find("moved shards 4-5 back to node " + endpoints[2].text()) != std::string::npos);
+  CHECK(log.find("released shards 4-5 on node ") != std::string::npos);
   // The restarted node serves its shards again: it is in the tree, and evaluations keep the bits.
   CHECK(ask(*objective, thetas[0], v).same_bits(ask(local, thetas[0], v)));
 }
