@@ -124,6 +124,7 @@ boundary_hook returner(std::shared_ptr<cluster::impl> state,
           spawn = std::move(spawn), tries]() {
     std::vector<std::pair<std::size_t, shard_actor>> moved;
     auto& c = *state;
+    admit_new_nodes(c, log);
     tries->resize(c.info.size());
     for (std::size_t j = 0; j < c.info.size(); ++j) {
       auto& retry = (*tries)[j];

@@ -59,6 +59,14 @@ public:
   std::size_t lost_nodes() const;
   std::size_t rejoined_nodes() const;
 
+  /// Watches `path` (io::read_nodes_file): at evaluation boundaries, at most once a second, a
+  /// changed file is read again and the nodes it names that this cluster does not know are
+  /// connected, checked and admitted. A node that joins holds no shards at first; it takes over
+  /// the shards of nodes that are lost (the live node with the fewest shards does) and joins the
+  /// tree when it holds some. Nodes that leave the file are not dropped.
+  void watch_nodes_file(std::string path);
+  std::size_t joined_nodes() const;
+
   /// The most bytes of data one message carries when `ship` sends a shard's rows (default 8 MiB):
   /// a larger shard goes in pieces. A node's connection keeps a read buffer as large as the
   /// largest message it received, so this bounds what shipping costs a node beyond the data.

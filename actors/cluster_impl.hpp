@@ -10,6 +10,7 @@
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
 
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <string>
@@ -157,6 +158,9 @@ struct cluster::impl {
   std::vector<std::size_t> placed;  // node each peer was first placed on
   std::vector<shard_actor> current;  // each peer's handle now
   std::size_t rejoined = 0;       // lost nodes that came back and were re-admitted
+  std::size_t joined = 0;         // nodes admitted from the nodes file during the run
+  std::string nodes_file;         // watched for new nodes, if not empty
+  std::filesystem::file_time_type nodes_file_time{};
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;
   std::size_t fan_in = 0;         // children per tree node; 0: automatic
@@ -172,6 +176,10 @@ using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t n
 /// `log` hears of each tree built ("reduction tree: ...") and of a tree that could not be built.
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
                      std::function<void(const std::string&)> log);
+
+/// Admits the nodes the watched nodes file names that the cluster does not know yet, when the file
+/// changed since the last look (cluster::watch_nodes_file); `log` hears of each.
+void admit_new_nodes(cluster::impl& c, const std::function<void(const std::string&)>& log);
 
 /// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`
 /// gets each shard's block count.

@@ -2,6 +2,7 @@
 // child, and asking each node, leaves first, to make its part of the tree.
 
 #include "actors/cluster_impl.hpp"
+#include "io/nodes_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,6 +29,66 @@ std::size_t cluster::lost_nodes() const {
 
 std::size_t cluster::rejoined_nodes() const {
   return impl_->rejoined;
+}
+
+std::size_t cluster::joined_nodes() const {
+  return impl_->joined;
+}
+
+void cluster::watch_nodes_file(std::string path) {
+  impl_->nodes_file = std::move(path);
+  std::error_code error;
+  impl_->nodes_file_time = std::filesystem::last_write_time(impl_->nodes_file, error);
+}
+
+void admit_new_nodes(cluster::impl& c, const std::function<void(const std::string&)>& log) {
+  if (c.nodes_file.empty())
+    return;
+  std::error_code error;
+  const auto changed = std::filesystem::last_write_time(c.nodes_file, error);
+  if (error || changed == c.nodes_file_time)
+    return;
+  c.nodes_file_time = changed;
+  auto listed = io::read_nodes_file(c.nodes_file);
+  auto endpoints = listed ? parse_endpoints(*listed, c.nodes_file) : result<std::vector<endpoint>>{listed.error()};
+  if (!endpoints) {
+    if (log)
+      log("nodes file not used: " + endpoints.error().message());
+    return;
+  }
+  for (const auto& where : *endpoints) {
+    const bool known = std::any_of(c.info.begin(), c.info.end(), [&](const connected_node& node) {
+      return node.endpoint.text() == where.text();
+    });
+    if (known)
+      continue;
+    auto handle = connect_to<node_actor>(c.rt, where, "a shardopt node");
+    if (!handle) {
+      if (log)
+        log("node " + where.text() + " not joined: " + handle.error().message());
+      continue;
+    }
+    c.nodes.add(*handle, where.text());
+    c.info.push_back(connected_node{where, 0, {}});
+    c.alive.push_back(false);
+    c.load.push_back(0);
+    const auto j = c.info.size() - 1;
+    auto hello = c.ask<node_info>(j, "hello", [&](std::uint64_t round) {
+      c.self->send(c.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+    });
+    auto ok = hello ? cluster::impl::check_info(*hello) : result<void>{hello.error()};
+    if (!ok) {
+      if (log)
+        log("node " + where.text() + " not joined: " + ok.error().message());
+      continue;  // stays in the list as lost; tried again like any lost node
+    }
+    c.info[j].threads = hello->threads;
+    c.info[j].host = hello->host.substr(0, 255);
+    c.alive[j] = true;
+    ++c.joined;
+    if (log)
+      log("node " + where.text() + " joined");
+  }
 }
 
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,

@@ -72,6 +72,14 @@ public:
   /// Why peer i went down, or empty while it is up.
   const std::string& down_reason(std::size_t i) const { return gone_[i]; }
 
+  /// Adds a peer at the end (index size() - 1) and monitors it.
+  void add(Handle peer, std::string name) {
+    peers_.push_back(std::move(peer));
+    names_.push_back(std::move(name));
+    gone_.emplace_back();
+    self_->monitor(peers_.back());
+  }
+
   /// Puts a fresh peer in place of peer i (after it went down) and monitors it.
   void replace(std::size_t i, Handle fresh) {
     peers_[i] = std::move(fresh);

@@ -223,6 +223,9 @@ void add_train_command(CLI::App& app, train_options& o) {
              "With --nodes: 'shipped' (the driver sends each shard's rows) or 'node-local' (each node "
              "reads its own part of --data, a path every node can see)",
              {{"shipped", data_placement::shipped}, {"node-local", data_placement::node_local}});
+  train->add_option("--nodes-file", o.nodes_file,
+                    "Nodes listed in a file, one host:port per line (with --nodes or alone); read "
+                    "again when it changes, and nodes new to it join the run at the next evaluation");
   add_choice(*train, "--topology", o.topology,
              "With --nodes: 'star' (the driver asks every node), 'tree' (a reduction tree among the "
              "nodes; the driver asks the root) or 'auto' (a tree from 3 nodes up; with TLS a star)",

@@ -64,6 +64,8 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   // With TLS, nodes in a tree must trust each other's certificates (ca-driver-node.pem), and a node
   // whose certificate another refuses breaks CAF 0.17's links to it: `auto` stays a star there.
   const bool tls = rt.options().tls.enabled();
+  if (!options.nodes_file.empty())
+    cluster->watch_nodes_file(options.nodes_file);
   cluster->use_topology(options.topology == actors::topology::automatic && tls
                           ? actors::topology::star
                           : options.topology,

@@ -7,6 +7,7 @@
 #include "apps/shards.hpp"
 #include "apps/solver.hpp"
 #include "apps/summary.hpp"
+#include "io/nodes_file.hpp"
 #include "io/tls_files.hpp"
 
 #include <nlohmann/json.hpp>
@@ -47,7 +48,7 @@ result<shard_setup> shards_for(const train_options& options, actors::runtime& rt
   const shard_options placement{
     options.shards, options.nodes, options.placement,
     std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet,
-    options.topology, options.fan_in};
+    options.topology, options.fan_in, options.nodes_file};
   auto setup = setup_shards(rt, placement, data, options.data, architecture, options.classes, options.lambda);
   if (!setup)
     return setup.error();
@@ -97,13 +98,33 @@ nlohmann::json sharded_summary(const train_options& options, const prepared_data
                                 {"nodes", setup.cluster ? setup.cluster->nodes().size() : 0},
                                 {"recreated_shards", setup.objective->recreated_shards()},
                                 {"lost_nodes", setup.cluster ? setup.cluster->lost_nodes() : 0},
-                                {"rejoined_nodes", setup.cluster ? setup.cluster->rejoined_nodes() : 0}});
+                                {"rejoined_nodes", setup.cluster ? setup.cluster->rejoined_nodes() : 0},
+                                {"joined_nodes", setup.cluster ? setup.cluster->joined_nodes() : 0}});
   if (!run.message.empty() && stop != "interrupted")
     summary["stop_message"] = run.message;
   return summary;
 }
 
-result<train_outcome> train_sharded(const train_options& options, const train_controls& controls) {
+/// `given` with the nodes its --nodes-file lists added to --nodes.
+result<train_options> with_listed_nodes(const train_options& given) {
+  if (given.nodes_file.empty())
+    return given;
+  auto listed = io::read_nodes_file(given.nodes_file);
+  if (!listed)
+    return listed.error();
+  auto options = given;
+  if (!listed->empty())
+    options.nodes += (options.nodes.empty() ? "" : ",") + *listed;
+  if (options.nodes.empty())
+    return fail_invalid(given.nodes_file + ": lists no nodes, and --nodes gives none");
+  return options;
+}
+
+result<train_outcome> train_sharded(const train_options& given, const train_controls& controls) {
+  auto resolved = with_listed_nodes(given);
+  if (!resolved)
+    return resolved.error();
+  const auto& options = *resolved;
   const auto architecture = model_architecture(options);
   if (!architecture)
     return architecture.error();

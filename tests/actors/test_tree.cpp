@@ -9,6 +9,7 @@
 #include "actors/shard.hpp"
 #include "io/partition.hpp"
 #include "support/node_process.hpp"
+#include "support/files.hpp"
 #include "support/problems.hpp"
 #include "support/sockets.hpp"
 
@@ -18,6 +19,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -304,4 +306,50 @@ TEST_CASE("a node killed, restarted on its port and re-admitted at an evaluation
   CHECK(log.find("released shards 4-5 on node ") != std::string::npos);
   // The restarted node serves its shards again: it is in the tree, and evaluations keep the bits.
   CHECK(ask(*objective, thetas[0], v).same_bits(ask(local, thetas[0], v)));
+}
+
+TEST_CASE("a node added to the watched nodes file joins at the next evaluation boundary, takes over a lost node's shards, and the answers keep their bits") {
+  std::vector<node_process> nodes;
+  for (int j = 0; j < 3; ++j)
+    nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
+  auto rt = network_runtime();
+  const model::model_shape shape{model::model_kind::softmax, 200, 3};
+  const std::int64_t rows = 240;
+  const auto data = shardopt::test::random_problem(15, rows, 200, 3);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, 0.0);
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.03, 0.01);
+  auto local = actors::sharded_objective::local(rt, shape, 1e-3, data,
+                                                shardopt::io::partition_blocks(rows, 1), 60s);
+  const auto reference = ask(local, theta, v);
+  shardopt::test::temp_dir dir;
+  const auto file = (dir.path() / "nodes").string();
+  auto write_nodes = [&](std::size_t count) {
+    std::ofstream out(file);
+    out << "# the run's nodes\n";
+    for (std::size_t j = 0; j < count; ++j)
+      out << endpoint_of(nodes[j]).text() << "\n";
+  };
+  write_nodes(2);
+  auto cluster = actors::cluster::connect(rt, {endpoint_of(nodes[0]), endpoint_of(nodes[1])});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  cluster->watch_nodes_file(file);
+  std::vector<std::string> events;
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(rows, 4),
+                                 actors::place_shards(std::vector<std::uint32_t>(2, 1), 4), 60s,
+                                 [&](const std::string& event) { events.push_back(event); });
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  CHECK(ask(*objective, theta, v).same_bits(reference));
+  std::this_thread::sleep_for(1100ms);  // a new modification time
+  write_nodes(3);
+  CHECK(ask(*objective, theta, v).same_bits(reference));
+  CHECK(cluster->joined_nodes() == 1);
+  CHECK(cluster->nodes().size() == 3);
+  nodes[1].process->signal(SIGKILL);
+  CHECK(ask(*objective, theta, v).same_bits(reference));
+  std::string log;
+  for (const auto& event : events)
+    log += event + "\n";
+  INFO(log);
+  CHECK(log.find("node " + endpoint_of(nodes[2]).text() + " joined") != std::string::npos);
+  CHECK(log.find("recreated shards 2-3 on node " + endpoint_of(nodes[2]).text()) != std::string::npos);
 }
