@@ -59,12 +59,21 @@ public:
   std::size_t lost_nodes() const;
   std::size_t rejoined_nodes() const;
 
-  /// Watches `path` (io::read_nodes_file): at evaluation boundaries, at most once a second, a
-  /// changed file is read again and the nodes it names that this cluster does not know are
-  /// connected, checked and admitted. A node that joins holds no shards at first; it takes over
-  /// the shards of nodes that are lost (the live node with the fewest shards does) and joins the
-  /// tree when it holds some. Nodes that leave the file are not dropped.
+  /// Watches a source of node addresses for nodes that arrive: at evaluation boundaries, at most
+  /// once every `every`, `list` is asked for a `--nodes` list, and when that changed, the nodes it
+  /// names that this cluster does not know are connected, checked and admitted (`name` says where
+  /// they came from in messages). A node that joins holds no shards at first; it takes over the
+  /// shards of nodes that are lost (the live node with the fewest shards does) and joins the tree
+  /// when it holds some. Nodes that leave the list are not dropped.
+  void watch_nodes(std::string name, std::function<result<std::string>()> list,
+                   std::chrono::milliseconds every);
+
+  /// watch_nodes over a nodes file (io::read_nodes_file), looked at once a second.
   void watch_nodes_file(std::string path);
+
+  /// watch_nodes over a DNS name's addresses (io::resolve_nodes: "NAME:PORT"), every 5 seconds.
+  void watch_nodes_dns(std::string name_port);
+
   std::size_t joined_nodes() const;
 
   /// The most bytes of data one message carries when `ship` sends a shard's rows (default 8 MiB):

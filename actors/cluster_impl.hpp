@@ -10,7 +10,7 @@
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
 
-#include <filesystem>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -159,8 +159,14 @@ struct cluster::impl {
   std::vector<shard_actor> current;  // each peer's handle now
   std::size_t rejoined = 0;       // lost nodes that came back and were re-admitted
   std::size_t joined = 0;         // nodes admitted from the nodes file during the run
-  std::string nodes_file;         // watched for new nodes, if not empty
-  std::filesystem::file_time_type nodes_file_time{};
+  struct node_source {            // watched for new nodes (cluster::watch_nodes)
+    std::string name;
+    std::function<result<std::string>()> list;
+    std::chrono::milliseconds every{};
+    std::chrono::steady_clock::time_point next{};
+    std::string last;             // the list, or the error, seen last
+  };
+  std::vector<node_source> sources;
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;
   std::size_t fan_in = 0;         // children per tree node; 0: automatic
@@ -177,8 +183,8 @@ using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t n
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
                      std::function<void(const std::string&)> log);
 
-/// Admits the nodes the watched nodes file names that the cluster does not know yet, when the file
-/// changed since the last look (cluster::watch_nodes_file); `log` hears of each.
+/// Admits the nodes a watched source lists that the cluster does not know yet, when its list
+/// changed since the last look (cluster::watch_nodes); `log` hears of each.
 void admit_new_nodes(cluster::impl& c, const std::function<void(const std::string&)>& log);
 
 /// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`

@@ -35,28 +35,56 @@ std::size_t cluster::joined_nodes() const {
   return impl_->joined;
 }
 
-void cluster::watch_nodes_file(std::string path) {
-  impl_->nodes_file = std::move(path);
-  std::error_code error;
-  impl_->nodes_file_time = std::filesystem::last_write_time(impl_->nodes_file, error);
+void cluster::watch_nodes(std::string name, std::function<result<std::string>()> list,
+                          std::chrono::milliseconds every) {
+  // The first look compares with nothing: nodes listed since the start are admitted then (the
+  // ones the cluster knows are skipped).
+  impl::node_source source{std::move(name), std::move(list), every, {}, {}};
+  source.next = std::chrono::steady_clock::now() + every;
+  impl_->sources.push_back(std::move(source));
 }
 
+void cluster::watch_nodes_file(std::string path) {
+  watch_nodes(path, [path] { return io::read_nodes_file(path); }, std::chrono::seconds{1});
+}
+
+void cluster::watch_nodes_dns(std::string name_port) {
+  watch_nodes(name_port, [name_port] { return io::resolve_nodes(name_port); },
+              std::chrono::seconds{5});
+}
+
+/// Connects, checks and admits the nodes among `endpoints` that the cluster does not know yet;
+/// false when one of them could not be connected to (its source is then looked at again).
+static bool admit(cluster::impl& c, const std::vector<endpoint>& endpoints,
+                  const std::function<void(const std::string&)>& log);
+
 void admit_new_nodes(cluster::impl& c, const std::function<void(const std::string&)>& log) {
-  if (c.nodes_file.empty())
-    return;
-  std::error_code error;
-  const auto changed = std::filesystem::last_write_time(c.nodes_file, error);
-  if (error || changed == c.nodes_file_time)
-    return;
-  c.nodes_file_time = changed;
-  auto listed = io::read_nodes_file(c.nodes_file);
-  auto endpoints = listed ? parse_endpoints(*listed, c.nodes_file) : result<std::vector<endpoint>>{listed.error()};
-  if (!endpoints) {
-    if (log)
-      log("nodes file not used: " + endpoints.error().message());
-    return;
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& source : c.sources) {
+    if (now < source.next)
+      continue;
+    source.next = now + source.every;
+    auto listed = source.list();
+    auto endpoints = listed ? parse_endpoints(*listed, source.name)
+                            : result<std::vector<endpoint>>{listed.error()};
+    const auto seen = listed ? *listed : "error: " + listed.error().message();
+    if (seen == source.last)
+      continue;
+    source.last = seen;
+    if (!endpoints) {
+      if (log)
+        log("nodes from " + source.name + " not used: " + endpoints.error().message());
+      continue;
+    }
+    if (!admit(c, *endpoints, log))
+      source.last.clear();  // not reached yet (a pod not listening yet): tried again next look
   }
-  for (const auto& where : *endpoints) {
+}
+
+static bool admit(cluster::impl& c, const std::vector<endpoint>& endpoints,
+                  const std::function<void(const std::string&)>& log) {
+  bool all = true;
+  for (const auto& where : endpoints) {
     const bool known = std::any_of(c.info.begin(), c.info.end(), [&](const connected_node& node) {
       return node.endpoint.text() == where.text();
     });
@@ -66,6 +94,7 @@ void admit_new_nodes(cluster::impl& c, const std::function<void(const std::strin
     if (!handle) {
       if (log)
         log("node " + where.text() + " not joined: " + handle.error().message());
+      all = false;
       continue;
     }
     c.nodes.add(*handle, where.text());
@@ -89,6 +118,7 @@ void admit_new_nodes(cluster::impl& c, const std::function<void(const std::strin
     if (log)
       log("node " + where.text() + " joined");
   }
+  return all;
 }
 
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
@@ -131,9 +161,10 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
       std::vector<std::size_t> asked;
       for (const auto j : level) {
         const auto p = position[j];
-        const bool leaf = k * p + 1 >= n;
-        if (leaf && held[j].size() == 1)
-          made[p] = peers[held[j].front()];  // a leaf with one peer is its own tree
+        // A lone node with one peer is its own tree; any other node's parent sends it slices,
+        // which only a tree answers.
+        if (n == 1 && held[j].size() == 1)
+          made[p] = peers[held[j].front()];
         else
           asked.push_back(j);
       }

@@ -167,6 +167,12 @@ caf::error inspect(caf::deserializer& f, block_sums& x) {
                           [&] { return f(x.max_units, x.correct, x.count); });
 }
 
+std::pair<std::uint64_t, std::uint64_t> slice_bounds(std::uint64_t size, std::uint32_t index,
+                                                     std::uint32_t count) {
+  // size <= max_wire_elements (2^28) and index <= count <= max_tree_slices (2^12): no overflow.
+  return {size * index / count, size * (index + std::uint64_t{1}) / count};
+}
+
 exact_grid encode_grid(const std::vector<int>& exponents) {
   exact_grid grid;
   grid.base = exponents.empty() ? 0 : *std::max_element(exponents.begin(), exponents.end());
@@ -199,6 +205,7 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<dense_vector>("shardopt::dense_vector");
   config.add_message_type<block_sums>("shardopt::block_sums");
   config.add_message_type<exact_grid>("shardopt::exact_grid");
+  config.add_message_type<tree_slice>("shardopt::tree_slice");
   config.add_message_type<std::vector<shard_actor>>("shardopt::shard_actors");
   config.add_message_type<data_block>("shardopt::data_block");
   config.add_message_type<shard_spec>("shardopt::shard_spec");

@@ -15,6 +15,17 @@
 //    dense_vector v)
 //       -> (uint64 round, block_sums)   Hessian-vector sums on the grids
 //
+// A node's part of a reduction tree (shard.hpp, spawn_tree) answers these three, and one more that
+// its parent in the tree sends it: a slice of one of them (protocol 9), so that long vectors are
+// pipelined down and up the tree instead of waiting at every level for the whole:
+//
+//   (part_atom, access_token, uint64 round, tree_slice, exact_grid grid, dense_vector theta,
+//    dense_vector v)
+//       -> (uint64 round, block_sums)   the slice's entries of the exact sums, with the blocks
+//                                       (and their scalars) every slice of the request covers
+//
+// `grid`, `theta` and `v` are slice `index` of `count` of the request's (slice_bounds below).
+//
 // The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
 // evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
 // no exp or log. A shard keeps that curvature from its first product request on (a run that never
@@ -43,6 +54,7 @@
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace shardopt::actors {
@@ -50,6 +62,7 @@ namespace shardopt::actors {
 using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using quality_atom = caf::atom_constant<caf::atom("quality")>;
 using hessvec_atom = caf::atom_constant<caf::atom("hessvec")>;
+using part_atom = caf::atom_constant<caf::atom("part")>;
 
 /// The project's error category for caf::error.
 constexpr caf::atom_value error_category = caf::atom("shardopt");
@@ -66,7 +79,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 8;  // 8: reduction trees among nodes
+constexpr std::uint32_t protocol_version = 9;  // 9: trees pipeline their vectors in slices
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -231,6 +244,37 @@ inspect(Inspector& f, block_sums& x) {
   return f(caf::meta::type_name("block_sums"), blocks, x.count);
 }
 
+/// Which request a tree slice is a part of, and the shape of the whole (see the protocol above).
+struct tree_slice {
+  std::uint8_t kind = 0;         ///< tree_kind
+  std::uint64_t at = 0;          ///< products: the evaluation's round
+  std::uint32_t index = 0;       ///< this slice
+  std::uint32_t count = 1;       ///< slices of the request
+  std::uint64_t theta_size = 0;  ///< entries of the whole theta (products: 0 when none is sent)
+  std::uint64_t v_size = 0;      ///< entries of the whole v (products only)
+  std::uint64_t grid_size = 0;   ///< entries of the whole grid (quality: 0)
+  std::int32_t grid_base = 0;    ///< the grid's coarsest exponent
+};
+
+enum class tree_kind : std::uint8_t { eval = 0, quality = 1, hessvec = 2 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, tree_slice& x) {
+  return f(caf::meta::type_name("tree_slice"), x.kind, x.at, x.index, x.count, x.theta_size,
+           x.v_size, x.grid_size, x.grid_base);
+}
+
+/// Entries per slice of a tree's vectors (512 KiB of doubles): at 1 Gbit/s a slice takes about
+/// 4 ms a hop, which is what a level of the tree adds to an evaluation.
+constexpr std::uint64_t tree_slice_entries = std::uint64_t{1} << 16;
+
+/// The most slices a request may be cut into (max_wire_elements / tree_slice_entries).
+constexpr std::uint32_t max_tree_slices = 4096;
+
+/// Entries [first, second) of a vector of `size` entries form slice `index` of `count`.
+std::pair<std::uint64_t, std::uint64_t> slice_bounds(std::uint64_t size, std::uint32_t index,
+                                                     std::uint32_t count);
+
 /// The typed interface of a shard actor, and of a group of shards (see the protocol above).
 using shard_actor = caf::typed_actor<
   caf::replies_to<eval_atom, access_token, std::uint64_t, exact_grid, dense_vector>::with<
@@ -239,6 +283,11 @@ using shard_actor = caf::typed_actor<
                                                                                  block_sums>,
   caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, exact_grid,
                   dense_vector, dense_vector>::with<std::uint64_t, block_sums>>;
+
+/// A node's part of a reduction tree: the shard protocol and slices of it (see above).
+using tree_actor = shard_actor::extend<
+  caf::replies_to<part_atom, access_token, std::uint64_t, tree_slice, exact_grid, dense_vector,
+                  dense_vector>::with<std::uint64_t, block_sums>>;
 
 /// Announces the project's message types and error category. Call on every config before the
 /// actor system is created, in drivers and nodes alike.

@@ -292,8 +292,10 @@ private:
     auto members = links_.children(child_nodes, child_trees);
     if (!members)
       return std::move(members.error());
-    members->insert(members->end(), own.begin(), own.end());
-    auto tree = spawn_tree(system(), std::move(*members), token);
+    std::vector<tree_actor> children;
+    for (const auto& child : *members)
+      children.push_back(caf::actor_cast<tree_actor>(child));
+    auto tree = spawn_tree(system(), own, std::move(children), token);
     caf::scoped_actor reaper{system()};  // unnameable: a guarded tree accepts its exit
     for (const auto& old : holdings_.hold_tree(share, tree))
       reaper->send_exit(old, caf::exit_reason::user_shutdown);

@@ -66,6 +66,8 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
   const bool tls = rt.options().tls.enabled();
   if (!options.nodes_file.empty())
     cluster->watch_nodes_file(options.nodes_file);
+  if (!options.nodes_dns.empty())
+    cluster->watch_nodes_dns(options.nodes_dns);
   cluster->use_topology(options.topology == actors::topology::automatic && tls
                           ? actors::topology::star
                           : options.topology,

@@ -21,6 +21,7 @@ struct shard_options {
   actors::topology topology = actors::topology::automatic;  ///< with nodes
   std::size_t fan_in = 0;   ///< tree: children per node; 0 = automatic
   std::string nodes_file;   ///< watched for nodes that join during the run
+  std::string nodes_dns;    ///< "NAME:PORT": its addresses watched for nodes that join
 };
 
 /// The sharded objective of a run, and the cluster its shards live on (if any).

@@ -48,7 +48,7 @@ result<shard_setup> shards_for(const train_options& options, actors::runtime& rt
   const shard_options placement{
     options.shards, options.nodes, options.placement,
     std::chrono::milliseconds{static_cast<long long>(options.eval_timeout * 1000)}, options.quiet,
-    options.topology, options.fan_in, options.nodes_file};
+    options.topology, options.fan_in, options.nodes_file, options.nodes_dns};
   auto setup = setup_shards(rt, placement, data, options.data, architecture, options.classes, options.lambda);
   if (!setup)
     return setup.error();
@@ -105,18 +105,23 @@ nlohmann::json sharded_summary(const train_options& options, const prepared_data
   return summary;
 }
 
-/// `given` with the nodes its --nodes-file lists added to --nodes.
+/// `given` with the nodes its --nodes-file lists and its --nodes-dns name resolves to added to
+/// --nodes.
 result<train_options> with_listed_nodes(const train_options& given) {
-  if (given.nodes_file.empty())
-    return given;
-  auto listed = io::read_nodes_file(given.nodes_file);
-  if (!listed)
-    return listed.error();
   auto options = given;
-  if (!listed->empty())
-    options.nodes += (options.nodes.empty() ? "" : ",") + *listed;
-  if (options.nodes.empty())
-    return fail_invalid(given.nodes_file + ": lists no nodes, and --nodes gives none");
+  for (const auto& [source, list] :
+       {std::pair{given.nodes_file, &io::read_nodes_file}, std::pair{given.nodes_dns, &io::resolve_nodes}}) {
+    if (source.empty())
+      continue;
+    auto listed = list(source);
+    if (!listed)
+      return listed.error();
+    if (!listed->empty())
+      options.nodes += (options.nodes.empty() ? "" : ",") + *listed;
+  }
+  if (options.nodes.empty() && !(given.nodes_file + given.nodes_dns).empty())
+    return fail_invalid((given.nodes_file.empty() ? given.nodes_dns : given.nodes_file)
+                        + ": lists no nodes, and --nodes gives none");
   return options;
 }
 

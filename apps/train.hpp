@@ -70,6 +70,7 @@ struct train_options {
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)
   std::string nodes;               ///< "host:port,...": shards on node processes
   std::string nodes_file;          ///< more nodes, one host:port per line; watched for new ones
+  std::string nodes_dns;           ///< "NAME:PORT": more nodes, at NAME's addresses; watched too
   apps::data_placement placement = apps::data_placement::shipped;  ///< with nodes
   actors::topology topology = actors::topology::automatic;  ///< with nodes
   std::size_t fan_in = 0;          ///< tree: children per node; 0 = automatic

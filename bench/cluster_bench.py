@@ -8,8 +8,9 @@ scaling), once with --topology star and once with --topology tree. Then Fashion-
 N = 4 (7,850 parameters: latency, not bandwidth).
 
 Each configuration runs two trainings, of --short and --long iterations, and reports the
-differences: seconds per evaluation and bytes through the driver's link per evaluation (read from
-its interface counters), so connecting, reading and building the tree cancel out. Prints a table
+differences: seconds per evaluation, bytes through the driver's link and the busiest node's link
+per evaluation (read from their interface counters), so connecting, reading and building the tree
+cancel out. Prints a table
 and writes --out (JSON). All nodes share this machine's cores: with 16 nodes on 2 cores, compute
 is 8x oversubscribed, which the table says.
 """
@@ -35,23 +36,40 @@ def link_bytes():
     return total
 
 
+def node_link_bytes():
+    """Bytes sent and received on each node's link (its namespace's interfaces, loopback excluded),
+    from the namespaces netns-cluster lists in NODE_PIDS_FILE."""
+    totals = []
+    with open(os.environ["NODE_PIDS_FILE"]) as f:
+        for line in f:
+            namespace = line.split()[2]
+            links = json.loads(subprocess.run(["ip", "-n", namespace, "-s", "-j", "link", "show"],
+                                              check=True, capture_output=True, text=True).stdout)
+            totals.append(sum(link["stats64"]["rx"]["bytes"] + link["stats64"]["tx"]["bytes"]
+                              for link in links if link["ifname"] != "lo"))
+    return totals
+
+
 def inside(short, long_, train):
     """Runs in the driver's namespace: two trainings, the differences as one JSON line."""
     runs = []
     for iterations in (short, long_):
-        before = link_bytes()
+        before, nodes_before = link_bytes(), node_link_bytes()
         out = subprocess.run(train + ["--max-iter", str(iterations), "--nodes", os.environ["NODES"]],
                              capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"cluster_bench: training failed: {out.stderr.strip()[-2000:]}")
         summary = json.loads(out.stdout)
-        runs.append((summary, link_bytes() - before))
-    (short, short_bytes), (long, long_bytes) = runs
+        nodes_after = node_link_bytes()
+        runs.append((summary, link_bytes() - before,
+                     [after - before for before, after in zip(nodes_before, nodes_after)]))
+    (short, short_bytes, short_nodes), (long, long_bytes, long_nodes) = runs
     evaluations = long["evaluations"] - short["evaluations"]
     print(json.dumps({
         "evaluations": evaluations,
         "seconds_per_evaluation": (long["seconds"] - short["seconds"]) / evaluations,
         "driver_bytes_per_evaluation": (long_bytes - short_bytes) / evaluations,
+        "max_node_bytes_per_evaluation": max(b - a for a, b in zip(short_nodes, long_nodes)) / evaluations,
         "objective": long["objective"],
         "objective_hex": float(long["objective"]).hex(),
         "lost_nodes": long.get("lost_nodes", 0),
@@ -63,7 +81,12 @@ def run_cluster(args, nodes, root, train):
                "--node-arg", "--data-root", "--node-arg", root, "--",
                sys.executable, os.path.abspath(__file__), "--inside", str(args.short), str(args.long),
                "--"] + train
-    out = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, SHARDOPT=args.binary))
+    pids = os.path.join(tempfile.mkdtemp(prefix="shardopt-cluster-pids-"), "nodes")
+    out = subprocess.run(command, capture_output=True, text=True,
+                         env=dict(os.environ, SHARDOPT=args.binary, NODE_PIDS_FILE=pids))
+    if os.path.exists(pids):
+        os.remove(pids)
+    os.rmdir(os.path.dirname(pids))
     if out.returncode == 77:
         sys.exit("cluster_bench: " + out.stdout.strip())
     if out.returncode != 0:
@@ -112,7 +135,7 @@ def main():
     print()
     print(f"links: {args.rate} per port (tc tbf), {os.cpu_count()} cores shared by every node and the driver")
     print(f"{'set':<42} {'nodes':>5} {'topology':<8} {'ms/eval':>9} {'driver MB/eval':>15} "
-          f"{'x 17 x dim':>10} {'tree/star':>9}  objective")
+          f"{'x 17 x dim':>10} {'max node x':>10} {'tree/star':>9}  objective")
     star = {}
     for row in rows:
         dim = (1 << 20) + 1 if row["set"].startswith("sparse") else 7850
@@ -126,7 +149,8 @@ def main():
             row["same_bits_as_star"] = row["objective_hex"] == star[key]["objective_hex"]
         print(f"{row['set']:<42} {row['nodes']:>5} {row['topology']:<8} "
               f"{row['seconds_per_evaluation'] * 1000:>9.1f} {row['driver_bytes_per_evaluation'] / 1e6:>15.2f} "
-              f"{row['driver_bytes_per_evaluation'] / (17 * dim):>10.2f} {ratio:>9}  {row['objective_hex']}")
+              f"{row['driver_bytes_per_evaluation'] / (17 * dim):>10.2f} "
+              f"{row['max_node_bytes_per_evaluation'] / (17 * dim):>10.2f} {ratio:>9}  {row['objective_hex']}")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"rate": args.rate, "cores": os.cpu_count(), "rows_per_node": args.rows_per_node,

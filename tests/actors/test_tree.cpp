@@ -90,14 +90,16 @@ double driver_bytes(actors::sharded_objective& objective, const std::vector<node
 
 } // namespace
 
-TEST_CASE("star and trees of fan-in 2 and 3 give the bits of one local shard at 1 to 8 nodes, and the driver moves 1.0-1.1 x 17 x dimension bytes per evaluation through a tree whatever the node count") {
+TEST_CASE("star and trees of fan-in 2 and 3 give the bits of one local shard at 1 to 8 nodes with vectors cut in three slices, and the driver moves 1.0-1.1 x 17 x dimension bytes per evaluation through a tree whatever the node count") {
   std::vector<node_process> nodes;
   for (int j = 0; j < 8; ++j)
     nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
   auto rt = network_runtime();
-  const model::model_shape shape{model::model_kind::softmax, 800, 4};  // 3,204 parameters
+  // 160,200 parameters: three slices of unequal length go down and up the tree.
+  const model::model_shape shape{model::model_kind::softmax, 800, 200};
+  REQUIRE(static_cast<std::uint64_t>(shape.dimension()) > 2 * actors::tree_slice_entries);
   const std::int64_t rows = 640;
-  const auto data = shardopt::test::random_problem(11, rows, 800, 4);
+  const auto data = shardopt::test::random_problem(11, rows, 800, 200);
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.02, 0.03);
   const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, -0.5);
   auto local = actors::sharded_objective::local(rt, shape, 1e-3, data,
@@ -180,7 +182,7 @@ TEST_CASE("an inner node killed mid-run: its subtree is asked directly, its shar
   CHECK_MESSAGE(log.find("node " + endpoints[1].text() + " lost") != std::string::npos, log);
 }
 
-TEST_CASE("a node's tree refuses requests without the run's token, tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node are refused, release ends only the asking driver's own peers, and the node keeps serving") {
+TEST_CASE("a node's tree refuses requests and slices without the run's token, malformed or repeated slices, tree requests from a driver holding nothing there, with a child tree not on the named node, or a child that is not a node, a child that is not a tree is left out, release ends only the asking driver's own peers, and the node keeps serving") {
   node_process first;
   node_process second;
   auto rt = network_runtime();
@@ -218,29 +220,89 @@ TEST_CASE("a node's tree refuses requests without the run's token, tree requests
           .find("does not live on the node at") != std::string::npos);
   // A child address where no node listens.
   CHECK(tree_request(driver, {shard[0]}, "127.0.0.1:1", shard[1]).find("cannot connect") != std::string::npos);
-  // A well-formed tree answers the run's token only.
-  actors::shard_actor tree;
-  driver->request(node[0], 30s, actors::tree_atom::value, std::uint64_t{3}, token,
-                  std::vector<actors::shard_actor>{shard[0]},
-                  std::vector<std::string>{endpoint_of(second).text()},
-                  std::vector<actors::shard_actor>{shard[1]})
-    .receive([&](std::uint64_t, const actors::shard_actor& made) { tree = made; },
-             [](caf::error& err) { FAIL(caf::to_string(err)); });
-  REQUIRE(tree);
+  // Trees: the second node's over its shard, and the first node's over its own shard with the
+  // second's tree as its child.
+  auto make_tree = [&](std::size_t j, std::uint64_t round, const std::vector<std::string>& child_nodes,
+                       const std::vector<actors::shard_actor>& child_trees) {
+    actors::shard_actor made;
+    driver->request(node[j], 30s, actors::tree_atom::value, round, token,
+                    std::vector<actors::shard_actor>{shard[j]}, child_nodes, child_trees)
+      .receive([&](std::uint64_t, const actors::shard_actor& tree) { made = tree; },
+               [](caf::error& err) { FAIL(caf::to_string(err)); });
+    return made;
+  };
   const Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
   auto grid = actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40));
+  auto covered_by = [&](const actors::shard_actor& tree, std::uint64_t round) {
+    std::int64_t covered = 0;
+    driver->request(tree, 10s, actors::eval_atom::value, token, round, grid,
+                    actors::dense_vector{theta})
+      .receive([&](std::uint64_t, const actors::block_sums& sums) { covered = sums.count; },
+               [](caf::error& err) { FAIL(caf::to_string(err)); });
+    return covered;
+  };
+  // A child that is a shard, not a tree, does not answer slices: it is left out.
+  const auto over_shard = make_tree(0, 3, {endpoint_of(second).text()}, {shard[1]});
+  REQUIRE(over_shard);
+  CHECK(covered_by(over_shard, 4) == 64);
+  const auto below = make_tree(1, 5, {}, {});
+  REQUIRE(below);
+  const auto tree = make_tree(0, 6, {endpoint_of(second).text()}, {below});
+  REQUIRE(tree);
+  // A well-formed tree answers the run's token only, whole and in slices.
   std::string refusal;
   stranger->request(tree, 10s, actors::eval_atom::value, actors::access_token::random(),
-                    std::uint64_t{4}, grid, actors::dense_vector{theta})
+                    std::uint64_t{7}, grid, actors::dense_vector{theta})
     .receive([](std::uint64_t, const actors::block_sums&) {},
              [&](caf::error& err) { refusal = actors::describe(err, rt.system()); });
   CHECK(refusal.find("belongs to another driver") != std::string::npos);
-  std::int64_t covered = 0;
-  driver->request(tree, 10s, actors::eval_atom::value, token, std::uint64_t{5}, grid,
-                  actors::dense_vector{theta})
-    .receive([&](std::uint64_t, const actors::block_sums& sums) { covered = sums.count; },
-             [](caf::error& err) { FAIL(caf::to_string(err)); });
-  CHECK(covered == 128);  // both nodes' shards, summed on the first
+  const auto dimension = static_cast<std::uint64_t>(shape.dimension());
+  auto slice_answer = [&](const actors::access_token& with, actors::tree_slice slice,
+                          const actors::exact_grid& part_grid, const Eigen::VectorXd& part) {
+    std::string text = "no reply";
+    driver->request(caf::actor_cast<actors::tree_actor>(below), 10s, actors::part_atom::value, with,
+                    std::uint64_t{8}, slice, part_grid, actors::dense_vector{part},
+                    actors::dense_vector{})
+      .receive([&](std::uint64_t, const actors::block_sums& sums) {
+                 text = "covered " + std::to_string(sums.count) + ", "
+                        + std::to_string(sums.words.size()) + " entries";
+               },
+               [&](caf::error& err) { text = actors::describe(err, rt.system()); });
+    return text;
+  };
+  const actors::tree_slice whole_slice{0, 0, 0, 1, dimension, 0, dimension, grid.base};
+  CHECK(slice_answer(actors::access_token::random(), whole_slice, grid, theta)
+          .find("belongs to another driver") != std::string::npos);
+  auto bad = whole_slice;
+  bad.count = 0;
+  CHECK(slice_answer(token, bad, grid, theta).find("invalid slice") != std::string::npos);
+  bad = whole_slice;
+  bad.index = 1;
+  CHECK(slice_answer(token, bad, grid, theta).find("invalid slice") != std::string::npos);
+  bad = whole_slice;
+  bad.theta_size = dimension + 1;  // the slice does not carry its share
+  CHECK(slice_answer(token, bad, grid, theta).find("invalid slice") != std::string::npos);
+  bad = whole_slice;
+  bad.kind = 7;
+  CHECK(slice_answer(token, bad, grid, theta).find("invalid slice") != std::string::npos);
+  // Slice 0 of 2, twice: the second is refused; slice 1 completes the request.
+  auto half = whole_slice;
+  half.count = 2;
+  const auto first_end = actors::slice_bounds(dimension, 0, 2).second;
+  actors::exact_grid half_grid{grid.base, {grid.below.begin(), grid.below.begin() + static_cast<std::ptrdiff_t>(first_end)}};
+  const Eigen::VectorXd half_theta = theta.head(static_cast<Eigen::Index>(first_end));
+  std::string repeated;
+  driver->send(caf::actor_cast<actors::tree_actor>(below), actors::part_atom::value, token,
+               std::uint64_t{9}, half, half_grid, actors::dense_vector{half_theta},
+               actors::dense_vector{});
+  driver->request(caf::actor_cast<actors::tree_actor>(below), 10s, actors::part_atom::value, token,
+                  std::uint64_t{9}, half, half_grid, actors::dense_vector{half_theta},
+                  actors::dense_vector{})
+    .receive([](std::uint64_t, const actors::block_sums&) {},
+             [&](caf::error& err) { repeated = actors::describe(err, rt.system()); });
+  CHECK_MESSAGE(repeated.find("repeats or does not fit") != std::string::npos, repeated);
+  CHECK(slice_answer(token, whole_slice, grid, theta) == "covered 64, " + std::to_string(dimension) + " entries");
+  CHECK(covered_by(tree, 10) == 128);  // both nodes' shards, summed on the first
   // Release: only the driver that holds a shard can end it, once.
   auto release = [&](caf::scoped_actor& who, const actors::shard_actor& peer) {
     std::string text = "no reply";

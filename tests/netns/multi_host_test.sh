@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Several hosts on one machine, on shaped links: scripts/netns-cluster puts 3 nodes and the driver
 # in network namespaces of their own behind a switch whose ports are shaped to 200 Mbit/s (tc tbf).
-# Training across them, as a star and as a reduction tree, must give the objective of a local run
-# to the last bit. Exits 77 (CTest: skipped) with the reason where namespaces cannot be created;
+# Training across them, as a star and as a reduction tree (its nodes given by --nodes, and by a DNS
+# name with all their addresses), must give the objective of a local run to the last bit. Exits 77 (CTest: skipped) with the reason where namespaces cannot be created;
 # netns-cluster removes everything it made.
 set -euo pipefail
 bin=${1:?usage: multi_host_test.sh PATH/TO/shardopt}
@@ -18,6 +18,7 @@ SHARDOPT=$bin "$here/../../scripts/netns-cluster" 3 --rate 200mbit -- bash -c '
   set -e
   "$0" "${@:2}" --nodes "$NODES" --topology star >"$1/star.json"
   "$0" "${@:2}" --nodes "$NODES" --topology tree --fan-in 2 >"$1/tree.json"
+  "$0" "${@:2}" --nodes-dns "$NODES_DNS" --topology tree --fan-in 2 >"$1/dns.json"
 ' "$bin" "$work" "${args[@]}" >"$work/cluster.out" 2>&1 || status=$?
 if ((status == 77)); then
   cat "$work/cluster.out"
@@ -25,10 +26,10 @@ if ((status == 77)); then
 fi
 ((status == 0)) || { cat "$work/cluster.out"; echo "FAILED: the runs across namespaces failed"; exit 1; }
 local_objective=$(grep -o '"objective":[^,]*' "$work/local.json")
-for topology in star tree; do
+for topology in star tree dns; do
   remote=$(grep -o '"objective":[^,]*' "$work/$topology.json")
   echo "across namespaces, $topology: $remote; local: $local_objective"
   grep -q '"nodes":3' "$work/$topology.json" || { echo "FAILED: the $topology run did not use 3 nodes"; exit 1; }
   [[ "$remote" == "$local_objective" ]] || { echo "FAILED: the $topology objective differs"; exit 1; }
 done
-echo "2 passed, 0 failed"
+echo "3 passed, 0 failed"

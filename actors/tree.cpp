@@ -1,0 +1,516 @@
+// A node's part of a reduction tree, the half that waits (gatherer.hpp): it asks this node's peers
+// the whole request and the children's trees slice by slice, and answers slice by slice (to the
+// parent) or whole (to the driver).
+
+#include "actors/gatherer.hpp"
+#include "actors/guard.hpp"
+#include "actors/shard.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+
+namespace shardopt::actors {
+
+caf::error check_slice(const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
+                       const dense_vector& v) {
+  const auto kind = static_cast<tree_kind>(slice.kind);
+  if (kind != tree_kind::eval && kind != tree_kind::quality && kind != tree_kind::hessvec)
+    return refused("invalid slice: no request of kind " + std::to_string(slice.kind));
+  if (slice.count == 0 || slice.count > max_tree_slices || slice.index >= slice.count)
+    return refused("invalid slice: slice " + std::to_string(slice.index) + " of "
+                   + std::to_string(slice.count) + " (at most "
+                   + std::to_string(max_tree_slices) + " slices)");
+  if (slice.theta_size > max_wire_elements || slice.v_size > max_wire_elements
+      || slice.grid_size > max_wire_elements)
+    return refused("invalid slice: vectors longer than " + std::to_string(max_wire_elements));
+  if ((kind != tree_kind::hessvec && slice.v_size != 0)
+      || (kind == tree_kind::quality && slice.grid_size != 0))
+    return refused("invalid slice: vectors its kind does not have");
+  const auto length = [&](std::uint64_t size) {
+    const auto [first, last] = slice_bounds(size, slice.index, slice.count);
+    return last - first;
+  };
+  if (theta.size() != length(slice.theta_size) || v.size() != length(slice.v_size)
+      || grid.below.size() != length(slice.grid_size) || grid.base != slice.grid_base)
+    return refused("invalid slice: slice " + std::to_string(slice.index) + " of "
+                   + std::to_string(slice.count) + " does not have its share of the vectors");
+  return {};
+}
+
+namespace {
+
+/// One slice of one request: which children answered it (or were left out) and their sum so far.
+struct slice_state {
+  bool sent = false;
+  std::vector<char> settled;  // per child
+  std::size_t left = 0;
+  std::optional<block_sums> children;
+  bool done = false;
+};
+
+/// One request, arriving whole (from the driver) or slice by slice (from the parent).
+struct request_state {
+  std::uint64_t round = 0;
+  std::uint64_t opened = 0;  // order of arrival, for evicting the oldest
+  access_token token;
+  tree_slice shape;  // index unused
+  bool whole = false;
+  access_token whole_ticket;
+  std::vector<access_token> tickets;  // slices: each arrived slice's ticket
+  std::uint32_t arrivals = 0;
+  // Slices: kept as they arrive (nothing is allocated ahead of the bytes), joined when all are in.
+  std::vector<dense_vector> theta_parts, v_parts;
+  std::vector<std::vector<std::uint8_t>> grid_parts;
+  bool own_asked = false;
+  std::vector<char> own_settled;
+  std::size_t own_left = 0;
+  std::optional<block_sums> own;
+  std::vector<slice_state> slices;
+  std::vector<block_sums> answers;  // whole: each slice's sums
+  std::uint32_t finished = 0;
+  bool closed = false;
+};
+
+using request_ptr = std::shared_ptr<request_state>;
+
+bool same_shape(const tree_slice& a, const tree_slice& b) {
+  return a.kind == b.kind && a.at == b.at && a.count == b.count && a.theta_size == b.theta_size
+         && a.v_size == b.v_size && a.grid_size == b.grid_size && a.grid_base == b.grid_base;
+}
+
+/// A copy of entries [first, last) of `values` (slice `index` of `count`).
+dense_vector slice_of(const dense_vector& values, std::uint64_t size, std::uint32_t index,
+                      std::uint32_t count) {
+  if (size == 0)
+    return {};
+  const auto [first, last] = slice_bounds(size, index, count);
+  return dense_vector{Eigen::VectorXd{values.map().segment(static_cast<Eigen::Index>(first),
+                                                          static_cast<Eigen::Index>(last - first))}};
+}
+
+/// The gatherer of one node's part of a tree. Guarded: the children learn its address (their
+/// replies come to it), so a reply is taken only from the member asked, and no peer can end it.
+class tree_gatherer : public guarded<gatherer_actor::base> {
+public:
+  tree_gatherer(caf::actor_config& config, std::vector<shard_actor> own,
+                std::vector<tree_actor> children, group_actor front)
+    : guarded<gatherer_actor::base>(config), own_(std::move(own)), children_(std::move(children)),
+      front_(std::move(front)), own_lost_(own_.size(), 0), child_lost_(children_.size(), 0) {}
+
+  behavior_type make_behavior() override {
+    guard_behavior(this);
+    for (const auto& peer : own_)
+      monitor(peer);
+    for (const auto& child : children_)
+      monitor(child);
+    set_down_handler([this](caf::down_msg& down) { lost(down.source); });
+    return {
+      [this](eval_atom, const access_token& ticket, const access_token& token, std::uint64_t round,
+             const exact_grid& grid, const dense_vector& theta) {
+        tree_slice shape{static_cast<std::uint8_t>(tree_kind::eval), 0, 0, 1, theta.size(), 0,
+                         grid.below.size(), grid.base};
+        if (from_front())
+          serve(ticket, [&] { start_whole(ticket, token, round, shape, grid, theta, {}); });
+      },
+      [this](hessvec_atom, const access_token& ticket, const access_token& token,
+             std::uint64_t round, std::uint64_t at, const exact_grid& grid,
+             const dense_vector& theta, const dense_vector& v) {
+        tree_slice shape{static_cast<std::uint8_t>(tree_kind::hessvec), at, 0, 1, theta.size(),
+                         v.size(), grid.below.size(), grid.base};
+        if (from_front())
+          serve(ticket, [&] { start_whole(ticket, token, round, shape, grid, theta, v); });
+      },
+      [this](quality_atom, const access_token& ticket, const access_token& token,
+             std::uint64_t round, const dense_vector& theta) {
+        tree_slice shape{static_cast<std::uint8_t>(tree_kind::quality), 0, 0, 1, theta.size(), 0, 0,
+                         0};
+        if (from_front())
+          serve(ticket, [&] { start_whole(ticket, token, round, shape, {}, theta, {}); });
+      },
+      [this](part_atom, const access_token& ticket, const access_token& token, std::uint64_t round,
+             const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
+             const dense_vector& v) {
+        if (from_front())
+          serve(ticket, [&] { take_slice(ticket, token, round, slice, grid, theta, v); });
+      },
+    };
+  }
+
+private:
+  static constexpr std::size_t max_open = 8;     // requests in flight; older ones are failed
+  static constexpr std::size_t max_closed = 64;  // rounds remembered after they ended
+
+  void on_exit() override {
+    for (const auto& entry : requests_)
+      entry.second->closed = true;
+    requests_.clear();
+    own_.clear();
+    children_.clear();
+    front_ = group_actor{};
+  }
+
+  /// Runs a request's handling, answering an exception (out of memory) as an error: no request
+  /// ends the tree.
+  template <class F>
+  void serve(const access_token& ticket, F handle) {
+    auto err = shielded([&]() -> caf::error {
+      handle();
+      return {};
+    });
+    if (err)
+      send(front_, gathered_atom::value, ticket, std::move(err));
+  }
+
+  bool from_front() {
+    return current_sender() == caf::actor_cast<caf::strong_actor_ptr>(front_);
+  }
+
+  /// A request from the driver: cut into slices for the children, asked whole of the own peers.
+  void start_whole(const access_token& ticket, const access_token& token, std::uint64_t round,
+                   tree_slice shape, const exact_grid& grid, const dense_vector& theta,
+                   const dense_vector& v) {
+    const auto longest = std::max({shape.theta_size, shape.v_size, shape.grid_size});
+    const auto count = std::max<std::uint64_t>(1, (longest + tree_slice_entries - 1)
+                                                    / tree_slice_entries);
+    shape.count = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, max_tree_slices));
+    auto r = open(round, token, shape);
+    if (!r)
+      return send(front_, gathered_atom::value, ticket,
+                  make_error(errc::bad_request, "round " + std::to_string(round)
+                                                  + " is already being gathered"));
+    r->whole = true;
+    r->whole_ticket = ticket;
+    r->answers.resize(shape.count);
+    for (std::uint32_t c = 0; c < shape.count; ++c) {
+      auto slice = shape;
+      slice.index = c;
+      exact_grid part{grid.base, {}};
+      if (shape.grid_size != 0) {
+        const auto [first, last] = slice_bounds(shape.grid_size, c, shape.count);
+        part.below.assign(grid.below.begin() + static_cast<std::ptrdiff_t>(first),
+                          grid.below.begin() + static_cast<std::ptrdiff_t>(last));
+      }
+      ask_children(r, slice, part, slice_of(theta, shape.theta_size, c, shape.count),
+                   slice_of(v, shape.v_size, c, shape.count));
+    }
+    ask_own(r, grid, theta, v);
+  }
+
+  /// A slice from the parent: forwarded to the children at once; the own peers are asked when
+  /// every slice has arrived.
+  void take_slice(const access_token& ticket, const access_token& token, std::uint64_t round,
+                  const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
+                  const dense_vector& v) {
+    const auto refuse = [&](const std::string& why) {
+      send(front_, gathered_atom::value, ticket,
+           refused("invalid slice: slice " + std::to_string(slice.index) + " of round "
+                   + std::to_string(round) + " " + why));
+    };
+    if (std::find(closed_.begin(), closed_.end(), round) != closed_.end())
+      return refuse("comes after its request was answered or dropped");
+    auto found = requests_.find(round);
+    request_ptr r;
+    if (found == requests_.end()) {
+      r = open(round, token, slice);
+      r->tickets.resize(slice.count);
+      r->theta_parts.resize(slice.count);
+      r->v_parts.resize(slice.count);
+      r->grid_parts.resize(slice.count);
+    } else {
+      r = found->second;
+    }
+    if (r->whole || r->token != token || !same_shape(r->shape, slice) || r->slices[slice.index].sent)
+      return refuse("repeats or does not fit its other slices");
+    r->tickets[slice.index] = ticket;
+    r->theta_parts[slice.index] = theta;
+    r->v_parts[slice.index] = v;
+    r->grid_parts[slice.index] = grid.below;
+    ask_children(r, slice, grid, theta, v);
+    if (++r->arrivals == slice.count) {
+      exact_grid whole_grid{slice.grid_base, {}};
+      whole_grid.below.reserve(slice.grid_size);
+      for (auto& part : r->grid_parts)
+        whole_grid.below.insert(whole_grid.below.end(), part.begin(), part.end());
+      const auto join = [](std::vector<dense_vector>& parts, std::uint64_t size) {
+        if (size == 0)
+          return dense_vector{};
+        auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(size));
+        Eigen::Index at = 0;
+        for (const auto& part : parts) {
+          values->segment(at, static_cast<Eigen::Index>(part.size())) = part.map();
+          at += static_cast<Eigen::Index>(part.size());
+        }
+        parts.clear();
+        return dense_vector{std::shared_ptr<const Eigen::VectorXd>(std::move(values))};
+      };
+      r->grid_parts.clear();
+      const auto whole_theta = join(r->theta_parts, slice.theta_size);
+      const auto whole_v = join(r->v_parts, slice.v_size);
+      ask_own(r, whole_grid, whole_theta, whole_v);
+    }
+  }
+
+  /// A fresh request's state, evicting the oldest beyond max_open; null if the round is open.
+  request_ptr open(std::uint64_t round, const access_token& token, const tree_slice& shape) {
+    if (requests_.count(round))
+      return nullptr;
+    while (requests_.size() >= max_open) {
+      auto oldest = std::min_element(requests_.begin(), requests_.end(), [](auto& a, auto& b) {
+        return a.second->opened < b.second->opened;
+      });
+      fail(oldest->second, make_error(errc::shard_failed, "dropped for newer requests"));
+    }
+    auto r = std::make_shared<request_state>();
+    r->round = round;
+    r->opened = opened_++;
+    r->token = token;
+    r->shape = shape;
+    r->slices.resize(shape.count);
+    requests_.emplace(round, r);
+    return r;
+  }
+
+  void ask_children(const request_ptr& r, const tree_slice& slice, const exact_grid& grid,
+                    const dense_vector& theta, const dense_vector& v) {
+    auto& state = r->slices[slice.index];
+    state.sent = true;
+    state.settled.assign(children_.size(), 0);
+    state.left = children_.size();
+    for (std::size_t k = 0; k < children_.size(); ++k) {
+      if (child_lost_[k]) {
+        leave_out_child(r, slice.index, k);
+        continue;
+      }
+      const auto c = slice.index;
+      request(children_[k], caf::infinite, part_atom::value, r->token, r->round, slice, grid,
+              theta, v)
+        .then(
+          [this, r, c, k](std::uint64_t, block_sums& part) {
+            auto& s = r->slices[c];
+            if (r->closed || s.done || s.settled[k])
+              return;
+            // CAF matches a response by its id alone, and this gatherer is known to other nodes:
+            // a reply from anyone but the child asked is a forgery, and the child is left out.
+            if (current_sender() != caf::actor_cast<caf::strong_actor_ptr>(children_[k]))
+              return leave_out_child(r, c, k);
+            if (s.children && !merge(*s.children, std::move(part)))
+              return leave_out_child(r, c, k);
+            if (!s.children)
+              s.children = std::move(part);
+            s.settled[k] = 1;
+            --s.left;
+            try_finish(r, c);
+          },
+          [this, r, c, k](caf::error&) { leave_out_child(r, c, k); });
+    }
+    try_finish(r, slice.index);
+  }
+
+  void ask_own(const request_ptr& r, const exact_grid& grid, const dense_vector& theta,
+               const dense_vector& v) {
+    r->own_asked = true;
+    r->own_settled.assign(own_.size(), 0);
+    r->own_left = own_.size();
+    for (std::size_t m = 0; m < own_.size(); ++m) {
+      if (own_lost_[m]) {
+        leave_out_own(r, m);
+        continue;
+      }
+      auto asked = [&] {
+        switch (static_cast<tree_kind>(r->shape.kind)) {
+          case tree_kind::hessvec:
+            return request(own_[m], caf::infinite, hessvec_atom::value, r->token, r->round,
+                           r->shape.at, grid, theta, v);
+          case tree_kind::quality:
+            return request(own_[m], caf::infinite, quality_atom::value, r->token, r->round, theta);
+          default:
+            return request(own_[m], caf::infinite, eval_atom::value, r->token, r->round, grid,
+                           theta);
+        }
+      }();
+      asked.then(
+        [this, r, m](std::uint64_t, block_sums& part) {
+          if (r->closed || r->own_settled[m])
+            return;
+          if (current_sender() != caf::actor_cast<caf::strong_actor_ptr>(own_[m]))
+            return leave_out_own(r, m);
+          if (r->own && !merge(*r->own, std::move(part)))
+            return leave_out_own(r, m);
+          if (!r->own)
+            r->own = std::move(part);
+          r->own_settled[m] = 1;
+          if (--r->own_left == 0)
+            finish_all(r);
+        },
+        [this, r, m](caf::error&) { leave_out_own(r, m); });
+    }
+    finish_all(r);
+  }
+
+  void leave_out_child(const request_ptr& r, std::uint32_t c, std::size_t k) {
+    auto& s = r->slices[c];
+    if (r->closed || s.done || s.settled[k])
+      return;
+    s.settled[k] = 1;
+    --s.left;
+    try_finish(r, c);
+  }
+
+  void leave_out_own(const request_ptr& r, std::size_t m) {
+    if (r->closed || !r->own_asked || r->own_settled[m])
+      return;
+    r->own_settled[m] = 1;
+    if (--r->own_left == 0)
+      finish_all(r);
+  }
+
+  void finish_all(const request_ptr& r) {
+    for (std::uint32_t c = 0; c < r->shape.count && !r->closed; ++c)
+      try_finish(r, c);
+  }
+
+  /// Answers slice c once the own peers and every child settled it: the own sums' share of it
+  /// plus the children's.
+  void try_finish(const request_ptr& r, std::uint32_t c) {
+    auto& s = r->slices[c];
+    if (r->closed || s.done || !s.sent || !r->own_asked || r->own_left > 0 || s.left > 0)
+      return;
+    const auto [first, last] = slice_bounds(r->shape.grid_size, c, r->shape.count);
+    std::optional<block_sums> out;
+    if (r->own) {
+      if (r->own->words.size() != r->shape.grid_size)
+        return fail(r, make_error(errc::shard_failed, "this node's peers answered sums of "
+                                                        + std::to_string(r->own->words.size())
+                                                        + " entries, not "
+                                                        + std::to_string(r->shape.grid_size)));
+      out = block_sums{r->own->runs, r->own->values, {}, r->own->max_units, r->own->correct,
+                       r->own->count};
+      out->words.assign(r->own->words.begin() + static_cast<std::ptrdiff_t>(first),
+                        r->own->words.begin() + static_cast<std::ptrdiff_t>(last));
+    }
+    if (s.children) {
+      if (!out)
+        out = std::move(s.children);
+      else if (!merge(*out, std::move(*s.children)))
+        return fail(r, make_error(errc::shard_failed, "the children's sums do not fit"));
+    }
+    if (!out)
+      return fail(r, make_error(errc::shard_failed, "no member of this node's tree answered"));
+    if (out->words.size() != last - first)
+      return fail(r, make_error(errc::shard_failed, "a child answered slice " + std::to_string(c)
+                                                      + " with sums of the wrong length"));
+    s.done = true;
+    ++r->finished;
+    if (!r->whole) {
+      send(front_, gathered_atom::value, r->tickets[c], std::move(*out));
+      if (r->finished == r->shape.count)
+        close(r);
+      return;
+    }
+    r->answers[c] = std::move(*out);
+    if (r->finished == r->shape.count)
+      answer_whole(r);
+  }
+
+  /// The driver's answer: the slices put together, if they all cover the same blocks (a child lost
+  /// part-way through covers some slices and not others: then the driver asks every peer itself).
+  void answer_whole(const request_ptr& r) {
+    auto runs_of = [](const block_sums& sums) {
+      std::vector<std::pair<std::int64_t, std::int64_t>> runs;
+      for (std::size_t i = 0; i + 1 < sums.runs.size(); i += 2)
+        runs.emplace_back(sums.runs[i], sums.runs[i + 1]);
+      std::sort(runs.begin(), runs.end());
+      return runs;
+    };
+    auto& first = r->answers.front();
+    const auto covered = runs_of(first);
+    for (auto& slice : r->answers) {
+      if (runs_of(slice) != covered || slice.count != first.count)
+        return fail(r, make_error(errc::shard_failed, "a child's sums were lost part-way through "
+                                                      "the request"));
+      if (std::isnan(slice.max_units) || slice.max_units > first.max_units)
+        first.max_units = slice.max_units;
+    }
+    block_sums out{std::move(first.runs), std::move(first.values), {}, first.max_units,
+                   first.correct, first.count};
+    out.words.reserve(r->shape.grid_size);
+    for (const auto& slice : r->answers)
+      out.words.insert(out.words.end(), slice.words.begin(), slice.words.end());
+    send(front_, gathered_atom::value, r->whole_ticket, std::move(out));
+    close(r);
+  }
+
+  /// Fails what of the request is still unanswered.
+  void fail(const request_ptr& r, const caf::error& err) {
+    if (r->closed)
+      return;
+    if (r->whole) {
+      send(front_, gathered_atom::value, r->whole_ticket, err);
+    } else {
+      for (std::uint32_t c = 0; c < r->shape.count; ++c)
+        if (r->slices[c].sent && !r->slices[c].done)
+          send(front_, gathered_atom::value, r->tickets[c], err);
+    }
+    close(r);
+  }
+
+  /// Ends a request: its buffers freed (late replies still hold the state), its round remembered
+  /// so that a late slice of it is refused rather than opening it again.
+  void close(const request_ptr& r) {
+    r->closed = true;
+    r->theta_parts.clear();
+    r->v_parts.clear();
+    r->grid_parts.clear();
+    r->own.reset();
+    r->answers.clear();
+    for (auto& slice : r->slices)
+      slice.children.reset();
+    requests_.erase(r->round);
+    closed_.push_back(r->round);
+    if (closed_.size() > max_closed)
+      closed_.pop_front();
+  }
+
+  /// A member went down: it is left out of every open request, and of every later one.
+  void lost(const caf::actor_addr& source) {
+    std::vector<request_ptr> open_now;
+    for (const auto& entry : requests_)
+      open_now.push_back(entry.second);
+    for (std::size_t k = 0; k < children_.size(); ++k)
+      if (caf::actor_cast<caf::actor_addr>(children_[k]) == source) {
+        child_lost_[k] = 1;
+        for (const auto& r : open_now)
+          for (std::uint32_t c = 0; c < r->shape.count; ++c)
+            if (r->slices[c].sent)
+              leave_out_child(r, c, k);
+      }
+    for (std::size_t m = 0; m < own_.size(); ++m)
+      if (caf::actor_cast<caf::actor_addr>(own_[m]) == source) {
+        own_lost_[m] = 1;
+        for (const auto& r : open_now)
+          leave_out_own(r, m);
+      }
+  }
+
+  std::vector<shard_actor> own_;
+  std::vector<tree_actor> children_;
+  group_actor front_;
+  std::vector<char> own_lost_;
+  std::vector<char> child_lost_;
+  std::map<std::uint64_t, request_ptr> requests_;
+  std::deque<std::uint64_t> closed_;
+  std::uint64_t opened_ = 0;
+};
+
+} // namespace
+
+gatherer_actor spawn_tree_gatherer(caf::local_actor* parent, std::vector<shard_actor> own,
+                                   std::vector<tree_actor> children, group_actor front) {
+  return parent->spawn<tree_gatherer>(std::move(own), std::move(children), std::move(front));
+}
+
+} // namespace shardopt::actors
