@@ -28,11 +28,6 @@ using gatherer_actor = caf::typed_actor<
   caf::reacts_to<part_atom, access_token, access_token, std::uint64_t, tree_slice, exact_grid,
                  dense_vector, dense_vector>>;
 
-/// Checks a slice request's shape against the protocol's limits and its vectors' lengths; the
-/// error (errc::refused) says what is wrong; none when it is well formed.
-caf::error check_slice(const tree_slice& slice, const exact_grid& grid,
-                                const dense_vector& theta, const dense_vector& v);
-
 /// Spawns a tree's gatherer for the front `front`: it asks `own` (this node's peers) whole and
 /// `children` (other nodes' trees) slice by slice. Only messages from `front` are served.
 gatherer_actor spawn_tree_gatherer(caf::local_actor* parent, std::vector<shard_actor> own,

@@ -6,6 +6,7 @@
 
 #include "actors/gatherer.hpp"
 #include "actors/guard.hpp"
+#include "actors/tree_slices.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -5,92 +5,18 @@
 #include "actors/gatherer.hpp"
 #include "actors/guard.hpp"
 #include "actors/shard.hpp"
+#include "actors/tree_slices.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
 #include <optional>
 
 namespace shardopt::actors {
-
-caf::error check_slice(const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
-                       const dense_vector& v) {
-  const auto kind = static_cast<tree_kind>(slice.kind);
-  if (kind != tree_kind::eval && kind != tree_kind::quality && kind != tree_kind::hessvec)
-    return refused("invalid slice: no request of kind " + std::to_string(slice.kind));
-  if (slice.count == 0 || slice.count > max_tree_slices || slice.index >= slice.count)
-    return refused("invalid slice: slice " + std::to_string(slice.index) + " of "
-                   + std::to_string(slice.count) + " (at most "
-                   + std::to_string(max_tree_slices) + " slices)");
-  if (slice.theta_size > max_wire_elements || slice.v_size > max_wire_elements
-      || slice.grid_size > max_wire_elements)
-    return refused("invalid slice: vectors longer than " + std::to_string(max_wire_elements));
-  if ((kind != tree_kind::hessvec && slice.v_size != 0)
-      || (kind == tree_kind::quality && slice.grid_size != 0))
-    return refused("invalid slice: vectors its kind does not have");
-  const auto length = [&](std::uint64_t size) {
-    const auto [first, last] = slice_bounds(size, slice.index, slice.count);
-    return last - first;
-  };
-  if (theta.size() != length(slice.theta_size) || v.size() != length(slice.v_size)
-      || grid.below.size() != length(slice.grid_size) || grid.base != slice.grid_base)
-    return refused("invalid slice: slice " + std::to_string(slice.index) + " of "
-                   + std::to_string(slice.count) + " does not have its share of the vectors");
-  return {};
-}
-
 namespace {
 
-/// One slice of one request: which children answered it (or were left out) and their sum so far.
-struct slice_state {
-  bool sent = false;
-  std::vector<char> settled;  // per child
-  std::size_t left = 0;
-  std::optional<block_sums> children;
-  bool done = false;
-};
-
-/// One request, arriving whole (from the driver) or slice by slice (from the parent).
-struct request_state {
-  std::uint64_t round = 0;
-  std::uint64_t opened = 0;  // order of arrival, for evicting the oldest
-  access_token token;
-  tree_slice shape;  // index unused
-  bool whole = false;
-  access_token whole_ticket;
-  std::vector<access_token> tickets;  // slices: each arrived slice's ticket
-  std::uint32_t arrivals = 0;
-  // Slices: kept as they arrive (nothing is allocated ahead of the bytes), joined when all are in.
-  std::vector<dense_vector> theta_parts, v_parts;
-  std::vector<std::vector<std::uint8_t>> grid_parts;
-  bool own_asked = false;
-  std::vector<char> own_settled;
-  std::size_t own_left = 0;
-  std::optional<block_sums> own;
-  std::vector<slice_state> slices;
-  std::vector<block_sums> answers;  // whole: each slice's sums
-  std::uint32_t finished = 0;
-  bool closed = false;
-};
-
 using request_ptr = std::shared_ptr<request_state>;
-
-bool same_shape(const tree_slice& a, const tree_slice& b) {
-  return a.kind == b.kind && a.at == b.at && a.count == b.count && a.theta_size == b.theta_size
-         && a.v_size == b.v_size && a.grid_size == b.grid_size && a.grid_base == b.grid_base;
-}
-
-/// A copy of entries [first, last) of `values` (slice `index` of `count`).
-dense_vector slice_of(const dense_vector& values, std::uint64_t size, std::uint32_t index,
-                      std::uint32_t count) {
-  if (size == 0)
-    return {};
-  const auto [first, last] = slice_bounds(size, index, count);
-  return dense_vector{Eigen::VectorXd{values.map().segment(static_cast<Eigen::Index>(first),
-                                                          static_cast<Eigen::Index>(last - first))}};
-}
 
 /// The gatherer of one node's part of a tree. Guarded: the children learn its address (their
 /// replies come to it), so a reply is taken only from the member asked, and no peer can end it.
@@ -188,14 +114,8 @@ private:
     for (std::uint32_t c = 0; c < shape.count; ++c) {
       auto slice = shape;
       slice.index = c;
-      exact_grid part{grid.base, {}};
-      if (shape.grid_size != 0) {
-        const auto [first, last] = slice_bounds(shape.grid_size, c, shape.count);
-        part.below.assign(grid.below.begin() + static_cast<std::ptrdiff_t>(first),
-                          grid.below.begin() + static_cast<std::ptrdiff_t>(last));
-      }
-      ask_children(r, slice, part, slice_of(theta, shape.theta_size, c, shape.count),
-                   slice_of(v, shape.v_size, c, shape.count));
+      ask_children(r, slice, grid_slice(grid, slice), vector_slice(theta, slice.theta_size, slice),
+                   vector_slice(v, slice.v_size, slice));
     }
     ask_own(r, grid, theta, v);
   }
@@ -212,16 +132,13 @@ private:
     };
     if (std::find(closed_.begin(), closed_.end(), round) != closed_.end())
       return refuse("comes after its request was answered or dropped");
-    auto found = requests_.find(round);
-    request_ptr r;
-    if (found == requests_.end()) {
+    request_ptr r = requests_.count(round) ? requests_.at(round) : nullptr;
+    if (!r) {
       r = open(round, token, slice);
       r->tickets.resize(slice.count);
       r->theta_parts.resize(slice.count);
       r->v_parts.resize(slice.count);
       r->grid_parts.resize(slice.count);
-    } else {
-      r = found->second;
     }
     if (r->whole || r->token != token || !same_shape(r->shape, slice) || r->slices[slice.index].sent)
       return refuse("repeats or does not fit its other slices");
@@ -231,25 +148,12 @@ private:
     r->grid_parts[slice.index] = grid.below;
     ask_children(r, slice, grid, theta, v);
     if (++r->arrivals == slice.count) {
-      exact_grid whole_grid{slice.grid_base, {}};
-      whole_grid.below.reserve(slice.grid_size);
-      for (auto& part : r->grid_parts)
-        whole_grid.below.insert(whole_grid.below.end(), part.begin(), part.end());
-      const auto join = [](std::vector<dense_vector>& parts, std::uint64_t size) {
-        if (size == 0)
-          return dense_vector{};
-        auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(size));
-        Eigen::Index at = 0;
-        for (const auto& part : parts) {
-          values->segment(at, static_cast<Eigen::Index>(part.size())) = part.map();
-          at += static_cast<Eigen::Index>(part.size());
-        }
-        parts.clear();
-        return dense_vector{std::shared_ptr<const Eigen::VectorXd>(std::move(values))};
-      };
+      const auto whole_grid = join_grid(r->grid_parts, slice);
+      const auto whole_theta = join_vectors(r->theta_parts, slice.theta_size);
+      const auto whole_v = join_vectors(r->v_parts, slice.v_size);
       r->grid_parts.clear();
-      const auto whole_theta = join(r->theta_parts, slice.theta_size);
-      const auto whole_v = join(r->v_parts, slice.v_size);
+      r->theta_parts.clear();
+      r->v_parts.clear();
       ask_own(r, whole_grid, whole_theta, whole_v);
     }
   }
@@ -387,10 +291,7 @@ private:
                                                         + std::to_string(r->own->words.size())
                                                         + " entries, not "
                                                         + std::to_string(r->shape.grid_size)));
-      out = block_sums{r->own->runs, r->own->values, {}, r->own->max_units, r->own->correct,
-                       r->own->count};
-      out->words.assign(r->own->words.begin() + static_cast<std::ptrdiff_t>(first),
-                        r->own->words.begin() + static_cast<std::ptrdiff_t>(last));
+      out = share_of(*r->own, first, last);
     }
     if (s.children) {
       if (!out)
@@ -419,28 +320,10 @@ private:
   /// The driver's answer: the slices put together, if they all cover the same blocks (a child lost
   /// part-way through covers some slices and not others: then the driver asks every peer itself).
   void answer_whole(const request_ptr& r) {
-    auto runs_of = [](const block_sums& sums) {
-      std::vector<std::pair<std::int64_t, std::int64_t>> runs;
-      for (std::size_t i = 0; i + 1 < sums.runs.size(); i += 2)
-        runs.emplace_back(sums.runs[i], sums.runs[i + 1]);
-      std::sort(runs.begin(), runs.end());
-      return runs;
-    };
-    auto& first = r->answers.front();
-    const auto covered = runs_of(first);
-    for (auto& slice : r->answers) {
-      if (runs_of(slice) != covered || slice.count != first.count)
-        return fail(r, make_error(errc::shard_failed, "a child's sums were lost part-way through "
-                                                      "the request"));
-      if (std::isnan(slice.max_units) || slice.max_units > first.max_units)
-        first.max_units = slice.max_units;
-    }
-    block_sums out{std::move(first.runs), std::move(first.values), {}, first.max_units,
-                   first.correct, first.count};
-    out.words.reserve(r->shape.grid_size);
-    for (const auto& slice : r->answers)
-      out.words.insert(out.words.end(), slice.words.begin(), slice.words.end());
-    send(front_, gathered_atom::value, r->whole_ticket, std::move(out));
+    auto whole = put_together(r->answers, r->shape.grid_size);
+    if (!whole)
+      return fail(r, whole.error());
+    send(front_, gathered_atom::value, r->whole_ticket, std::move(*whole));
     close(r);
   }
 
@@ -499,8 +382,7 @@ private:
   std::vector<shard_actor> own_;
   std::vector<tree_actor> children_;
   group_actor front_;
-  std::vector<char> own_lost_;
-  std::vector<char> child_lost_;
+  std::vector<char> own_lost_, child_lost_;  // members that went down
   std::map<std::uint64_t, request_ptr> requests_;
   std::deque<std::uint64_t> closed_;
   std::uint64_t opened_ = 0;
