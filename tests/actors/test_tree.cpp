@@ -21,7 +21,6 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <thread>
 #include <vector>
 
 namespace actors = shardopt::actors;
@@ -356,8 +355,12 @@ TEST_CASE("a node killed, restarted on its port and re-admitted at an evaluation
   CHECK(ask(*objective, thetas[1], v).same_bits(ask(local, thetas[1], v)));
   CHECK(cluster->lost_nodes() == 1);
   nodes[2] = node_process{{"--threads", "1"}, port};  // the same address, a new process
-  std::this_thread::sleep_for(1100ms);                // the driver tries lost nodes once a second
-  CHECK(ask(*objective, thetas[2], v).same_bits(ask(local, thetas[2], v)));
+  // The driver tries lost nodes at evaluation boundaries, at most once a second: evaluate, each
+  // answer keeping the bits, until it re-admitted the node.
+  const auto rejoin_by = std::chrono::steady_clock::now() + 30s;
+  do {
+    CHECK(ask(*objective, thetas[2], v).same_bits(ask(local, thetas[2], v)));
+  } while (cluster->rejoined_nodes() == 0 && std::chrono::steady_clock::now() < rejoin_by);
   CHECK(cluster->rejoined_nodes() == 1);
   std::string log;
   for (const auto& event : events)
@@ -401,9 +404,13 @@ TEST_CASE("a node added to the watched nodes file joins at the next evaluation b
                                  [&](const std::string& event) { events.push_back(event); });
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   CHECK(ask(*objective, theta, v).same_bits(reference));
-  std::this_thread::sleep_for(1100ms);  // a new modification time
   write_nodes(3);
-  CHECK(ask(*objective, theta, v).same_bits(reference));
+  // The file is looked at once a second, at evaluation boundaries: evaluate, each answer keeping
+  // the bits, until the new node joined.
+  const auto join_by = std::chrono::steady_clock::now() + 30s;
+  do {
+    CHECK(ask(*objective, theta, v).same_bits(reference));
+  } while (cluster->joined_nodes() == 0 && std::chrono::steady_clock::now() < join_by);
   CHECK(cluster->joined_nodes() == 1);
   CHECK(cluster->nodes().size() == 3);
   nodes[1].process->signal(SIGKILL);
