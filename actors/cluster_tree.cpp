@@ -135,8 +135,9 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
       if (c.alive[node])
         order.push_back(node);
     const auto n = order.size();
+    // No tree for a star, nor for one node holding one peer (asking it is the same).
     if (n == 0 || c.routing == topology::star
-        || (c.routing == topology::automatic && n <= 2))
+        || (c.routing == topology::automatic && n <= 2) || (n == 1 && held[order[0]].size() == 1))
       return peer_tree{};
     const auto k = c.fan_in > 0 ? c.fan_in : automatic_fan_in(n, dimension);
     // Position p of a k-ary heap over `order`: children k p + 1 .. k p + k. Made deepest level
@@ -158,18 +159,9 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
           level.push_back(order[p]);
           position[order[p]] = p;
         }
-      std::vector<std::size_t> asked;
-      for (const auto j : level) {
-        const auto p = position[j];
-        // A lone node with one peer is its own tree; any other node's parent sends it slices,
-        // which only a tree answers.
-        if (n == 1 && held[j].size() == 1)
-          made[p] = peers[held[j].front()];
-        else
-          asked.push_back(j);
-      }
-      if (asked.empty())
-        continue;
+      // Every node of the tree is asked for its part (a leaf too: its parent sends it slices,
+      // which only a tree takes).
+      const auto& asked = level;
       auto done = c.nodes.round(
         reply<shard_actor>{}, asked, timeouts::control, "making its part of the reduction tree",
         [&](std::size_t j, std::uint64_t round) {

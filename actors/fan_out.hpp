@@ -93,15 +93,28 @@ public:
   /// naming the peer, on an error reply, on a peer going down (unless `down` says otherwise), and
   /// when not every peer answered within `timeout`.
   template <class... Ts, class Send, class OnReply>
-  result<void> round(reply<Ts...>, const std::vector<std::size_t>& which,
+  result<void> round(reply<Ts...> shape, const std::vector<std::size_t>& which,
                      std::chrono::milliseconds timeout, const std::string& what, Send send,
                      OnReply on_reply, const on_down& down = {}) {
+    return round_in_parts(shape, which, 1, timeout, what, std::move(send), std::move(on_reply),
+                          down);
+  }
+
+  /// `round` where `send(i, round)` sends peer i `parts` requests and each answers them with
+  /// `parts` replies (slices of one request): `on_reply` hears each, and must refuse a repeat.
+  template <class... Ts, class Send, class OnReply>
+  result<void> round_in_parts(reply<Ts...>, const std::vector<std::size_t>& which,
+                              std::size_t parts, std::chrono::milliseconds timeout,
+                              const std::string& what, Send send, OnReply on_reply,
+                              const on_down& down = {}) {
     using clock = std::chrono::steady_clock;
     const auto number = ++rounds_;
     std::vector<bool> asked(size(), false);
-    std::vector<bool> answered(size(), false);
-    for (const auto i : which)
+    std::vector<std::size_t> due(size(), 0);  // replies still due, per peer
+    for (const auto i : which) {
       asked[i] = true;
+      due[i] = parts;
+    }
     auto remaining = which.size();
     std::string problem;
     auto settle_down = [&](std::size_t i) {
@@ -109,9 +122,10 @@ public:
       if (!action) {
         problem = name(i) + ": went down (" + gone_[i] + "); " + action.error().message();
       } else if (*action == down_action::answered) {
-        answered[i] = true;
+        due[i] = 0;
         --remaining;
       } else if (*action == down_action::resend) {
+        due[i] = parts;
         send(i, number);
       } else {
         problem = name(i) + " went down (" + gone_[i] + ")";
@@ -137,7 +151,7 @@ public:
       if (left <= clock::duration::zero()) {
         std::string late;
         for (const auto i : which)
-          if (!answered[i])
+          if (due[i] > 0)
             late += (late.empty() ? "" : ", ") + name(i);
         problem = late + ": no reply to " + what + " within " + std::to_string(timeout.count())
                   + " ms";
@@ -146,16 +160,16 @@ public:
       self_->receive(
         [&](std::uint64_t r, Ts&... values) {
           const auto i = index_of(caf::actor_cast<caf::actor_addr>(self_->current_sender()));
-          if (r != number || i == size() || answered[i])
+          if (r != number || i == size() || due[i] == 0)
             return;  // late: an earlier round's reply, or a replaced peer's
-          answered[i] = true;
-          --remaining;
+          if (--due[i] == 0)
+            --remaining;
           if (auto ok = on_reply(i, std::move(values)...); !ok)
             problem = name(i) + ": " + ok.error().message();
         },
         [&](caf::error& err) {
           const auto i = index_of(caf::actor_cast<caf::actor_addr>(self_->current_sender()));
-          if (i != size() && !answered[i])
+          if (i != size() && due[i] > 0)
             problem = name(i) + ": " + what + ": " + describe(err, self_->system());
         },
         [&](caf::down_msg& msg) {
@@ -167,7 +181,7 @@ public:
             if (!gone_[i].empty())
               continue;
             gone_[i] = describe(msg.reason, self_->system());
-            if (asked[i] && !answered[i] && problem.empty())
+            if (asked[i] && due[i] > 0 && problem.empty())
               settle_down(i);
           }
           if (!ours && others_down_)

@@ -19,6 +19,7 @@ namespace shardopt::actors {
 namespace {
 
 using sums_result = caf::result<std::uint64_t, block_sums>;
+using part_result = caf::result<std::uint64_t, std::uint32_t, block_sums>;
 
 /// A group's gatherer: forwards each request to every member (in-process, so theta is shared, not
 /// copied), adds their replies (`merge`: exact, so in any order) and sends the sum, or the first
@@ -150,8 +151,8 @@ public:
     return {
       [this](eval_atom atom, const access_token& token, std::uint64_t round,
              const exact_grid& grid, const dense_vector& theta) -> sums_result {
-        if (token != token_)
-          return refused("this shard belongs to another driver");
+        if (auto err = check_whole(token))
+          return err;
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, grid, theta);
         });
@@ -159,42 +160,52 @@ public:
       [this](hessvec_atom atom, const access_token& token, std::uint64_t round, std::uint64_t at,
              const exact_grid& grid, const dense_vector& theta, const dense_vector& v)
         -> sums_result {
-        if (token != token_)
-          return refused("this shard belongs to another driver");
+        if (auto err = check_whole(token))
+          return err;
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, at, grid, theta, v);
         });
       },
       [this](quality_atom atom, const access_token& token, std::uint64_t round,
              const dense_vector& theta) -> sums_result {
-        if (token != token_)
-          return refused("this shard belongs to another driver");
+        if (auto err = check_whole(token))
+          return err;
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, theta);
         });
       },
       [this](part_atom atom, const access_token& token, std::uint64_t round,
              const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
-             const dense_vector& v) -> sums_result {
+             const dense_vector& v) -> part_result {
         if (token != token_)
           return refused("this shard belongs to another driver");
         if (!tree_)
           return refused("invalid slice: this is a node's group, not its part of a tree");
         if (auto err = check_slice(slice, grid, theta, v))
           return err;
-        return forward(round, [&](const access_token& ticket) {
-          send(gatherer_, atom, ticket, token, round, slice, grid, theta, v);
-        });
+        const auto ticket = access_token::random();
+        auto promise = make_response_promise<std::uint64_t, std::uint32_t, block_sums>();
+        waiting_.emplace(ticket, waiting{round, slice.index, {}, promise});
+        send(gatherer_, atom, ticket, token, round, slice, grid, theta, v);
+        return promise;
       },
       [this](gathered_atom, const access_token& ticket, block_sums& sums) {
         if (auto it = waiting_.find(ticket); it != waiting_.end()) {
-          it->second.promise.deliver(it->second.round, std::move(sums));
+          auto& w = it->second;
+          if (w.slice_promise)
+            w.slice_promise->deliver(w.round, w.index, std::move(sums));
+          else
+            w.promise->deliver(w.round, std::move(sums));
           waiting_.erase(it);
         }
       },
       [this](gathered_atom, const access_token& ticket, caf::error& err) {
         if (auto it = waiting_.find(ticket); it != waiting_.end()) {
-          it->second.promise.deliver(std::move(err));
+          auto& w = it->second;
+          if (w.slice_promise)
+            w.slice_promise->deliver(std::move(err));
+          else
+            w.promise->deliver(std::move(err));
           waiting_.erase(it);
         }
       },
@@ -213,20 +224,32 @@ public:
   }
 
 private:
-  struct waiting {
+  struct waiting {  // a whole request's promise (groups) or a slice's (trees)
     std::uint64_t round = 0;
-    caf::typed_response_promise<std::uint64_t, block_sums> promise;
+    std::uint32_t index = 0;
+    std::optional<caf::typed_response_promise<std::uint64_t, block_sums>> promise;
+    std::optional<caf::typed_response_promise<std::uint64_t, std::uint32_t, block_sums>>
+      slice_promise;
   };
   struct ticket_hash {
     std::size_t operator()(const access_token& t) const noexcept { return t.high ^ t.low; }
   };
+
+  /// Why a whole request is refused: another driver's token, or sent to a tree (which takes slices).
+  caf::error check_whole(const access_token& token) const {
+    if (token != token_)
+      return refused("this shard belongs to another driver");
+    if (tree_)
+      return refused("invalid request: a node's part of a tree takes requests in slices");
+    return {};
+  }
 
   /// Sends a request to the gatherer under a fresh ticket and promises its sum.
   template <class Send>
   sums_result forward(std::uint64_t round, Send send_under) {
     const auto ticket = access_token::random();
     auto promise = make_response_promise<std::uint64_t, block_sums>();
-    waiting_.emplace(ticket, waiting{round, promise});
+    waiting_.emplace(ticket, waiting{round, 0, promise, {}});
     send_under(ticket);
     return promise;
   }

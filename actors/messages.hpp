@@ -15,16 +15,17 @@
 //    dense_vector v)
 //       -> (uint64 round, block_sums)   Hessian-vector sums on the grids
 //
-// A node's part of a reduction tree (shard.hpp, spawn_tree) answers these three, and one more that
-// its parent in the tree sends it: a slice of one of them (protocol 9), so that long vectors are
-// pipelined down and up the tree instead of waiting at every level for the whole:
+// A node's part of a reduction tree (shard.hpp, spawn_tree) takes its requests in slices
+// (protocol 10), from its parent in the tree or, at a root, from the driver, so that long vectors
+// are pipelined down and up the tree instead of waiting at every hop for the whole:
 //
 //   (part_atom, access_token, uint64 round, tree_slice, exact_grid grid, dense_vector theta,
 //    dense_vector v)
-//       -> (uint64 round, block_sums)   the slice's entries of the exact sums, with the blocks
-//                                       (and their scalars) every slice of the request covers
+//       -> (uint64 round, uint32 index, block_sums)   the slice's entries of the exact sums, with
+//                                       the blocks (and their scalars) every slice covers
 //
-// `grid`, `theta` and `v` are slice `index` of `count` of the request's (slice_bounds below).
+// `grid`, `theta` and `v` are slice `index` of `count` of the request's (slice_bounds below). The
+// three whole requests are refused there (a tree's answer is the sum of several nodes' peers).
 //
 // The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
 // evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
@@ -79,7 +80,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 9;  // 9: trees pipeline their vectors in slices
+constexpr std::uint32_t protocol_version = 10;  // 10: the driver slices its requests to a tree too
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -284,10 +285,10 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, exact_grid,
                   dense_vector, dense_vector>::with<std::uint64_t, block_sums>>;
 
-/// A node's part of a reduction tree: the shard protocol and slices of it (see above).
+/// A node's part of a reduction tree: the shard protocol's handle, taking slices (see above).
 using tree_actor = shard_actor::extend<
   caf::replies_to<part_atom, access_token, std::uint64_t, tree_slice, exact_grid, dense_vector,
-                  dense_vector>::with<std::uint64_t, block_sums>>;
+                  dense_vector>::with<std::uint64_t, std::uint32_t, block_sums>>;
 
 /// Announces the project's message types and error category. Call on every config before the
 /// actor system is created, in drivers and nodes alike.

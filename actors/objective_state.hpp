@@ -7,6 +7,7 @@
 #include "actors/fan_out.hpp"
 #include "actors/shard.hpp"
 #include "actors/sharded_objective.hpp"
+#include "actors/tree_slices.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -45,6 +46,14 @@ inline bool runs_match(const std::vector<std::int64_t>& flat, const block_runs& 
 }
 
 } // namespace detail
+
+/// What one request asks: sent whole to a peer, or in slices down a tree.
+struct request_spec {
+  tree_kind kind = tree_kind::eval;
+  std::uint64_t at = 0;               ///< products: the evaluation's round
+  const exact_grid* grid = nullptr;   ///< none for quality
+  dense_vector theta, v;
+};
 
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
@@ -190,11 +199,11 @@ struct sharded_objective::impl {
   /// coarser by what the largest block sum needs (a function of the data, like the bounds).
   /// One round of a request over every peer: through the reduction tree when there is one (built
   /// again first after a loss), then directly to each peer whose blocks no tree reply covered (a
-  /// lost inner node's subtree, or everything when the root failed). `send(to, round, under)`
-  /// sends the request to `to`, which answers for the peers `under`. The totals are the same bits
-  /// whichever way each block came.
-  template <class Send>
-  result<void> gather(const std::string& what, bool values, Send send) {
+  /// lost inner node's subtree, or everything when the root failed). `spec_of(round, under)` says
+  /// what to ask of a peer or root that answers for the peers `under`. The totals are the same
+  /// bits whichever way each block came.
+  template <class SpecOf>
+  result<void> gather(const std::string& what, bool values, SpecOf spec_of) {
     std::vector<char> done(peers.size(), 0);
     fell_back = false;
     if (build_tree && tree_stale) {
@@ -217,20 +226,7 @@ struct sharded_objective::impl {
       }
     }
     if (tree) {
-      auto via_tree = roots->round(
-        reply<block_sums>{}, timeout, what,
-        [&](std::size_t r, std::uint64_t round) { send((*roots)[r], round, tree->under[r]); },
-        [&](std::size_t r, block_sums sums) -> result<void> {
-          auto covered = covered_peers(tree->under[r], sums.runs);
-          if (!covered)
-            return covered.error();
-          if (auto ok = take_share(share_of(*covered), std::move(sums), values); !ok)
-            return ok;
-          for (const auto i : *covered)
-            done[i] = 1;
-          return {};
-        },
-        [](std::size_t) -> result<down_action> { return down_action::answered; });
+      auto via_tree = ask_tree(values, spec_of, done);
       if (!via_tree) {  // nothing of it is kept: every peer is asked directly
         begin(round_exponents);
         std::fill(done.begin(), done.end(), 0);
@@ -248,9 +244,78 @@ struct sharded_objective::impl {
       return {};
     return peers.round(
       reply<block_sums>{}, direct, timeout, what,
-      [&](std::size_t i, std::uint64_t round) { send(peers[i], round, {i}); },
+      [&](std::size_t i, std::uint64_t round) { send_whole(peers[i], round, spec_of(round, {i})); },
       [&](std::size_t i, block_sums sums) { return take(i, std::move(sums), values); },
       [this](std::size_t i) { return recreate(i); });
+  }
+
+  /// Sends `spec` whole to a peer.
+  void send_whole(const shard_actor& to, std::uint64_t round, const request_spec& spec) {
+    static const exact_grid none;
+    const auto& grid = spec.grid ? *spec.grid : none;
+    switch (spec.kind) {
+      case tree_kind::hessvec:
+        return self->send(to, hessvec_atom::value, token, round, spec.at, grid, spec.theta, spec.v);
+      case tree_kind::quality:
+        return self->send(to, quality_atom::value, token, round, spec.theta);
+      default:
+        return self->send(to, eval_atom::value, token, round, grid, spec.theta);
+    }
+  }
+
+  /// One round through the reduction tree: each root gets the request in slices and answers them
+  /// one by one (so the root forwards the first slice while the rest is still on the wire); the
+  /// slices of a root are put together and taken as its subtree's reply, marking its peers `done`.
+  /// A root that went down before its last slice counts as answered for nothing.
+  template <class SpecOf>
+  result<void> ask_tree(bool values, SpecOf& spec_of, std::vector<char>& done) {
+    const auto dimension = static_cast<std::uint64_t>(shape.dimension());
+    const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(
+      max_tree_slices, std::max<std::uint64_t>(1, (dimension + tree_slice_entries - 1)
+                                                    / tree_slice_entries)));
+    std::vector<std::vector<block_sums>> parts(roots->size(), std::vector<block_sums>(count));
+    std::vector<std::vector<char>> arrived(roots->size(), std::vector<char>(count, 0));
+    std::vector<tree_slice> shapes(roots->size());
+    std::vector<std::size_t> every(roots->size());
+    for (std::size_t r = 0; r < every.size(); ++r)
+      every[r] = r;
+    return roots->round_in_parts(
+      reply<std::uint32_t, block_sums>{}, every, count, timeout, "a slice",
+      [&](std::size_t r, std::uint64_t round) {
+        const auto spec = spec_of(round, tree->under[r]);
+        static const exact_grid none;
+        const auto& grid = spec.grid ? *spec.grid : none;
+        auto slice = tree_slice{static_cast<std::uint8_t>(spec.kind), spec.at, 0, count,
+                                spec.theta.size(), spec.v.size(), grid.below.size(), grid.base};
+        shapes[r] = slice;
+        const auto to = caf::actor_cast<tree_actor>((*roots)[r]);
+        for (slice.index = 0; slice.index < count; ++slice.index)
+          self->send(to, part_atom::value, token, round, slice, grid_slice(grid, slice),
+                     vector_slice(spec.theta, slice.theta_size, slice),
+                     vector_slice(spec.v, slice.v_size, slice));
+      },
+      [&](std::size_t r, std::uint32_t index, block_sums sums) -> result<void> {
+        const auto [first, last] = slice_bounds(shapes[r].grid_size, index, count);
+        if (index >= count || arrived[r][index] || sums.words.size() != last - first)
+          return fail_runtime("answered slice " + std::to_string(index) + " of " + std::to_string(count)
+                              + " twice or with sums of the wrong length");
+        arrived[r][index] = 1;
+        parts[r][index] = std::move(sums);
+        if (std::find(arrived[r].begin(), arrived[r].end(), 0) != arrived[r].end())
+          return {};
+        auto whole = put_together(parts[r], shapes[r].grid_size);
+        if (!whole)
+          return fail_runtime(describe(whole.error(), system));
+        auto covered = covered_peers(tree->under[r], whole->runs);
+        if (!covered)
+          return covered.error();
+        if (auto ok = take_share(share_of(*covered), std::move(*whole), values); !ok)
+          return ok;
+        for (const auto i : *covered)
+          done[i] = 1;
+        return {};
+      },
+      [](std::size_t) -> result<down_action> { return down_action::answered; });
   }
 
   /// The peers among `candidates` whose blocks a tree reply's runs name: each wholly or not at all.
@@ -291,9 +356,8 @@ struct sharded_objective::impl {
       if (!decoded)
         return decoded.error();
       begin(std::move(*decoded));
-      auto done = gather(what, values, [&](const shard_actor& to, std::uint64_t round,
-                                           const std::vector<std::size_t>& under) {
-        ask(to, round, grid, under);
+      auto done = gather(what, values, [&](std::uint64_t round, const std::vector<std::size_t>& under) {
+        return ask(round, grid, under);
       });
       if (!done)
         return done.error();

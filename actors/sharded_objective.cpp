@@ -63,7 +63,7 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
   s.cross_boundary();
   std::uint64_t this_round = 0;
   auto done = s.exact_round("evaluation", model::gradient_grid(s.shape, s.bounds, theta), true,
-                            [&](const shard_actor& to, std::uint64_t round, const exact_grid& on,
+                            [&](std::uint64_t round, const exact_grid& on,
                                 const std::vector<std::size_t>& under) {
                               this_round = round;
                               // Shards keep the curvature once they were asked for a product:
@@ -71,7 +71,7 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
                               // recreated in this round (`recreate` marks it).
                               for (const auto i : under)
                                 s.needs_theta[i] = s.needs_theta[i] || !s.products_asked;
-                              s.self->send(to, eval_atom::value, s.token, round, on, shared_theta);
+                              return request_spec{tree_kind::eval, 0, &on, shared_theta, {}};
                             });
   if (!done)
     return done.error();
@@ -98,12 +98,13 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
   const dense_vector shared_v{v};
   const auto at = s.evaluated_round;
   auto done = s.exact_round("Hessian-vector product", model::hessian_vector_grid(s.shape, s.bounds, v),
-                            false, [&](const shard_actor& to, std::uint64_t round,
-                                       const exact_grid& on, const std::vector<std::size_t>& under) {
+                            false, [&](std::uint64_t, const exact_grid& on,
+                                       const std::vector<std::size_t>& under) {
                               const bool theta = std::any_of(under.begin(), under.end(),
                                                              [&](auto i) { return s.needs_theta[i]; });
-                              s.self->send(to, hessvec_atom::value, s.token, round, at, on,
-                                           theta ? s.evaluated_theta : dense_vector{}, shared_v);
+                              return request_spec{tree_kind::hessvec, at, &on,
+                                                  theta ? s.evaluated_theta : dense_vector{},
+                                                  shared_v};
                             });
   if (!done)
     return done.error();
@@ -119,9 +120,8 @@ result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& th
   auto& s = *impl_;
   const dense_vector shared_theta{theta};
   s.begin({});
-  auto done = s.gather("quality", true, [&](const shard_actor& to, std::uint64_t round,
-                                            const std::vector<std::size_t>&) {
-    s.self->send(to, quality_atom::value, s.token, round, shared_theta);
+  auto done = s.gather("quality", true, [&](std::uint64_t, const std::vector<std::size_t>&) {
+    return request_spec{tree_kind::quality, 0, nullptr, shared_theta, {}};
   });
   if (!done)
     return done.error();

@@ -1,6 +1,7 @@
-// A node's part of a reduction tree, the half that waits (gatherer.hpp): it asks this node's peers
-// the whole request and the children's trees slice by slice, and answers slice by slice (to the
-// parent) or whole (to the driver).
+// A node's part of a reduction tree, the half that waits (gatherer.hpp): it takes a request slice
+// by slice from its parent (or, at a root, from the driver), forwards each slice to the children's
+// trees at once, asks this node's peers the whole request once every slice has arrived, and
+// answers slice by slice.
 
 #include "actors/gatherer.hpp"
 #include "actors/guard.hpp"
@@ -35,28 +36,13 @@ public:
       monitor(child);
     set_down_handler([this](caf::down_msg& down) { lost(down.source); });
     return {
-      [this](eval_atom, const access_token& ticket, const access_token& token, std::uint64_t round,
-             const exact_grid& grid, const dense_vector& theta) {
-        tree_slice shape{static_cast<std::uint8_t>(tree_kind::eval), 0, 0, 1, theta.size(), 0,
-                         grid.below.size(), grid.base};
-        if (from_front())
-          serve(ticket, [&] { start_whole(ticket, token, round, shape, grid, theta, {}); });
-      },
-      [this](hessvec_atom, const access_token& ticket, const access_token& token,
-             std::uint64_t round, std::uint64_t at, const exact_grid& grid,
-             const dense_vector& theta, const dense_vector& v) {
-        tree_slice shape{static_cast<std::uint8_t>(tree_kind::hessvec), at, 0, 1, theta.size(),
-                         v.size(), grid.below.size(), grid.base};
-        if (from_front())
-          serve(ticket, [&] { start_whole(ticket, token, round, shape, grid, theta, v); });
-      },
-      [this](quality_atom, const access_token& ticket, const access_token& token,
-             std::uint64_t round, const dense_vector& theta) {
-        tree_slice shape{static_cast<std::uint8_t>(tree_kind::quality), 0, 0, 1, theta.size(), 0, 0,
-                         0};
-        if (from_front())
-          serve(ticket, [&] { start_whole(ticket, token, round, shape, {}, theta, {}); });
-      },
+      // Whole requests never come: the front refuses them (a tree takes slices).
+      [](eval_atom, const access_token&, const access_token&, std::uint64_t, const exact_grid&,
+         const dense_vector&) {},
+      [](hessvec_atom, const access_token&, const access_token&, std::uint64_t, std::uint64_t,
+         const exact_grid&, const dense_vector&, const dense_vector&) {},
+      [](quality_atom, const access_token&, const access_token&, std::uint64_t,
+         const dense_vector&) {},
       [this](part_atom, const access_token& ticket, const access_token& token, std::uint64_t round,
              const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
              const dense_vector& v) {
@@ -95,33 +81,8 @@ private:
     return current_sender() == caf::actor_cast<caf::strong_actor_ptr>(front_);
   }
 
-  /// A request from the driver: cut into slices for the children, asked whole of the own peers.
-  void start_whole(const access_token& ticket, const access_token& token, std::uint64_t round,
-                   tree_slice shape, const exact_grid& grid, const dense_vector& theta,
-                   const dense_vector& v) {
-    const auto longest = std::max({shape.theta_size, shape.v_size, shape.grid_size});
-    const auto count = std::max<std::uint64_t>(1, (longest + tree_slice_entries - 1)
-                                                    / tree_slice_entries);
-    shape.count = static_cast<std::uint32_t>(std::min<std::uint64_t>(count, max_tree_slices));
-    auto r = open(round, token, shape);
-    if (!r)
-      return send(front_, gathered_atom::value, ticket,
-                  make_error(errc::bad_request, "round " + std::to_string(round)
-                                                  + " is already being gathered"));
-    r->whole = true;
-    r->whole_ticket = ticket;
-    r->answers.resize(shape.count);
-    for (std::uint32_t c = 0; c < shape.count; ++c) {
-      auto slice = shape;
-      slice.index = c;
-      ask_children(r, slice, grid_slice(grid, slice), vector_slice(theta, slice.theta_size, slice),
-                   vector_slice(v, slice.v_size, slice));
-    }
-    ask_own(r, grid, theta, v);
-  }
-
-  /// A slice from the parent: forwarded to the children at once; the own peers are asked when
-  /// every slice has arrived.
+  /// A slice from the parent (or the driver): forwarded to the children at once; the own peers are
+  /// asked when every slice has arrived.
   void take_slice(const access_token& ticket, const access_token& token, std::uint64_t round,
                   const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
                   const dense_vector& v) {
@@ -140,7 +101,7 @@ private:
       r->v_parts.resize(slice.count);
       r->grid_parts.resize(slice.count);
     }
-    if (r->whole || r->token != token || !same_shape(r->shape, slice) || r->slices[slice.index].sent)
+    if (r->token != token || !same_shape(r->shape, slice) || r->slices[slice.index].sent)
       return refuse("repeats or does not fit its other slices");
     r->tickets[slice.index] = ticket;
     r->theta_parts[slice.index] = theta;
@@ -193,13 +154,14 @@ private:
       request(children_[k], caf::infinite, part_atom::value, r->token, r->round, slice, grid,
               theta, v)
         .then(
-          [this, r, c, k](std::uint64_t, block_sums& part) {
+          [this, r, c, k](std::uint64_t, std::uint32_t index, block_sums& part) {
             auto& s = r->slices[c];
             if (r->closed || s.done || s.settled[k])
               return;
             // CAF matches a response by its id alone, and this gatherer is known to other nodes:
             // a reply from anyone but the child asked is a forgery, and the child is left out.
-            if (current_sender() != caf::actor_cast<caf::strong_actor_ptr>(children_[k]))
+            if (current_sender() != caf::actor_cast<caf::strong_actor_ptr>(children_[k])
+                || index != c)
               return leave_out_child(r, c, k);
             if (s.children && !merge(*s.children, std::move(part)))
               return leave_out_child(r, c, k);
@@ -305,39 +267,18 @@ private:
       return fail(r, make_error(errc::shard_failed, "a child answered slice " + std::to_string(c)
                                                       + " with sums of the wrong length"));
     s.done = true;
-    ++r->finished;
-    if (!r->whole) {
-      send(front_, gathered_atom::value, r->tickets[c], std::move(*out));
-      if (r->finished == r->shape.count)
-        close(r);
-      return;
-    }
-    r->answers[c] = std::move(*out);
-    if (r->finished == r->shape.count)
-      answer_whole(r);
-  }
-
-  /// The driver's answer: the slices put together, if they all cover the same blocks (a child lost
-  /// part-way through covers some slices and not others: then the driver asks every peer itself).
-  void answer_whole(const request_ptr& r) {
-    auto whole = put_together(r->answers, r->shape.grid_size);
-    if (!whole)
-      return fail(r, whole.error());
-    send(front_, gathered_atom::value, r->whole_ticket, std::move(*whole));
-    close(r);
+    send(front_, gathered_atom::value, r->tickets[c], std::move(*out));
+    if (++r->finished == r->shape.count)
+      close(r);
   }
 
   /// Fails what of the request is still unanswered.
   void fail(const request_ptr& r, const caf::error& err) {
     if (r->closed)
       return;
-    if (r->whole) {
-      send(front_, gathered_atom::value, r->whole_ticket, err);
-    } else {
-      for (std::uint32_t c = 0; c < r->shape.count; ++c)
-        if (r->slices[c].sent && !r->slices[c].done)
-          send(front_, gathered_atom::value, r->tickets[c], err);
-    }
+    for (std::uint32_t c = 0; c < r->shape.count; ++c)
+      if (r->slices[c].sent && !r->slices[c].done)
+        send(front_, gathered_atom::value, r->tickets[c], err);
     close(r);
   }
 
@@ -349,7 +290,6 @@ private:
     r->v_parts.clear();
     r->grid_parts.clear();
     r->own.reset();
-    r->answers.clear();
     for (auto& slice : r->slices)
       slice.children.reset();
     requests_.erase(r->round);

@@ -22,14 +22,12 @@ struct slice_state {
   bool done = false;
 };
 
-/// One request, arriving whole (from the driver) or slice by slice (from the parent).
+/// One request, arriving slice by slice (from the parent, or the driver at a root).
 struct request_state {
   std::uint64_t round = 0;
   std::uint64_t opened = 0;  // order of arrival, for evicting the oldest
   access_token token;
   tree_slice shape;  // index unused
-  bool whole = false;
-  access_token whole_ticket;
   std::vector<access_token> tickets;  // slices: each arrived slice's ticket
   std::uint32_t arrivals = 0;
   // Slices: kept as they arrive (nothing is allocated ahead of the bytes), joined when all are in.
@@ -40,7 +38,6 @@ struct request_state {
   std::size_t own_left = 0;
   std::optional<block_sums> own;
   std::vector<slice_state> slices;
-  std::vector<block_sums> answers;  // whole: each slice's sums
   std::uint32_t finished = 0;
   bool closed = false;
 };

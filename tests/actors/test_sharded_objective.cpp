@@ -12,6 +12,7 @@
 #include <caf/binary_serializer.hpp>
 
 #include "support/problems.hpp"
+#include "support/shard_set.hpp"
 
 #include <doctest/doctest.h>
 
@@ -50,32 +51,8 @@ std::vector<model::row_range> random_blocks(std::mt19937& rng, std::int64_t n, s
   return blocks;
 }
 
-/// Shard actors over `blocks` of `data`, and what an objective expects of them, as
-/// sharded_objective::local makes them: block numbers follow the shards.
-struct shard_set {
-  std::vector<actors::shard_actor> shards;
-  std::vector<actors::peer_share> shares;
-  std::vector<actors::block_layout> layouts;
-  model::data_bounds bounds;
-};
-
-shard_set spawn_shards(actors::runtime& rt, const model::model_shape& shape,
-                       const std::shared_ptr<const model::dataset>& data,
-                       const std::vector<model::row_range>& blocks, const actors::access_token& token) {
-  shard_set out;
-  std::int64_t rows = 0;
-  for (const auto& block : blocks)
-    rows += block.size();
-  out.bounds.block_rows = model::block_rows_for(rows);
-  for (const auto& block : blocks) {
-    const auto count = model::block_count(block.size(), out.bounds.block_rows);
-    out.layouts.push_back({out.bounds.blocks, out.bounds.block_rows});
-    out.shards.push_back(actors::spawn_shard(rt.system(), shape, data, block, out.layouts.back(), token));
-    out.shares.push_back({{{out.bounds.blocks, count}}, block.size(), {}});
-    out.bounds += model::bounds_of(*data, block, out.bounds.block_rows);
-  }
-  return out;
-}
+using shardopt::test::shard_set;
+using shardopt::test::spawn_shards;
 
 double relative_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
   return (a - b).norm() / std::max(1.0, b.norm());

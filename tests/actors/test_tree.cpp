@@ -232,11 +232,15 @@ TEST_CASE("a node's tree refuses requests and slices without the run's token, ma
   };
   const Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
   auto grid = actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40));
+  const auto dimension = static_cast<std::uint64_t>(shape.dimension());
+  const actors::tree_slice whole_slice{0, 0, 0, 1, dimension, 0, dimension, grid.base};
   auto covered_by = [&](const actors::shard_actor& tree, std::uint64_t round) {
     std::int64_t covered = 0;
-    driver->request(tree, 10s, actors::eval_atom::value, token, round, grid,
-                    actors::dense_vector{theta})
-      .receive([&](std::uint64_t, const actors::block_sums& sums) { covered = sums.count; },
+    driver->request(caf::actor_cast<actors::tree_actor>(tree), 10s, actors::part_atom::value, token,
+                    round, whole_slice, grid, actors::dense_vector{theta}, actors::dense_vector{})
+      .receive([&](std::uint64_t, std::uint32_t, const actors::block_sums& sums) {
+                 covered = sums.count;
+               },
                [](caf::error& err) { FAIL(caf::to_string(err)); });
     return covered;
   };
@@ -248,28 +252,32 @@ TEST_CASE("a node's tree refuses requests and slices without the run's token, ma
   REQUIRE(below);
   const auto tree = make_tree(0, 6, {endpoint_of(second).text()}, {below});
   REQUIRE(tree);
-  // A well-formed tree answers the run's token only, whole and in slices.
-  std::string refusal;
-  stranger->request(tree, 10s, actors::eval_atom::value, actors::access_token::random(),
-                    std::uint64_t{7}, grid, actors::dense_vector{theta})
-    .receive([](std::uint64_t, const actors::block_sums&) {},
-             [&](caf::error& err) { refusal = actors::describe(err, rt.system()); });
-  CHECK(refusal.find("belongs to another driver") != std::string::npos);
-  const auto dimension = static_cast<std::uint64_t>(shape.dimension());
+  // A well-formed tree answers the run's token only, and in slices only.
+  auto whole_answer = [&](caf::scoped_actor& who, const actors::access_token& with) {
+    std::string text = "no reply";
+    who->request(tree, 10s, actors::eval_atom::value, with, std::uint64_t{7}, grid,
+                 actors::dense_vector{theta})
+      .receive([&](std::uint64_t, const actors::block_sums&) { text = "answered whole"; },
+               [&](caf::error& err) { text = actors::describe(err, rt.system()); });
+    return text;
+  };
+  CHECK(whole_answer(stranger, actors::access_token::random()).find("belongs to another driver")
+        != std::string::npos);
+  CHECK(whole_answer(driver, token).find("takes requests in slices") != std::string::npos);
   auto slice_answer = [&](const actors::access_token& with, actors::tree_slice slice,
                           const actors::exact_grid& part_grid, const Eigen::VectorXd& part) {
     std::string text = "no reply";
     driver->request(caf::actor_cast<actors::tree_actor>(below), 10s, actors::part_atom::value, with,
                     std::uint64_t{8}, slice, part_grid, actors::dense_vector{part},
                     actors::dense_vector{})
-      .receive([&](std::uint64_t, const actors::block_sums& sums) {
+      .receive([&](std::uint64_t, std::uint32_t index, const actors::block_sums& sums) {
                  text = "covered " + std::to_string(sums.count) + ", "
-                        + std::to_string(sums.words.size()) + " entries";
+                        + std::to_string(sums.words.size()) + " entries, slice "
+                        + std::to_string(index);
                },
                [&](caf::error& err) { text = actors::describe(err, rt.system()); });
     return text;
   };
-  const actors::tree_slice whole_slice{0, 0, 0, 1, dimension, 0, dimension, grid.base};
   CHECK(slice_answer(actors::access_token::random(), whole_slice, grid, theta)
           .find("belongs to another driver") != std::string::npos);
   auto bad = whole_slice;
@@ -297,10 +305,11 @@ TEST_CASE("a node's tree refuses requests and slices without the run's token, ma
   driver->request(caf::actor_cast<actors::tree_actor>(below), 10s, actors::part_atom::value, token,
                   std::uint64_t{9}, half, half_grid, actors::dense_vector{half_theta},
                   actors::dense_vector{})
-    .receive([](std::uint64_t, const actors::block_sums&) {},
+    .receive([](std::uint64_t, std::uint32_t, const actors::block_sums&) {},
              [&](caf::error& err) { repeated = actors::describe(err, rt.system()); });
   CHECK_MESSAGE(repeated.find("repeats or does not fit") != std::string::npos, repeated);
-  CHECK(slice_answer(token, whole_slice, grid, theta) == "covered 64, " + std::to_string(dimension) + " entries");
+  CHECK(slice_answer(token, whole_slice, grid, theta)
+        == "covered 64, " + std::to_string(dimension) + " entries, slice 0");
   CHECK(covered_by(tree, 10) == 128);  // both nodes' shards, summed on the first
   // Release: only the driver that holds a shard can end it, once.
   auto release = [&](caf::scoped_actor& who, const actors::shard_actor& peer) {

@@ -1,0 +1,133 @@
+// The driver's side of a reduction tree: it sends a root its requests in slices and puts the
+// answered slices together. Against a tree in this process: the same bits as asking the shards
+// directly, for evaluations, products and accuracy; against roots that lie about their slices: the
+// tree's answer is dropped, every shard is asked directly, and the bits are still the same.
+
+#include "actors/shard.hpp"
+#include "actors/tree_slices.hpp"
+
+#include "support/bits.hpp"
+#include "support/problems.hpp"
+#include "support/shard_set.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// What a lying root does with every slice it is sent.
+enum class lie { repeat_first, wrong_length };
+
+/// A root that answers each slice, but wrongly: always as slice 0 (with slice 0's length), or with
+/// no sums at all. Counts the slices it was sent.
+actors::tree_actor::behavior_type lying_root(actors::tree_actor::pointer, lie how,
+                                             std::shared_ptr<std::atomic<int>> asked) {
+  using sums_result = caf::result<std::uint64_t, actors::block_sums>;
+  return {
+    [](actors::eval_atom, const actors::access_token&, std::uint64_t, const actors::exact_grid&,
+       const actors::dense_vector&) -> sums_result { return actors::refused("whole"); },
+    [](actors::quality_atom, const actors::access_token&, std::uint64_t,
+       const actors::dense_vector&) -> sums_result { return actors::refused("whole"); },
+    [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
+       const actors::exact_grid&, const actors::dense_vector&, const actors::dense_vector&)
+      -> sums_result { return actors::refused("whole"); },
+    [how, asked](actors::part_atom, const actors::access_token&, std::uint64_t round,
+                 const actors::tree_slice& slice, const actors::exact_grid&,
+                 const actors::dense_vector&, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, std::uint32_t, actors::block_sums> {
+      ++*asked;
+      actors::block_sums sums;
+      if (how == lie::repeat_first) {
+        const auto [first, last] = actors::slice_bounds(slice.grid_size, 0, slice.count);
+        sums.words.assign(last - first, 0);
+        return {round, std::uint32_t{0}, std::move(sums)};
+      }
+      return {round, slice.index, std::move(sums)};
+    },
+  };
+}
+
+struct answers {
+  double value = 0;
+  Eigen::VectorXd grad, hv;
+  double correct = 0;
+};
+
+answers ask(actors::sharded_objective& objective, const Eigen::VectorXd& theta,
+            const Eigen::VectorXd& v) {
+  answers out;
+  auto f = objective.evaluate(theta, out.grad);
+  REQUIRE_MESSAGE(f.ok(), f.error().message());
+  out.value = *f;
+  REQUIRE(objective.hessian_vector(v, out.hv).ok());
+  auto q = objective.quality(theta);
+  REQUIRE(q.ok());
+  out.correct = q->correct;
+  return out;
+}
+
+void check_same_bits(const answers& a, const answers& b) {
+  CHECK(std::memcmp(&a.value, &b.value, sizeof(double)) == 0);
+  CHECK(shardopt::test::same_bits(a.grad, b.grad));
+  CHECK(shardopt::test::same_bits(a.hv, b.hv));
+  CHECK(a.correct == b.correct);
+}
+
+} // namespace
+
+TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) the driver gets the bits of asking its shards directly, and a root that repeats a slice or answers with the wrong length is dropped for direct asks with the same bits") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const model::model_shape shape{model::model_kind::softmax, 17000, 4};
+  REQUIRE(shape.dimension() > static_cast<std::int64_t>(actors::tree_slice_entries));
+  const auto data = shardopt::test::random_problem(20261125, 120, 17000, 4, true);
+  const std::vector<model::row_range> blocks{{0, 40}, {40, 90}, {90, 120}};
+  std::mt19937 rng{7};
+  std::normal_distribution<double> normal;
+  const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.05 * normal(rng); });
+  const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return normal(rng); });
+  auto objective_over = [&](std::function<actors::shard_actor(const shardopt::test::shard_set&,
+                                                              const actors::access_token&)> root) {
+    const auto token = actors::access_token::random();
+    auto set = shardopt::test::spawn_shards(rt, shape, data, blocks, token);
+    actors::tree_builder tree;
+    if (root)
+      tree = [set, token, root](const std::vector<actors::shard_actor>&) -> shardopt::result<actors::peer_tree> {
+        return actors::peer_tree{{root(set, token)}, {{0, 1, 2}}};
+      };
+    return actors::make_sharded_objective(rt, shape, 0.01, set.shards, set.shares, set.bounds,
+                                          token, 30s, {}, tree);
+  };
+  std::vector<caf::actor> roots;  // stopped at the end: nothing else ends them
+  auto star = objective_over({});
+  const auto direct = ask(star, theta, v);
+
+  auto real = objective_over([&](const shardopt::test::shard_set& set, const actors::access_token& token) {
+    auto root = actors::spawn_tree(rt.system(), set.shards, {}, token);
+    roots.push_back(caf::actor_cast<caf::actor>(root));
+    return root;
+  });
+  check_same_bits(ask(real, theta, v), direct);
+
+  for (const auto how : {lie::repeat_first, lie::wrong_length}) {
+    CAPTURE(static_cast<int>(how));
+    auto asked = std::make_shared<std::atomic<int>>(0);
+    auto lying = objective_over([&](const shardopt::test::shard_set&, const actors::access_token&) {
+      auto root = rt.system().spawn(lying_root, how, asked);
+      roots.push_back(caf::actor_cast<caf::actor>(root));
+      return caf::actor_cast<actors::shard_actor>(root);
+    });
+    check_same_bits(ask(lying, theta, v), direct);
+    CHECK(asked->load() >= 2);  // the root was sent slices, two per request
+  }
+  caf::scoped_actor stopper{rt.system()};
+  for (const auto& root : roots)
+    stopper->send_exit(root, caf::exit_reason::user_shutdown);
+}
