@@ -101,7 +101,10 @@ public:
   }
 
   /// `round` where `send(i, round)` sends peer i `parts` requests and each answers them with
-  /// `parts` replies (slices of one request): `on_reply` hears each, and must refuse a repeat.
+  /// `parts` replies (slices of one request): `on_reply` hears each, and must refuse a repeat
+  /// (it is counted). With several parts a peer that goes down cannot be asked again (`resend`
+  /// fails the round). Errors carry no round number: a peer that failed a round in parts must not
+  /// be asked again (a failed tree round builds a new tree, with new roots).
   template <class... Ts, class Send, class OnReply>
   result<void> round_in_parts(reply<Ts...>, const std::vector<std::size_t>& which,
                               std::size_t parts, std::chrono::milliseconds timeout,
@@ -124,7 +127,7 @@ public:
       } else if (*action == down_action::answered) {
         due[i] = 0;
         --remaining;
-      } else if (*action == down_action::resend) {
+      } else if (*action == down_action::resend && parts == 1) {
         due[i] = parts;
         send(i, number);
       } else {

@@ -1,5 +1,5 @@
-// Groups and the fronts of trees: one actor that answers the shard protocol for several peers by
-// asking each and adding their exact sums (shard.hpp says what each is for; gatherer.hpp how a
+// Groups and the fronts of trees: one actor that answers for several peers (a group the shard
+// protocol, a tree its slices) by asking each and adding their exact sums (shard.hpp says what each is for; gatherer.hpp how a
 // front and its gatherer split the work; tree.cpp holds a tree's gatherer).
 
 #include "actors/shard.hpp"
@@ -122,8 +122,8 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
   };
 }
 
-/// The front of a node's group of shards of one driver, or of its part of a reduction tree: answers
-/// the shard protocol once for all of them. Each request goes to the gatherer with a fresh random
+/// The front of a node's group of shards of one driver (answering the shard protocol once for all
+/// of them), or of its part of a reduction tree (answering slices only). Each request goes to the gatherer with a fresh random
 /// ticket, and the gatherer's sum comes back under it; a message under any other ticket (a peer's
 /// forgery) is dropped. Ends when the gatherer ends (a down message naming it cannot be forged: no
 /// peer can name it), and ends the gatherer when it ends. A group also ends its members then (the

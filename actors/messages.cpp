@@ -169,7 +169,7 @@ caf::error inspect(caf::deserializer& f, block_sums& x) {
 
 std::pair<std::uint64_t, std::uint64_t> slice_bounds(std::uint64_t size, std::uint32_t index,
                                                      std::uint32_t count) {
-  // size <= max_wire_elements (2^28) and index <= count <= max_tree_slices (2^12): no overflow.
+  // size <= max_wire_elements (2^28) and index < count <= max_tree_slices (2^12): no overflow.
   return {size * index / count, size * (index + std::uint64_t{1}) / count};
 }
 

@@ -165,9 +165,6 @@ struct sharded_objective::impl {
     return sum;
   }
 
-  /// Runs rounds of `ask(i, round, grid)` on the grids `exponents` until every block sum fits
-  /// them: the grids come from bounds, so a second round means a bound failed, and is on grids
-  /// coarser by what the largest block sum needs (a function of the data, like the bounds).
   /// One round of a request over every peer: through the reduction tree when there is one (built
   /// again first after a loss), then directly to each peer whose blocks no tree reply covered (a
   /// lost inner node's subtree, or everything when the root failed). `spec_of(round, under)` says
@@ -197,7 +194,7 @@ struct sharded_objective::impl {
       }
     }
     if (tree) {
-      auto via_tree = ask_tree(values, spec_of, done);
+      auto via_tree = ask_tree(what, values, spec_of, done);
       if (!via_tree) {  // nothing of it is kept: every peer is asked directly
         begin(round_exponents);
         std::fill(done.begin(), done.end(), 0);
@@ -239,7 +236,8 @@ struct sharded_objective::impl {
   /// slices of a root are put together and taken as its subtree's reply, marking its peers `done`.
   /// A root that went down before its last slice counts as answered for nothing.
   template <class SpecOf>
-  result<void> ask_tree(bool values, SpecOf& spec_of, std::vector<char>& done) {
+  result<void> ask_tree(const std::string& what, bool values, SpecOf& spec_of,
+                        std::vector<char>& done) {
     const auto dimension = static_cast<std::uint64_t>(shape.dimension());
     const auto count = static_cast<std::uint32_t>(std::min<std::uint64_t>(
       max_tree_slices, std::max<std::uint64_t>(1, (dimension + tree_slice_entries - 1)
@@ -251,7 +249,7 @@ struct sharded_objective::impl {
     for (std::size_t r = 0; r < every.size(); ++r)
       every[r] = r;
     return roots->round_in_parts(
-      reply<std::uint32_t, block_sums>{}, every, count, timeout, "a slice",
+      reply<std::uint32_t, block_sums>{}, every, count, timeout, what + " (in slices)",
       [&](std::size_t r, std::uint64_t round) {
         const auto spec = spec_of(round, tree->under[r]);
         static const exact_grid none;
@@ -266,10 +264,14 @@ struct sharded_objective::impl {
                      vector_slice(spec.v, slice.v_size, slice));
       },
       [&](std::size_t r, std::uint32_t index, block_sums sums) -> result<void> {
+        if (index >= count || arrived[r][index])
+          return fail_runtime("answered slice " + std::to_string(index) + " of "
+                              + std::to_string(count) + " twice, or one it was not sent");
         const auto [first, last] = slice_bounds(shapes[r].grid_size, index, count);
-        if (index >= count || arrived[r][index] || sums.words.size() != last - first)
-          return fail_runtime("answered slice " + std::to_string(index) + " of " + std::to_string(count)
-                              + " twice or with sums of the wrong length");
+        if (sums.words.size() != last - first)
+          return fail_runtime("answered slice " + std::to_string(index) + " with "
+                              + std::to_string(sums.words.size()) + " sums, not "
+                              + std::to_string(last - first));
         arrived[r][index] = 1;
         parts[r][index] = std::move(sums);
         if (std::find(arrived[r].begin(), arrived[r].end(), 0) != arrived[r].end())
@@ -277,6 +279,8 @@ struct sharded_objective::impl {
         auto whole = put_together(parts[r], shapes[r].grid_size);
         if (!whole)
           return fail_runtime(describe(whole.error(), system));
+        if (auto ok = runs_in_range(whole->runs); !ok)
+          return ok;
         auto covered = covered_peers(tree->under[r], whole->runs);
         if (!covered)
           return covered.error();
@@ -287,6 +291,17 @@ struct sharded_objective::impl {
         return {};
       },
       [](std::size_t) -> result<down_action> { return down_action::answered; });
+  }
+
+  /// Whether a tree's runs name blocks 0..blocks-1 only (before any arithmetic on them).
+  result<void> runs_in_range(const std::vector<std::int64_t>& flat) const {
+    if (flat.size() % 2 != 0)
+      return fail_runtime("returned a malformed list of blocks");
+    for (std::size_t r = 0; r < flat.size(); r += 2)
+      if (flat[r] < 0 || flat[r + 1] < 0 || flat[r + 1] > bounds.blocks
+          || flat[r] > bounds.blocks - flat[r + 1])
+        return fail_runtime("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
+    return {};
   }
 
   /// The peers among `candidates` whose blocks a tree reply's runs name: each wholly or not at all.
@@ -318,6 +333,10 @@ struct sharded_objective::impl {
     return joint;
   }
 
+  /// Runs rounds of `ask(round, grid, under)` (a request_spec for a peer or root answering for the
+  /// peers `under`) on the grids `exponents` until every block sum fits them: the grids come from
+  /// bounds, so a second round means a bound failed, and is on grids coarser by what the largest
+  /// block sum needs (a function of the data, like the bounds).
   template <class Ask>
   result<void> exact_round(const std::string& what, std::vector<int> exponents, bool values,
                            Ask ask) {

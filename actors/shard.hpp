@@ -36,12 +36,12 @@ shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> memb
 /// Spawns a node's part of a reduction tree: the tree protocol (messages.hpp) over `own`, this
 /// node's peers of the driver, and `children`, the trees of the nodes below (reached directly).
 /// Theta goes down to every member and their sums come up added (exact: the bits of one shard
-/// holding everything). Long vectors travel to and from the children in slices, each forwarded as
-/// it arrives, so a level of the tree adds a slice's latency, not the whole vector's. A member
-/// that goes down or fails is left out, and the tree answers the sum of the others, whose blocks
-/// say what it covers; the driver asks the missing blocks' peers itself and builds a new tree. A
-/// child whose slices disagree on what they cover (lost part-way) fails the whole request. Ending
-/// a tree ends none of its members.
+/// holding everything). It takes requests in slices only (from its parent, or at the root from the
+/// driver), forwarding each as it arrives, so a level of the tree adds a slice's latency, not the
+/// whole vector's. A member that goes down or fails is left out, and the tree answers the sum of
+/// the others, whose blocks say what it covers; the driver asks the missing blocks' peers itself
+/// and builds a new tree. Slices that disagree on what they cover (a child lost part-way) make the
+/// driver drop the tree's answer and ask every peer. Ending a tree ends none of its members.
 shard_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
                        std::vector<tree_actor> children, const access_token& token);
 
