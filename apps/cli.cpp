@@ -243,9 +243,11 @@ void add_train_command(CLI::App& app, train_options& o) {
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
   add_choice(*train, "--solver", o.solver,
-             "--mode lbfgs: lbfgs (L-BFGS, L-BFGS-B with bounds) or newton-cg (trust-region Newton-CG "
-             "with Hessian-vector products on the shards; linear models)",
-             {{"lbfgs", solver_kind::lbfgs}, {"newton-cg", solver_kind::newton_cg}});
+             "--mode lbfgs: auto (default: newton-cg for the linear models without bounds, lbfgs "
+             "for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds) or newton-cg "
+             "(trust-region Newton-CG with Hessian-vector products on the shards; linear models)",
+             {{"auto", solver_kind::automatic}, {"lbfgs", solver_kind::lbfgs},
+              {"newton-cg", solver_kind::newton_cg}});
   train->add_option("--cg-tolerance", o.cg_tolerance,
                     "newton-cg: inner CG stops at this fraction of ||grad||, in (0, 1)")
     ->capture_default_str()->check(CLI::Range(1e-12, 0.999999));

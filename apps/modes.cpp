@@ -7,7 +7,14 @@ std::string_view to_string(train_mode mode) {
 }
 
 std::string_view to_string(solver_kind solver) {
-  return solver == solver_kind::newton_cg ? "newton-cg" : "lbfgs";
+  switch (solver) {
+    case solver_kind::automatic:
+      return "auto";
+    case solver_kind::newton_cg:
+      return "newton-cg";
+    default:
+      return "lbfgs";
+  }
 }
 
 std::string_view to_string(data_placement placement) {

@@ -9,13 +9,13 @@ namespace shardopt::apps {
 /// How `train` trains: sharded full-batch optimisation, or a parameter-server job.
 enum class train_mode { lbfgs, ps };
 
-/// The full-batch solver of `train_mode::lbfgs`.
-enum class solver_kind { lbfgs, newton_cg };
+/// The full-batch solver of `train_mode::lbfgs`; `automatic` is resolved before a run (solver.hpp).
+enum class solver_kind { automatic, lbfgs, newton_cg };
 
 /// Where node processes get their shards' rows: sent by the driver, or read by each node.
 enum class data_placement { shipped, node_local };
 
-/// The names the command line and the summaries use: "lbfgs"/"ps", "lbfgs"/"newton-cg",
+/// The names the command line and the summaries use: "lbfgs"/"ps", "auto"/"lbfgs"/"newton-cg",
 /// "shipped"/"node-local".
 std::string_view to_string(train_mode mode);
 std::string_view to_string(solver_kind solver);

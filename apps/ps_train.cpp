@@ -294,7 +294,7 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
 
 result<train_outcome> train_ps(const train_options& options, const train_controls& controls) {
   const auto started = clock_type::now();
-  if (options.solver != solver_kind::lbfgs)
+  if (options.solver == solver_kind::newton_cg)
     return fail_invalid("--solver " + std::string{to_string(options.solver)} + " is a full-batch solver of --mode lbfgs; "
                 "--mode ps trains with --optimizer");
   if (!options.nodes.empty())

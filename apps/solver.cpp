@@ -8,17 +8,17 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   solver_plan plan;
   plan.kind = options.solver;
   plan.lbfgs = options.lbfgs;
+  const bool bounded = options.lower || options.upper;
+  if (plan.kind == solver_kind::automatic)
+    plan.kind = architecture.is_network() || bounded ? solver_kind::lbfgs : solver_kind::newton_cg;
   if (plan.kind == solver_kind::newton_cg) {
     if (architecture.is_network())
       return fail_invalid("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
                           "train --model mlp with --solver lbfgs or --mode ps");
-    if (options.lower || options.upper)
+    if (bounded)
       return fail_invalid("--solver newton-cg does not take --lower/--upper: bounded problems need "
                           "L-BFGS-B (--solver lbfgs)");
-    if (!options.checkpoints.dir.empty())
-      return fail_invalid("--checkpoint-dir: --solver newton-cg runs cannot be checkpointed yet "
-                          "(L-BFGS runs can: --solver lbfgs)");
-  } else if (!options.checkpoints.dir.empty() && (options.lower || options.upper)) {
+  } else if (!options.checkpoints.dir.empty() && bounded) {
     return fail_invalid("--checkpoint-dir: a run with --lower/--upper (L-BFGS-B) cannot be checkpointed "
                         "(LBFGS++ keeps its bounded solver's state private)");
   }

@@ -15,13 +15,14 @@ namespace shardopt::apps {
 
 /// A run's solver and its settings. Newton-CG takes L-BFGS's stopping tests, by the same options.
 struct solver_plan {
-  solver_kind kind = solver_kind::lbfgs;
+  solver_kind kind = solver_kind::lbfgs;  ///< never automatic
   optimizer::lbfgs_options lbfgs;
   optimizer::newton_options newton;
 };
 
-/// The plan `options` asks for, with the checks that need no data: Newton-CG takes the linear
-/// models, no bounds and (yet) no checkpoints.
+/// The plan `options` asks for, with the checks that need no data. `--solver auto` becomes
+/// Newton-CG for the linear models without bounds, L-BFGS for networks and bounds; Newton-CG takes
+/// the linear models and no bounds.
 result<solver_plan> plan_solver(const train_options& options, const model::model_shape& architecture);
 
 /// Completes a plan for a problem of `dimension` whose training features take `feature_bytes` in
@@ -68,14 +69,16 @@ private:
   bool stopped_ = false;
 };
 
-/// Runs the plan's solver from `theta` (updated to the last accepted iterate).
+/// Runs the plan's solver from `theta` (updated to the last accepted iterate), with the session of
+/// that solver (resuming and saving; empty ones do neither).
 template <class F>
 result<optimizer::run_result> run_solver(const solver_plan& plan, F& objective, Eigen::VectorXd& theta,
                                          const optimizer::iteration_hook& hook,
-                                         const optimizer::lbfgs_session& session) {
+                                         const optimizer::lbfgs_session& lbfgs_session,
+                                         const optimizer::newton_session& newton_session) {
   if (plan.kind == solver_kind::newton_cg)
-    return optimizer::minimize_newton(objective, theta, plan.newton, hook);
-  return optimizer::minimize(objective, theta, plan.lbfgs, hook, session);
+    return optimizer::minimize_newton(objective, theta, plan.newton, hook, newton_session);
+  return optimizer::minimize(objective, theta, plan.lbfgs, hook, lbfgs_session);
 }
 
 } // namespace shardopt::apps

@@ -14,11 +14,12 @@ std::string exact(double value) {
 
 } // namespace
 
-std::vector<std::pair<std::string, std::string>> run_settings(const train_options& o,
+std::vector<std::pair<std::string, std::string>> run_settings(const train_options& o, solver_kind solver,
                                                                    const prepared_data& data, int shards) {
   const auto& l = o.lbfgs;
-  return {{"--model", o.model},
-          {"--solver", std::string{to_string(o.solver)}},
+  std::vector<std::pair<std::string, std::string>> settings{
+          {"--model", o.model},
+          {"--solver", std::string{to_string(solver)}},
           {"the number of shards", std::to_string(shards)},
           {"--format", o.data.format},
           {"--label-column", std::to_string(o.data.label_column)},
@@ -39,17 +40,81 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
           {"--past", std::to_string(l.past)},
           {"--delta", exact(l.delta)},
           {"--max-linesearch", std::to_string(l.max_linesearch)}};
+  if (solver == solver_kind::newton_cg) {
+    settings.emplace_back("--cg-tolerance", exact(o.cg_tolerance));
+    settings.emplace_back("--cg-pairs", std::to_string(o.preconditioner_pairs));
+    settings.emplace_back("--max-cg", std::to_string(o.max_cg));
+  }
+  return settings;
 }
 
 namespace {
 
 constexpr const char* lbfgs_name = "lbfgs";
+constexpr const char* newton_name = "newton-cg";
 
-} // namespace
+Eigen::VectorXd vector_of(const std::vector<double>& values) {
+  return Eigen::Map<const Eigen::VectorXd>(values.data(), static_cast<Eigen::Index>(values.size()));
+}
 
-io::solver_checkpoint to_checkpoint(const optimizer::lbfgs_state& state) {
+/// Reads a saved state's named numbers and single vectors; errors name the first missing one.
+struct reader {
+  const io::solver_checkpoint& saved;
+
+  result<double> number(const char* name) const {
+    if (auto value = saved.number(name))
+      return *value;
+    return fail_invalid(std::string{"it records no "} + name);
+  }
+  result<Eigen::VectorXd> one(const char* name) const {
+    const auto* list = saved.list(name);
+    if (!list || list->size() != 1)
+      return fail_invalid(std::string{"it records no single vector "} + name);
+    return list->front();
+  }
+  result<std::vector<Eigen::VectorXd>> pairs(const char* name) const {
+    if (const auto* list = saved.list(name))
+      return *list;
+    return fail_invalid("it records no correction pairs");
+  }
+};
+
+/// The fields both solvers' states share, read into `state`.
+template <class State>
+result<void> read_common(const reader& in, State& state) {
+  auto iterations = in.number("iterations");
+  auto evaluations = in.number("evaluations");
+  auto seconds = in.number("seconds");
+  auto f = in.number("f");
+  auto theta = in.one("theta");
+  auto grad = in.one("grad");
+  auto history = in.one("f_history");
+  auto s = in.pairs("s");
+  auto y = in.pairs("y");
+  for (const auto* missing : {&iterations, &evaluations, &seconds, &f})
+    if (!*missing)
+      return missing->error();
+  for (const auto* missing : {&theta, &grad, &history})
+    if (!*missing)
+      return missing->error();
+  if (!s || !y)
+    return s ? y.error() : s.error();
+  state.iterations = static_cast<int>(*iterations);
+  state.evaluations = static_cast<int>(*evaluations);
+  state.seconds = *seconds;
+  state.f = *f;
+  state.theta = std::move(*theta);
+  state.grad = std::move(*grad);
+  state.s = std::move(*s);
+  state.y = std::move(*y);
+  state.f_history.assign(history->data(), history->data() + history->size());
+  return {};
+}
+
+template <class State>
+io::solver_checkpoint common_checkpoint(const State& state, const char* solver) {
   io::solver_checkpoint out;
-  out.solver = lbfgs_name;
+  out.solver = solver;
   out.iteration = state.iterations;
   out.numbers = {{"iterations", state.iterations},
                  {"evaluations", state.evaluations},
@@ -59,62 +124,56 @@ io::solver_checkpoint to_checkpoint(const optimizer::lbfgs_state& state) {
                  {"grad", {state.grad}},
                  {"s", state.s},
                  {"y", state.y},
-                 {"f_history", {Eigen::Map<const Eigen::VectorXd>(state.f_history.data(),
-                                                                  static_cast<Eigen::Index>(state.f_history.size()))}}};
+                 {"f_history", {vector_of(state.f_history)}}};
+  return out;
+}
+
+} // namespace
+
+io::solver_checkpoint to_checkpoint(const optimizer::lbfgs_state& state) {
+  return common_checkpoint(state, lbfgs_name);
+}
+
+io::solver_checkpoint to_checkpoint(const optimizer::newton_state& state) {
+  auto out = common_checkpoint(state, newton_name);
+  out.numbers.emplace_back("products", state.products);
+  out.numbers.emplace_back("radius", state.radius);
   return out;
 }
 
 result<optimizer::lbfgs_state> lbfgs_state_of(const io::solver_checkpoint& saved) {
   optimizer::lbfgs_state state;
-  const auto number = [&](const char* name) -> result<double> {
-    if (auto value = saved.number(name))
-      return *value;
-    return fail_invalid(std::string{"it records no "} + name);
-  };
-  const auto one = [&](const char* name) -> result<Eigen::VectorXd> {
-    const auto* list = saved.list(name);
-    if (!list || list->size() != 1)
-      return fail_invalid(std::string{"it records no single vector "} + name);
-    return list->front();
-  };
-  auto iterations = number("iterations");
-  auto evaluations = number("evaluations");
-  auto seconds = number("seconds");
-  auto f = number("f");
-  auto theta = one("theta");
-  auto grad = one("grad");
-  auto history = one("f_history");
-  for (const auto* missing : {&iterations, &evaluations, &seconds, &f})
-    if (!*missing)
-      return missing->error();
-  for (const auto* missing : {&theta, &grad, &history})
-    if (!*missing)
-      return missing->error();
-  const auto* s = saved.list("s");
-  const auto* y = saved.list("y");
-  if (!s || !y)
-    return fail_invalid("it records no correction pairs");
-  state.iterations = static_cast<int>(*iterations);
-  state.evaluations = static_cast<int>(*evaluations);
-  state.seconds = *seconds;
-  state.f = *f;
-  state.theta = std::move(*theta);
-  state.grad = std::move(*grad);
-  state.s = *s;
-  state.y = *y;
-  state.f_history.assign(history->data(), history->data() + history->size());
+  if (auto ok = read_common(reader{saved}, state); !ok)
+    return ok.error();
   return state;
 }
 
-lbfgs_checkpointer::lbfgs_checkpointer(const checkpoint_options& options,
-                                       std::vector<std::pair<std::string, std::string>> settings)
-  : options_(options), settings_(std::move(settings)), due_(options.steps, options.secs) {}
+result<optimizer::newton_state> newton_state_of(const io::solver_checkpoint& saved) {
+  optimizer::newton_state state;
+  const reader in{saved};
+  if (auto ok = read_common(in, state); !ok)
+    return ok.error();
+  auto products = in.number("products");
+  auto radius = in.number("radius");
+  if (!products)
+    return products.error();
+  if (!radius)
+    return radius.error();
+  state.products = static_cast<int>(*products);
+  state.radius = *radius;
+  return state;
+}
 
-result<lbfgs_checkpointer> lbfgs_checkpointer::open(const checkpoint_options& options,
-                                                    std::vector<std::pair<std::string, std::string>> settings,
-                                                    bool quiet) {
-  lbfgs_checkpointer out{options, std::move(settings)};
-  auto found = io::newest_readable_solver_checkpoint(options.dir, lbfgs_name);
+solver_checkpointer::solver_checkpointer(const checkpoint_options& options, solver_kind solver,
+                                         std::vector<std::pair<std::string, std::string>> settings)
+  : options_(options), solver_(solver), settings_(std::move(settings)), due_(options.steps, options.secs) {}
+
+result<solver_checkpointer> solver_checkpointer::open(const checkpoint_options& options, solver_kind solver,
+                                                      std::vector<std::pair<std::string, std::string>> settings,
+                                                      bool quiet) {
+  solver_checkpointer out{options, solver, std::move(settings)};
+  const bool newton = solver == solver_kind::newton_cg;
+  auto found = io::newest_readable_solver_checkpoint(options.dir, newton ? newton_name : lbfgs_name);
   if (!found)
     return found.error().with_context("--checkpoint-dir");
   if (!quiet)
@@ -124,32 +183,55 @@ result<lbfgs_checkpointer> lbfgs_checkpointer::open(const checkpoint_options& op
     return out;
   if (auto same = io::check_same_run(*found->state, out.settings_, found->path); !same)
     return fail_invalid(same.error().message() + "; delete it or give another --checkpoint-dir to start afresh");
-  auto state = lbfgs_state_of(*found->state);
-  if (!state)
-    return state.error().with_context(found->path + ": not an L-BFGS checkpoint");
-  out.due_.mark(state->iterations, state->seconds);
-  out.found_ = std::move(*state);
+  if (newton) {
+    auto state = newton_state_of(*found->state);
+    if (!state)
+      return state.error().with_context(found->path + ": not a Newton-CG checkpoint");
+    out.newton_found_ = std::move(*state);
+  } else {
+    auto state = lbfgs_state_of(*found->state);
+    if (!state)
+      return state.error().with_context(found->path + ": not an L-BFGS checkpoint");
+    out.lbfgs_found_ = std::move(*state);
+  }
+  out.due_.mark(out.resumed_iteration(), found->state->number("seconds").value_or(0));
   out.resumed_from_ = found->path;
   return out;
 }
 
-optimizer::lbfgs_session lbfgs_checkpointer::session() {
-  optimizer::lbfgs_session session;
-  session.resume = resume();
-  if (!due_.enabled())
-    return session;
-  session.on_state = [this](const optimizer::lbfgs_state& state, bool last) -> result<void> {
-    if (!last && !due_.due(state.iterations, state.seconds))
-      return {};
-    due_.mark(state.iterations, state.seconds);
-    auto saved = to_checkpoint(state);
-    saved.settings = settings_;
-    auto written = io::save_solver_checkpoint(options_.dir, saved, options_.keep);
-    if (!written)
-      return written.error().with_context("checkpoint");
-    last_written_ = *written;
+int solver_checkpointer::resumed_iteration() const {
+  return lbfgs_found_ ? lbfgs_found_->iterations : newton_found_ ? newton_found_->iterations : 0;
+}
+
+result<void> solver_checkpointer::offer(io::solver_checkpoint saved, int iterations, double seconds, bool last) {
+  if (!last && !due_.due(iterations, seconds))
     return {};
-  };
+  due_.mark(iterations, seconds);
+  saved.settings = settings_;
+  auto written = io::save_solver_checkpoint(options_.dir, saved, options_.keep);
+  if (!written)
+    return written.error().with_context("checkpoint");
+  last_written_ = *written;
+  return {};
+}
+
+optimizer::lbfgs_session solver_checkpointer::lbfgs_session() {
+  optimizer::lbfgs_session session;
+  session.resume = lbfgs_found_ ? &*lbfgs_found_ : nullptr;
+  if (due_.enabled())
+    session.on_state = [this](const optimizer::lbfgs_state& state, bool last) {
+      return offer(to_checkpoint(state), state.iterations, state.seconds, last);
+    };
+  return session;
+}
+
+optimizer::newton_session solver_checkpointer::newton_session() {
+  optimizer::newton_session session;
+  session.resume = newton_found_ ? &*newton_found_ : nullptr;
+  if (due_.enabled())
+    session.on_state = [this](const optimizer::newton_state& state, bool last) {
+      return offer(to_checkpoint(state), state.iterations, state.seconds, last);
+    };
   return session;
 }
 

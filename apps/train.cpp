@@ -66,29 +66,31 @@ result<shard_setup> shards_for(const train_options& options, actors::runtime& rt
   return setup;
 }
 
-/// Checkpoints of an L-BFGS run, when asked for: opened (and resumed from) before it starts.
-result<std::optional<lbfgs_checkpointer>> checkpoints_for(const train_options& options, const prepared_data& data,
-                                                          int shards) {
+/// Checkpoints of a run of `solver`, when asked for: opened (and resumed from) before it starts.
+result<std::optional<solver_checkpointer>> checkpoints_for(const train_options& options, solver_kind solver,
+                                                           const prepared_data& data, int shards) {
   if (options.checkpoints.dir.empty())
-    return std::optional<lbfgs_checkpointer>{};
-  auto opened = lbfgs_checkpointer::open(options.checkpoints, run_settings(options, data, shards), options.quiet);
+    return std::optional<solver_checkpointer>{};
+  auto opened = solver_checkpointer::open(options.checkpoints, solver,
+                                          run_settings(options, solver, data, shards), options.quiet);
   if (!opened)
     return opened.error();
-  if (opened->resume() && !options.quiet)
+  if (opened->resumed_iteration() > 0 && !options.quiet)
     std::fprintf(stderr, "resuming from %s (iteration %d)\n", opened->resumed_from().c_str(),
-                 opened->resume()->iterations);
-  return std::optional<lbfgs_checkpointer>{std::move(*opened)};
+                 opened->resumed_iteration());
+  return std::optional<solver_checkpointer>{std::move(*opened)};
 }
 
 /// The summary of a finished sharded run (whose stop was not a failure).
-nlohmann::json sharded_summary(const train_options& options, const prepared_data& data, const shard_setup& setup,
-                               const optimizer::run_result& run, const std::string& stop) {
+nlohmann::json sharded_summary(const train_options& options, solver_kind solver, const prepared_data& data,
+                               const shard_setup& setup, const optimizer::run_result& run,
+                               const std::string& stop) {
   auto summary = data_summary(options.model, data, options.lambda);
   summary.update(nlohmann::json{{"objective", run.f},
                                 {"grad_norm", run.grad_norm},
                                 {"grad_norm_inf", run.grad_norm_inf},
                                 {"iterations", run.iterations},
-                                {"solver", to_string(options.solver)},
+                                {"solver", to_string(solver)},
                                 {"evaluations", run.evaluations},
                                 {"hessian_products", run.products},
                                 {"passes", run.evaluations + run.products},
@@ -152,11 +154,11 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
     return fits.error();
   if (auto ok = size_plan(*plan, options, data->shape.dimension(), data->feature_bytes); !ok)
     return ok.error();
-  auto checkpoints = checkpoints_for(options, *data, setup->shards);
+  auto checkpoints = checkpoints_for(options, plan->kind, *data, setup->shards);
   if (!checkpoints)
     return checkpoints.error();
   progress_log progress{options.quiet, options.progress_interval};
-  const int resumed_at = *checkpoints && (*checkpoints)->resume() ? (*checkpoints)->resume()->iterations : 0;
+  const int resumed_at = *checkpoints ? (*checkpoints)->resumed_iteration() : 0;
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return ok.error();
@@ -175,8 +177,9 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   });
   // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
   Eigen::VectorXd theta = model::initial_theta(data->shape, options.ps.seed);
-  const auto session = *checkpoints ? (*checkpoints)->session() : optimizer::lbfgs_session{};
-  auto run = run_solver(*plan, objective, theta, std::ref(progress), session);
+  auto run = *checkpoints ? run_solver(*plan, objective, theta, std::ref(progress),
+                                       (*checkpoints)->lbfgs_session(), (*checkpoints)->newton_session())
+                          : run_solver(*plan, objective, theta, std::ref(progress), {}, {});
   progress.flush();
   if (!run)
     return run.error();
@@ -198,7 +201,7 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
     return fail_runtime("training failed: " + run->message);
   }
 
-  trained.summary = sharded_summary(options, *data, *setup, *run, stop);
+  trained.summary = sharded_summary(options, plan->kind, *data, *setup, *run, stop);
   auto& summary = trained.summary;
   summary["load_seconds"] = seconds_between(started, loaded);
   summary["setup_seconds"] = seconds_between(loaded, set_up);

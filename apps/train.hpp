@@ -76,7 +76,7 @@ struct train_options {
   std::size_t fan_in = 0;          ///< tree: children per node; 0 = automatic
   actors::tls_options tls;         ///< mutual TLS to the nodes
   std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
-  solver_kind solver = solver_kind::lbfgs;  ///< --mode lbfgs
+  solver_kind solver = solver_kind::automatic;  ///< --mode lbfgs
   optimizer::lbfgs_options lbfgs;  ///< also the stopping tests of newton-cg
   double cg_tolerance = 0.1;       ///< newton-cg: CG stops at this fraction of ||grad||
   int preconditioner_pairs = 20;   ///< newton-cg (--cg-pairs): pairs in CG's L-BFGS preconditioner (0 = none)

@@ -62,13 +62,32 @@ void cg_preconditioner::moved() {
   const std::size_t count = candidates_.size();
   const std::size_t m = std::min(count, static_cast<std::size_t>(pairs_));
   bfgs_.reset(n_, static_cast<int>(m));
+  chosen_s_.clear();
+  chosen_y_.clear();
   // Oldest first: the last pair added sets the initial scaling (s'y / y'y).
   for (std::size_t i = 0; i < m; ++i) {
     const std::size_t at = m == 1 ? count - 1 : i * (count - 1) / (m - 1);
     bfgs_.add_correction(candidates_[at].first, candidates_[at].second);
+    if (keep_) {
+      chosen_s_.push_back(candidates_[at].first);
+      chosen_y_.push_back(candidates_[at].second);
+    }
   }
   built_ = true;
   candidates_.clear();
+}
+
+void cg_preconditioner::restore(const std::vector<Eigen::VectorXd>& s, const std::vector<Eigen::VectorXd>& y) {
+  if (s.empty())
+    return;
+  bfgs_.reset(n_, static_cast<int>(s.size()));
+  for (std::size_t i = 0; i < s.size(); ++i)
+    bfgs_.add_correction(s[i], y[i]);
+  built_ = true;
+  if (keep_) {
+    chosen_s_ = s;
+    chosen_y_ = y;
+  }
 }
 
 } // namespace shardopt::optimizer

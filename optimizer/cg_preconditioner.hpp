@@ -42,6 +42,14 @@ public:
   /// The pairs it may keep (after the memory bound).
   int capacity() const { return pairs_; }
 
+  /// Keeps a copy of the pairs in use (for a saved run's state; twice their memory) from now on.
+  void keep_pairs() { keep_ = true; }
+  /// The pairs in use, oldest first (empty unless kept, and before the first move).
+  const std::vector<Eigen::VectorXd>& pairs_s() const { return chosen_s_; }
+  const std::vector<Eigen::VectorXd>& pairs_y() const { return chosen_y_; }
+  /// Puts a saved run's pairs in use, as `moved()` had made them.
+  void restore(const std::vector<Eigen::VectorXd>& s, const std::vector<Eigen::VectorXd>& y);
+
 private:
   Eigen::Index n_;
   int pairs_;
@@ -50,6 +58,8 @@ private:
   std::vector<std::pair<Eigen::VectorXd, Eigen::VectorXd>> candidates_;
   int offered_ = 0;  // directions of this iterate's path seen so far
   int stride_ = 1;   // candidates are the directions k with k % stride_ == 0
+  bool keep_ = false;
+  std::vector<Eigen::VectorXd> chosen_s_, chosen_y_;  // the pairs in use, when kept
 };
 
 } // namespace shardopt::optimizer

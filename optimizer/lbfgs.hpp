@@ -60,16 +60,8 @@ result<void> check_options(const lbfgs_options& options, Eigen::Index n);
 /// `past` ring, finite values); the failure (invalid) names the first misfit.
 result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
 
-/// Resuming and saving a run (unbounded L-BFGS only). `on_state` is called after every iteration
-/// with the state to continue from (it may save it; it must not keep the reference), and `last`
-/// true for the state a run that stops at the gradient test or the iteration limit ends in (from
-/// which a run with a higher limit continues as if it had never stopped); a failure it returns ends
-/// the run (`evaluation_failed`, with its message). With `resume`, the run continues from that state
-/// instead of starting at `theta`.
-struct lbfgs_session {
-  const lbfgs_state* resume = nullptr;
-  std::function<result<void>(const lbfgs_state& state, bool last)> on_state;
-};
+/// Resuming and saving a run (unbounded L-BFGS only): see solver_session in run.hpp.
+using lbfgs_session = solver_session<lbfgs_state>;
 
 /// Runs L-BFGS with a strong-Wolfe line search, starting from and updating `theta`: unbounded runs
 /// use LBFGS++'s BFGS matrix in our own loop (so the state can be saved and resumed); with bounds,

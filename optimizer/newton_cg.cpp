@@ -8,6 +8,7 @@
 #include "optimizer/steihaug.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -44,6 +45,31 @@ result<void> check_options(const newton_options& o) {
   return {};
 }
 
+result<void> check_state(const newton_state& state, Eigen::Index n, const newton_options& options) {
+  const auto sized = [n](const Eigen::VectorXd& v) { return v.size() == n; };
+  const auto finite = [](const Eigen::VectorXd& v) { return v.allFinite(); };
+  if (state.iterations < 1 || state.evaluations < 0 || state.products < 0 || !(state.seconds >= 0))
+    return fail_invalid("its counts are impossible (iteration " + std::to_string(state.iterations) + ")");
+  if (!sized(state.theta) || !sized(state.grad))
+    return fail_invalid("its iterate has " + std::to_string(state.theta.size()) + " entries, the problem "
+                        + std::to_string(n));
+  if (state.s.size() != state.y.size()
+      || state.s.size() > static_cast<std::size_t>(std::max(options.preconditioner_pairs, 0)))
+    return fail_invalid("it holds " + std::to_string(state.s.size()) + " preconditioner pairs for at most "
+                        + std::to_string(options.preconditioner_pairs));
+  if (!std::all_of(state.s.begin(), state.s.end(), sized) || !std::all_of(state.y.begin(), state.y.end(), sized))
+    return fail_invalid("its preconditioner pairs are not of the problem's dimension");
+  const std::size_t ring = options.past > 0 ? static_cast<std::size_t>(options.past) : 0;
+  if (state.f_history.size() > ring)
+    return fail_invalid("its objective history has " + std::to_string(state.f_history.size())
+                        + " entries, --past is " + std::to_string(options.past));
+  if (!std::isfinite(state.f) || !(state.radius > 0) || !std::isfinite(state.radius)
+      || !finite(state.theta) || !finite(state.grad) || !std::all_of(state.s.begin(), state.s.end(), finite)
+      || !std::all_of(state.y.begin(), state.y.end(), finite))
+    return fail_invalid("it holds non-finite values or a radius that is not positive");
+  return {};
+}
+
 namespace {
 
 bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const newton_options& o) {
@@ -51,31 +77,63 @@ bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const
   return norm <= o.epsilon || norm <= o.epsilon_rel * x.norm();
 }
 
-/// The trust-region loop, from and updating the iterate x; returns where it stops.
-run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton_options& o) {
+/// The trust-region loop, from and updating the iterate x (or from the session's state); returns
+/// where it stops.
+run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton_options& o,
+             const newton_session& session) {
   const auto n = x.size();
   Eigen::VectorXd grad(n);
   Eigen::VectorXd trial_grad(n);
   Eigen::VectorXd s(n);
   Eigen::VectorXd hs(n);
-  auto start = cg.evaluate(x, grad);
-  if (!start)
-    return evaluation_failed(start.error());
-  double f = *start;
-  if (!std::isfinite(f) || !grad.allFinite())
-    return {stop_reason::evaluation_failed, "objective or gradient is not finite at the initial theta"};
-  log.record(f, grad, 0);
   // The first solve is unbounded, and its step's length is the first radius. (TRON starts at
   // ||grad||, which suits its sum of losses; for a mean of losses ||grad|| is smaller by the number
   // of examples, and the radius then needs one iteration per factor 4 to reach the solution's scale:
   // 10 iterations on the synthetic set.)
   double radius = std::numeric_limits<double>::infinity();
   bool first_step = true;
-  for (;;) {
+  double f = 0;
+  if (session.on_state)
+    cg.keep_pairs();
+  if (session.resume) {
+    const auto& saved = *session.resume;
+    x = saved.theta;
+    grad = saved.grad;
+    f = saved.f;
+    radius = saved.radius;
+    first_step = false;
+    cg.resume(saved.s, saved.y);
+    log.resume(saved.iterations, saved.evaluations, saved.seconds, saved.f_history, saved.products);
+  } else {
+    auto start = cg.evaluate(x, grad);
+    if (!start)
+      return evaluation_failed(start.error());
+    f = *start;
+    if (!std::isfinite(f) || !grad.allFinite())
+      return {stop_reason::evaluation_failed, "objective or gradient is not finite at the initial theta"};
+  }
+  log.record(f, grad, 0);
+  const auto finished = [&]() -> std::optional<run_stop> {
     if (gradient_small(grad, x, o))
-      return {stop_reason::converged, ""};
+      return run_stop{stop_reason::converged, ""};
     if (o.max_iterations > 0 && log.info().iteration >= o.max_iterations)
-      return {stop_reason::max_iterations, ""};
+      return run_stop{stop_reason::max_iterations, ""};
+    return std::nullopt;
+  };
+  // The state after an accepted iteration, as the next one starts from it.
+  const auto hand_out = [&](bool last) -> std::optional<run_stop> {
+    if (!session.on_state)
+      return std::nullopt;
+    const auto& info = log.info();
+    const newton_state state{info.iteration, info.evaluations, info.products, log.seconds(), f,
+                             radius, x, grad, cg.pairs_s(), cg.pairs_y(), log.history()};
+    if (auto saved = session.on_state(state, last); !saved)
+      return evaluation_failed(saved.error());
+    return std::nullopt;
+  };
+  if (auto stop = finished())
+    return *stop;
+  for (;;) {
     if (auto stop = cg.solve(grad, radius, s, hs))
       return *stop;
     const double snorm = s.norm();
@@ -132,6 +190,11 @@ run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton
       cg.moved();
       if (auto stop = log.accept(f, grad, snorm))
         return *stop;
+      const auto stop = finished();
+      if (auto failed = hand_out(stop.has_value()))
+        return *failed;
+      if (stop)
+        return *stop;
       continue;
     }
     if (!(predicted > 0) || snorm <= std::numeric_limits<double>::epsilon() * std::max(1.0, x.norm()))
@@ -146,14 +209,17 @@ run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton
 
 result<run_result> minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
                                           Eigen::VectorXd& theta, const newton_options& options,
-                                          const iteration_hook& hook) {
+                                          const iteration_hook& hook, const newton_session& session) {
   if (auto ok = check_options(options); !ok)
     return ok.error().with_context("invalid Newton-CG options");
+  if (session.resume)
+    if (auto ok = check_state(*session.resume, theta.size(), options); !ok)
+      return ok.error().with_context("invalid Newton-CG options: the state to resume does not fit");
   Eigen::VectorXd x = theta;
   run_log log{hook, options.past, options.delta};
   trust_region_cg cg{f, hessian, log, x, options.cg_tolerance, options.max_cg_iterations, options.replay_bytes,
                      cg_preconditioner{x.size(), options.preconditioner_pairs, options.preconditioner_bytes}};
-  auto stop = run(cg, log, x, options);
+  auto stop = run(cg, log, x, options, session);
   // x is the last accepted iterate: trials live in their own vector.
   theta = x;
   return log.finish(std::move(stop));

@@ -9,6 +9,7 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <vector>
 
 namespace shardopt::optimizer {
 
@@ -37,6 +38,35 @@ struct newton_options {
 /// refuses what this refuses.
 result<void> check_options(const newton_options& options);
 
+/// Everything Newton-CG needs to continue a run exactly where it was, after accepted iteration
+/// `iterations`: the iterate with its objective and gradient, the trust region's radius, the pairs
+/// of its CG preconditioner (oldest first), the counts, and the objective values the `past` test
+/// compares against. A run resumed from a state ends bit for bit where the uninterrupted run ends,
+/// given the same objective and options; it evaluates the iterate once more before its first
+/// product (the objective's products refer to its last evaluation), so it counts one evaluation
+/// more.
+struct newton_state {
+  int iterations = 0;
+  int evaluations = 0;
+  int products = 0;
+  double seconds = 0;
+  double f = 0;
+  double radius = 0;
+  Eigen::VectorXd theta;
+  Eigen::VectorXd grad;
+  std::vector<Eigen::VectorXd> s;  ///< the preconditioner's pairs (d, H d); s.size() == y.size()
+  std::vector<Eigen::VectorXd> y;
+  std::vector<double> f_history;   ///< ring of the `past` test (empty when past = 0)
+};
+
+/// Saving and resuming a Newton-CG run (see solver_session in run.hpp). Keeping the
+/// preconditioner's pairs for the state doubles their memory (preconditioner_bytes).
+using newton_session = solver_session<newton_state>;
+
+/// Checks that a state fits a problem of dimension `n` under `options` (vector sizes, pair count,
+/// `past` ring, a positive radius, finite values); the failure (invalid) names the first misfit.
+result<void> check_state(const newton_state& state, Eigen::Index n, const newton_options& options);
+
 /// Minimises a convex (or generalized-Hessian) objective by trust-region Newton with Steihaug-Toint
 /// truncated conjugate gradients, the method of LIBLINEAR's TRON (C.-J. Lin, R. C. Weng and
 /// S. S. Keerthi, "Trust region Newton method for large-scale logistic regression", JMLR 9, 2008;
@@ -60,18 +90,19 @@ result<void> check_options(const newton_options& options);
 /// hides it), a step is accepted when it lowers the gradient's norm by 10% instead. Stops as L-BFGS does
 /// (run.hpp); `line_search_failed` means the region shrank to a step of machine precision.
 /// `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector products.
-/// Options are checked first; bad ones are an invalid failure and no run. Blocks the calling
-/// thread until done; theta holds the last accepted iterate.
+/// Options (and a session's state) are checked first; bad ones are an invalid failure and no run.
+/// Blocks the calling thread until done; theta holds the last accepted iterate.
 result<run_result> minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
                                   Eigen::VectorXd& theta, const newton_options& options,
-                                  const iteration_hook& hook = {});
+                                  const iteration_hook& hook = {},
+                                  const newton_session& session = {});
 
 /// Minimises any objective with Hessian-vector products (see objective.hpp) from `theta`.
 template <class F>
 result<run_result> minimize_newton(F& objective, Eigen::VectorXd& theta, const newton_options& options,
-                           const iteration_hook& hook = {}) {
+                           const iteration_hook& hook = {}, const newton_session& session = {}) {
   return minimize_newton_erased(erase_objective(objective), erase_hessian(objective), theta, options,
-                                hook);
+                                hook, session);
 }
 
 } // namespace shardopt::optimizer

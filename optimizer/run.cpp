@@ -38,9 +38,11 @@ bool objective_settled(std::vector<double>& ring, int past, double delta, int it
 run_log::run_log(const iteration_hook& hook, int past, double delta)
   : hook_(hook), past_(past), delta_(delta) {}
 
-void run_log::resume(int iterations, int evaluations, double seconds, std::vector<double> history) {
+void run_log::resume(int iterations, int evaluations, double seconds, std::vector<double> history,
+                     int products) {
   info_.iteration = iterations;
   info_.evaluations = evaluations;
+  info_.products = products;
   earlier_seconds_ = seconds;
   history_ = std::move(history);
 }

@@ -82,7 +82,8 @@ public:
   run_log(const iteration_hook& hook, int past, double delta);
 
   /// Continues the counts, clock and objective history of a saved run.
-  void resume(int iterations, int evaluations, double seconds, std::vector<double> history);
+  void resume(int iterations, int evaluations, double seconds, std::vector<double> history,
+              int products = 0);
 
   void count_evaluation() { ++info_.evaluations; }
   void count_product() { ++info_.products; }
@@ -111,6 +112,18 @@ private:
   double earlier_seconds_ = 0;
   iteration_info info_;
   std::vector<double> history_;
+};
+
+/// Resuming and saving a run of a solver whose state is `State` (lbfgs_state, newton_state).
+/// `on_state` is called after every iteration with the state to continue from (it may save it; it
+/// must not keep the reference), and `last` true for the state a run that stops at the gradient
+/// test or the iteration limit ends in (from which a run with a higher limit continues as if it
+/// had never stopped); a failure it returns ends the run (`evaluation_failed`, with its message).
+/// With `resume`, the run continues from that state instead of starting at `theta`.
+template <class State>
+struct solver_session {
+  const State* resume = nullptr;
+  std::function<result<void>(const State& state, bool last)> on_state;
 };
 
 /// The objective-change test both optimizers apply after accepted iteration `iteration` (1-based)

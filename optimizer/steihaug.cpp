@@ -41,6 +41,12 @@ void trust_region_cg::moved() {
   preconditioner_.moved();
 }
 
+void trust_region_cg::resume(const std::vector<Eigen::VectorXd>& s, const std::vector<Eigen::VectorXd>& y) {
+  evaluated_here_ = false;
+  kept_ = 0;
+  preconditioner_.restore(s, y);
+}
+
 std::optional<run_stop> trust_region_cg::product(int k, const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
   if (k < kept_) {
     hv = kept_products_[static_cast<std::size_t>(k)];

@@ -35,6 +35,15 @@ public:
   /// The iterate is now the last point evaluated; its products are yet to be asked.
   void moved();
 
+  /// A saved run continues at the iterate (not evaluated in this process yet) with the
+  /// preconditioner's pairs `s`, `y`.
+  void resume(const std::vector<Eigen::VectorXd>& s, const std::vector<Eigen::VectorXd>& y);
+
+  /// The preconditioner keeps its pairs for saved states from now on; they are these.
+  void keep_pairs() { preconditioner_.keep_pairs(); }
+  const std::vector<Eigen::VectorXd>& pairs_s() const { return preconditioner_.pairs_s(); }
+  const std::vector<Eigen::VectorXd>& pairs_y() const { return preconditioner_.pairs_y(); }
+
   /// Steihaug-Toint CG for H s = -grad within ||s|| <= radius (an infinite radius: the first,
   /// unbounded solve), preconditioned; sets s and hs = H s, or returns the stop a failed product
   /// causes. Stops at a residual of cg_tolerance ||grad||, on the boundary, or on non-positive

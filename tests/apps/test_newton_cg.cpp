@@ -54,7 +54,9 @@ TEST_CASE("newton-cg reaches L-BFGS's minimum on breast_cancer (logistic), wine 
     auto newton_args = args;
     newton_args.insert(newton_args.end(), {"--solver", "newton-cg"});
     const auto newton = train(newton_args);
-    const auto lbfgs = train(args);
+    auto lbfgs_args = args;
+  lbfgs_args.insert(lbfgs_args.end(), {"--solver", "lbfgs"});
+  const auto lbfgs = train(lbfgs_args);
     INFO("newton-cg: " << newton.dump() << "\nlbfgs: " << lbfgs.dump());
     // The squared hinge is not twice differentiable where a margin is exactly 1; near such an
     // optimum both solvers may end at machine precision before the gradient test.
@@ -76,7 +78,9 @@ TEST_CASE("newton-cg on Fashion-MNIST softmax reaches L-BFGS's minimum in at mos
   auto newton_args = args;
   newton_args.insert(newton_args.end(), {"--solver", "newton-cg"});
   const auto newton = train(newton_args);
-  const auto lbfgs = train(args);
+  auto lbfgs_args = args;
+  lbfgs_args.insert(lbfgs_args.end(), {"--solver", "lbfgs"});
+  const auto lbfgs = train(lbfgs_args);
   INFO("newton-cg: " << newton.dump() << "\nlbfgs: " << lbfgs.dump());
   CHECK(newton["stop_reason"] == "converged");
   CHECK(lbfgs["stop_reason"] == "converged");
@@ -124,11 +128,10 @@ TEST_CASE("newton-cg on 3 node processes gets the local bits, also when a node i
       node->process->signal(SIGTERM);
 }
 
-TEST_CASE("newton-cg refuses networks, bounds, checkpoints and the PS mode by name") {
+TEST_CASE("newton-cg refuses networks, bounds and the PS mode by name") {
   const std::vector<std::pair<std::vector<std::string>, std::string>> refused{
     {{"--model", "mlp"}, "linear models"},
     {{"--lower", "-1"}, "--lower/--upper"},
-    {{"--checkpoint-dir", "/tmp/never-written"}, "--checkpoint-dir"},
     {{"--mode", "ps"}, "--mode ps"},
   };
   for (const auto& [extra, message] : refused) {
@@ -139,5 +142,26 @@ TEST_CASE("newton-cg refuses networks, bounds, checkpoints and the PS mode by na
     INFO(result.err);
     CHECK(result.exit_code == 1);
     CHECK(result.err.find(message) != std::string::npos);
+  }
+}
+
+TEST_CASE("--solver auto (the default) trains the linear models with newton-cg, and networks and bounded problems with lbfgs, and the summary names the solver it chose") {
+  shardopt::test::require_fashion_mnist();
+  const std::vector<std::string> base{"--data", "fashion-mnist", "--limit", "300", "--test-limit", "50",
+                                      "--max-iter", "2"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+    {{}, "newton-cg"},
+    {{"--solver", "auto", "--model", "softmax"}, "newton-cg"},
+    {{"--model", "mlp", "--hidden", "8"}, "lbfgs"},
+    {{"--lower", "-1"}, "lbfgs"},
+    {{"--solver", "lbfgs"}, "lbfgs"},
+  };
+  for (const auto& [extra, solver] : cases) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto summary = train(args);
+    CAPTURE(summary.dump());
+    CHECK(summary["solver"] == solver);
+    CHECK((summary["hessian_products"].get<int>() > 0) == (solver == "newton-cg"));
   }
 }

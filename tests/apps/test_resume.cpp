@@ -1,6 +1,7 @@
-// `train --checkpoint-dir`: an L-BFGS driver killed with SIGKILL mid-run and started again with the
-// same command resumes from its newest checkpoint and ends bit for bit where a run that was never
-// stopped ends (objective, counts, saved model), locally and with its shards on node processes.
+// `train --checkpoint-dir`: an L-BFGS or Newton-CG driver killed with SIGKILL mid-run and started
+// again with the same command resumes from its newest checkpoint and ends bit for bit where a run
+// that was never stopped ends (objective, counts, saved model), locally and with its shards on
+// node processes.
 
 #include "support/datasets.hpp"
 #include "support/node_process.hpp"
@@ -23,11 +24,26 @@ using namespace std::chrono_literals;
 
 namespace {
 
+/// A run to kill and resume: its solver, and when the kill comes.
+struct resume_case {
+  std::string solver;       // "lbfgs" or "newton-cg"
+  std::string lambda;
+  int max_iterations = 0;
+  std::string stop;         // the uninterrupted run's stop reason
+  int kill_after = 0;       // iterations in the metrics file before the kill
+  int extra_evaluations = 0;  // Newton-CG evaluates its resumed iterate once more
+  std::vector<std::string> last_files;  // the checkpoints left (--checkpoint-steps 7, keep 2)
+};
+
+const resume_case lbfgs_case{"lbfgs", "1e-3", 150, "max_iterations", 40, 0,
+                             {"lbfgs-000000000147.txt", "lbfgs-000000000150.txt"}};
+
 /// Long enough (epsilon 0: every iteration runs) that the kill lands mid-run.
-std::vector<std::string> training(const std::filesystem::path& save) {
+std::vector<std::string> training(const std::filesystem::path& save, const resume_case& c = lbfgs_case) {
   return {shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "4000", "--test-limit", "200",
-          "--lambda", "1e-3", "--shards", "3", "--max-iter", "150", "--epsilon", "0", "--json",
-          "--save", save.string(), "--progress-interval", "1000"};
+          "--lambda", c.lambda, "--shards", "3", "--max-iter", std::to_string(c.max_iterations),
+          "--epsilon", "0", "--json", "--solver", c.solver, "--save", save.string(),
+          "--progress-interval", "1000"};
 }
 
 std::string slurp(const std::filesystem::path& path) {
@@ -45,28 +61,30 @@ std::vector<int> metric_iterations(const std::filesystem::path& path) {
   return out;
 }
 
-/// Runs `extra` training uninterrupted, then killed with SIGKILL after 40 iterations and started
-/// again, and checks the second ends exactly as the first.
-void check_kill_and_resume(const std::vector<std::string>& extra) {
+/// Runs `extra` training uninterrupted, then killed with SIGKILL mid-run and started again, and
+/// checks the second ends exactly as the first.
+void check_kill_and_resume(const std::vector<std::string>& extra, const resume_case& c = lbfgs_case) {
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
 
-  auto reference_args = training(dir / "reference.model");
+  auto reference_args = training(dir / "reference.model", c);
   reference_args.insert(reference_args.end(), extra.begin(), extra.end());
   const auto reference_run = run(reference_args);
   INFO("reference stderr: " << reference_run.err);
   REQUIRE(reference_run.exit_code == 0);
   const auto reference = json::parse(reference_run.out);
-  REQUIRE(reference["iterations"] == 150);
+  REQUIRE(reference["stop_reason"] == c.stop);
+  const int iterations = reference["iterations"].get<int>();
+  REQUIRE(iterations > c.kill_after + 7);
 
-  auto args = training(dir / "resumed.model");
+  auto args = training(dir / "resumed.model", c);
   args.insert(args.end(), extra.begin(), extra.end());
   const auto metrics = dir / "metrics.jsonl";
   args.insert(args.end(), {"--checkpoint-dir", (dir / "ckpt").string(), "--checkpoint-steps", "7",
                            "--keep-checkpoints", "2", "--metrics", metrics.string()});
   {
     background_process first{args};
-    REQUIRE(shardopt::test::wait_for_lines(first, metrics, 40));
+    REQUIRE(shardopt::test::wait_for_lines(first, metrics, c.kill_after));
     first.signal(SIGKILL);
     const auto killed = first.wait(60s);
     REQUIRE(killed.signaled);  // the kill landed mid-run
@@ -84,14 +102,16 @@ void check_kill_and_resume(const std::vector<std::string>& extra) {
   CHECK(resumed["objective"].get<double>() == reference["objective"].get<double>());
   CHECK(resumed["grad_norm"].get<double>() == reference["grad_norm"].get<double>());
   CHECK(resumed["iterations"] == reference["iterations"]);
-  CHECK(resumed["evaluations"] == reference["evaluations"]);
+  CHECK(resumed["evaluations"] == reference["evaluations"].get<int>() + c.extra_evaluations);
+  CHECK(resumed["hessian_products"] == reference["hessian_products"]);
+  CHECK(resumed["solver"] == c.solver);
   CHECK(resumed["test_accuracy"] == reference["test_accuracy"]);
   CHECK(slurp(dir / "resumed.model") == slurp(dir / "reference.model"));
   // The metrics file holds each iteration once, in order: the rows the killed run wrote past its
   // checkpoint were dropped and written again.
-  std::vector<int> expected(150);
-  for (int i = 0; i < 150; ++i)
-    expected[i] = i + 1;
+  std::vector<int> expected(static_cast<std::size_t>(iterations));
+  for (int i = 0; i < iterations; ++i)
+    expected[static_cast<std::size_t>(i)] = i + 1;
   CHECK(metric_iterations(metrics) == expected);
   // --keep-checkpoints 2, the last one the state the run ended in, and no temporary file (the kill
   // may or may not land in a write; the cleanup itself is tested in io_tests).
@@ -99,7 +119,7 @@ void check_kill_and_resume(const std::vector<std::string>& extra) {
   for (const auto& entry : std::filesystem::directory_iterator{dir / "ckpt"})
     files.push_back(entry.path().filename().string());
   std::sort(files.begin(), files.end());
-  CHECK(files == std::vector<std::string>{"lbfgs-000000000147.txt", "lbfgs-000000000150.txt"});
+  CHECK(files == c.last_files);
 }
 
 } // namespace
@@ -114,6 +134,13 @@ TEST_CASE("L-BFGS killed with SIGKILL and started again ends bit for bit as an u
   nodes.push_back(std::make_unique<node_process>());
   nodes.push_back(std::make_unique<node_process>());
   check_kill_and_resume({"--nodes", nodes[0]->endpoint() + "," + nodes[1]->endpoint()});
+}
+
+TEST_CASE("Newton-CG killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local), its rejected steps and preconditioner included") {
+  // 31 iterations, 39 evaluations: steps are rejected. The run ends where the trust region allows
+  // no further reduction, which (as a failed line search for L-BFGS) saves no final state.
+  check_kill_and_resume({}, resume_case{"newton-cg", "1e-4", 40, "line_search_failed", 8, 1,
+                                        {"newton-cg-000000000021.txt", "newton-cg-000000000028.txt"}});
 }
 
 TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name and nothing is trained") {

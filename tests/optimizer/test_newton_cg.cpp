@@ -6,6 +6,8 @@
 #include "optimizer/lbfgs.hpp"
 #include "optimizer/newton_cg.hpp"
 
+#include "support/rosenbrock.hpp"
+
 #include <doctest/doctest.h>
 
 #include <Eigen/Dense>
@@ -19,6 +21,8 @@ namespace opt = shardopt::optimizer;
 namespace model = shardopt::model;
 
 namespace {
+
+using shardopt::test::rosenbrock;
 
 /// f = 0.5 x'Ax - b'x with A symmetric positive definite: minimum at A^{-1} b.
 struct quadratic {
@@ -45,25 +49,6 @@ quadratic random_quadratic(std::int64_t n, std::uint64_t seed) {
     value = normal(rng);
   return q;
 }
-
-/// 2-D Rosenbrock, with its exact Hessian at the last evaluated point (indefinite away from the
-/// minimum: the CG must leave along negative curvature).
-struct rosenbrock {
-  Eigen::Vector2d at;
-  std::int64_t dimension() const { return 2; }
-  double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
-    at = x;
-    const double a = x[1] - x[0] * x[0];
-    grad.resize(2);
-    grad << -400 * a * x[0] - 2 * (1 - x[0]), 200 * a;
-    return 100 * a * a + (1 - x[0]) * (1 - x[0]);
-  }
-  void hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
-    Eigen::MatrixXd h(2, 2);
-    h << 1200 * at[0] * at[0] - 400 * at[1] + 2, -400 * at[0], -400 * at[0], 200;
-    hv = h * v;
-  }
-};
 
 /// A random logistic or softmax problem as a local objective over 3 blocks.
 model::local_objective linear_problem(model::model_kind kind, std::int64_t outputs, std::uint64_t seed) {
