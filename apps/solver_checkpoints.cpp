@@ -1,6 +1,8 @@
 #include "apps/solver_checkpoints.hpp"
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 
 namespace shardopt::apps {
 
@@ -79,6 +81,11 @@ struct reader {
   }
 };
 
+/// Whether a saved count is a whole number an int holds (checked before any cast).
+bool count_fits(double value) {
+  return value >= 0 && value <= std::numeric_limits<int>::max() && value == std::floor(value);
+}
+
 /// The fields both solvers' states share, read into `state`.
 template <class State>
 result<void> read_common(const reader& in, State& state) {
@@ -94,6 +101,8 @@ result<void> read_common(const reader& in, State& state) {
   for (const auto* missing : {&iterations, &evaluations, &seconds, &f})
     if (!*missing)
       return missing->error();
+  if (!count_fits(*iterations) || !count_fits(*evaluations))
+    return fail_invalid("it records impossible counts");
   for (const auto* missing : {&theta, &grad, &history})
     if (!*missing)
       return missing->error();
@@ -159,6 +168,8 @@ result<optimizer::newton_state> newton_state_of(const io::solver_checkpoint& sav
     return products.error();
   if (!radius)
     return radius.error();
+  if (!count_fits(*products))
+    return fail_invalid("it records an impossible count of products");
   state.products = static_cast<int>(*products);
   state.radius = *radius;
   return state;
@@ -179,8 +190,18 @@ result<solver_checkpointer> solver_checkpointer::open(const checkpoint_options& 
   if (!quiet)
     for (const auto& warning : found->warnings)
       std::fprintf(stderr, "shardopt: warning: %s\n", warning.c_str());
-  if (!found->state)
+  if (!found->state) {
+    // The same command may have saved the other solver's states before `--solver auto` chose
+    // this one: starting afresh beside them would silently throw that run away.
+    auto other = io::newest_readable_solver_checkpoint(options.dir, newton ? lbfgs_name : newton_name);
+    if (other && other->state)
+      return fail_invalid("--checkpoint-dir: " + other->path + " is a checkpoint of --solver "
+                          + (newton ? "lbfgs" : "newton-cg") + ", this run uses --solver "
+                          + std::string{to_string(solver)} + "; give --solver "
+                          + (newton ? "lbfgs" : "newton-cg")
+                          + " to resume it, or another --checkpoint-dir to start afresh");
     return out;
+  }
   if (auto same = io::check_same_run(*found->state, out.settings_, found->path); !same)
     return fail_invalid(same.error().message() + "; delete it or give another --checkpoint-dir to start afresh");
   if (newton) {
@@ -203,9 +224,7 @@ int solver_checkpointer::resumed_iteration() const {
   return lbfgs_found_ ? lbfgs_found_->iterations : newton_found_ ? newton_found_->iterations : 0;
 }
 
-result<void> solver_checkpointer::offer(io::solver_checkpoint saved, int iterations, double seconds, bool last) {
-  if (!last && !due_.due(iterations, seconds))
-    return {};
+result<void> solver_checkpointer::offer(io::solver_checkpoint saved, int iterations, double seconds) {
   due_.mark(iterations, seconds);
   saved.settings = settings_;
   auto written = io::save_solver_checkpoint(options_.dir, saved, options_.keep);
@@ -218,20 +237,28 @@ result<void> solver_checkpointer::offer(io::solver_checkpoint saved, int iterati
 optimizer::lbfgs_session solver_checkpointer::lbfgs_session() {
   optimizer::lbfgs_session session;
   session.resume = lbfgs_found_ ? &*lbfgs_found_ : nullptr;
-  if (due_.enabled())
-    session.on_state = [this](const optimizer::lbfgs_state& state, bool last) {
-      return offer(to_checkpoint(state), state.iterations, state.seconds, last);
-    };
+  if (!due_.enabled())
+    return session;
+  session.due = [this](int iterations, double seconds) { return due_.due(iterations, seconds); };
+  session.on_state = [this](const optimizer::lbfgs_state& state, bool last) -> result<void> {
+    if (!last && !due_.due(state.iterations, state.seconds))
+      return {};  // converted only when saved
+    return offer(to_checkpoint(state), state.iterations, state.seconds);
+  };
   return session;
 }
 
 optimizer::newton_session solver_checkpointer::newton_session() {
   optimizer::newton_session session;
   session.resume = newton_found_ ? &*newton_found_ : nullptr;
-  if (due_.enabled())
-    session.on_state = [this](const optimizer::newton_state& state, bool last) {
-      return offer(to_checkpoint(state), state.iterations, state.seconds, last);
-    };
+  if (!due_.enabled())
+    return session;
+  session.due = [this](int iterations, double seconds) { return due_.due(iterations, seconds); };
+  session.on_state = [this](const optimizer::newton_state& state, bool last) -> result<void> {
+    if (!last && !due_.due(state.iterations, state.seconds))
+      return {};
+    return offer(to_checkpoint(state), state.iterations, state.seconds);
+  };
   return session;
 }
 

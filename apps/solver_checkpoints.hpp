@@ -69,8 +69,8 @@ private:
   solver_checkpointer(const checkpoint_options& options, solver_kind solver,
                       std::vector<std::pair<std::string, std::string>> settings);
 
-  /// Saves `saved` (of the state after `iterations`) when due, or when `last`.
-  result<void> offer(io::solver_checkpoint saved, int iterations, double seconds, bool last);
+  /// Saves `saved`, the state after `iterations`, now.
+  result<void> offer(io::solver_checkpoint saved, int iterations, double seconds);
 
   checkpoint_options options_;
   solver_kind solver_;

@@ -115,7 +115,7 @@ def main():
                         "--features", str(1 << 20), "--nonzeros", "40", "--seed", "7", "--quiet"],
                        check=True)
         for topology in ("star", "tree"):
-            train = [args.binary, "train", "--model", "logistic", "--data", os.path.basename(data),
+            train = [args.binary, "train", "--solver", "lbfgs", "--model", "logistic", "--data", os.path.basename(data),
                      "--features", str(1 << 20), "--data-placement", "node-local", "--lambda", "1e-5",
                      "--topology", topology, "--json", "--quiet"]
             result = run_cluster(args, nodes, work, train)
@@ -125,7 +125,7 @@ def main():
                   f"{result['driver_bytes_per_evaluation'] / 1e6:9.2f} MB/eval at the driver", flush=True)
         os.remove(data)
     for topology in ("star", "tree"):
-        train = [args.binary, "train", "--model", "softmax", "--data", "fashion-mnist",
+        train = [args.binary, "train", "--solver", "lbfgs", "--model", "softmax", "--data", "fashion-mnist",
                  "--data-placement", "node-local", "--lambda", "1e-4", "--topology", topology,
                  "--fan-in", "0", "--json", "--quiet"]
         result = run_cluster(args, 4, "/", train)

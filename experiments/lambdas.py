@@ -23,7 +23,7 @@ def main():
 
     runs = {}
     for lam in args.lambdas:
-        result = shardopt.train(data="fashion-mnist", model="softmax", lam=lam, shards=args.shards,
+        result = shardopt.train(data="fashion-mnist", model="softmax", solver="lbfgs", lam=lam, shards=args.shards,
                                 max_iter=args.max_iter, epsilon=1e-6)
         runs[lam] = result
         norms = np.linalg.norm(result.weights, axis=0)  # one weight vector per class

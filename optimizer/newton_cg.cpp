@@ -67,6 +67,14 @@ result<void> check_state(const newton_state& state, Eigen::Index n, const newton
       || !finite(state.theta) || !finite(state.grad) || !std::all_of(state.s.begin(), state.s.end(), finite)
       || !std::all_of(state.y.begin(), state.y.end(), finite))
     return fail_invalid("it holds non-finite values or a radius that is not positive");
+  for (std::size_t i = 0; i < state.s.size(); ++i) {
+    const double sy = state.s[i].dot(state.y[i]);
+    const double yy = state.y[i].squaredNorm();
+    if (!(std::isfinite(sy) && std::isfinite(yy) && sy > 0 && yy > 0 && std::isfinite(sy / yy)
+          && std::isfinite(yy / sy) && sy / yy > 0 && yy / sy > 0))
+      return fail_invalid("its preconditioner pair " + std::to_string(i)
+                          + " has no positive curvature (s'y " + std::to_string(sy) + ")");
+  }
   return {};
 }
 
@@ -122,9 +130,9 @@ run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton
   };
   // The state after an accepted iteration, as the next one starts from it.
   const auto hand_out = [&](bool last) -> std::optional<run_stop> {
-    if (!session.on_state)
-      return std::nullopt;
     const auto& info = log.info();
+    if (!session.on_state || (!last && session.due && !session.due(info.iteration, log.seconds())))
+      return std::nullopt;
     const newton_state state{info.iteration, info.evaluations, info.products, log.seconds(), f,
                              radius, x, grad, cg.pairs_s(), cg.pairs_y(), log.history()};
     if (auto saved = session.on_state(state, last); !saved)
@@ -212,13 +220,20 @@ result<run_result> minimize_newton_erased(const evaluate_function& f, const hess
                                           const iteration_hook& hook, const newton_session& session) {
   if (auto ok = check_options(options); !ok)
     return ok.error().with_context("invalid Newton-CG options");
-  if (session.resume)
+  cg_preconditioner preconditioner{theta.size(), options.preconditioner_pairs, options.preconditioner_bytes};
+  if (session.resume) {
     if (auto ok = check_state(*session.resume, theta.size(), options); !ok)
       return ok.error().with_context("invalid Newton-CG options: the state to resume does not fit");
+    if (session.resume->s.size() > static_cast<std::size_t>(preconditioner.capacity()))
+      return fail_invalid("invalid Newton-CG options: the state to resume holds "
+                          + std::to_string(session.resume->s.size())
+                          + " preconditioner pairs, this run's memory holds "
+                          + std::to_string(preconditioner.capacity()));
+  }
   Eigen::VectorXd x = theta;
   run_log log{hook, options.past, options.delta};
   trust_region_cg cg{f, hessian, log, x, options.cg_tolerance, options.max_cg_iterations, options.replay_bytes,
-                     cg_preconditioner{x.size(), options.preconditioner_pairs, options.preconditioner_bytes}};
+                     std::move(preconditioner)};
   auto stop = run(cg, log, x, options, session);
   // x is the last accepted iterate: trials live in their own vector.
   theta = x;

@@ -120,10 +120,13 @@ private:
 /// test or the iteration limit ends in (from which a run with a higher limit continues as if it
 /// had never stopped); a failure it returns ends the run (`evaluation_failed`, with its message).
 /// With `resume`, the run continues from that state instead of starting at `theta`.
+/// `due(iterations, seconds)`, when set, says whether a state that is not `last` is wanted at
+/// all: a solver whose state is costly to assemble (Newton-CG) asks it first.
 template <class State>
 struct solver_session {
   const State* resume = nullptr;
   std::function<result<void>(const State& state, bool last)> on_state;
+  std::function<bool(int iterations, double seconds)> due;
 };
 
 /// The objective-change test both optimizers apply after accepted iteration `iteration` (1-based)

@@ -162,6 +162,14 @@ TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name a
   const auto other_data = run(shape);
   CHECK(other_data.exit_code == 1);
   CHECK(other_data.err.find("the number of examples was 4000 there, is 3000 here") != std::string::npos);
+  // The same command with the default solver (auto: Newton-CG here) finds L-BFGS's checkpoints
+  // and refuses rather than starting afresh beside them.
+  auto automatic = args;
+  *std::find(automatic.begin(), automatic.end(), "lbfgs") = "auto";
+  const auto other_solver = run(automatic);
+  CHECK(other_solver.exit_code == 1);
+  CHECK(other_solver.err.find("is a checkpoint of --solver lbfgs, this run uses --solver newton-cg; give "
+                              "--solver lbfgs to resume it") != std::string::npos);
   auto bounded = args;
   bounded.insert(bounded.end(), {"--lower", "-1"});
   const auto with_bounds = run(bounded);

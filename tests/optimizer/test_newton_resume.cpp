@@ -135,6 +135,23 @@ TEST_CASE("a Newton-CG state that does not fit the problem is refused, naming th
   bad.y.resize(5, bad.theta);
   CHECK(refused(bad).find("preconditioner pairs") != std::string::npos);
   bad = states[1];
+  for (std::size_t i = 0; i < bad.s.size(); ++i)
+    bad.y[i] = -bad.s[i];  // s'y < 0: an indefinite preconditioner
+  if (!bad.s.empty())
+    CHECK(refused(bad).find("no positive curvature") != std::string::npos);
+  auto small = options;
+  small.preconditioner_bytes = 1;  // this run's memory holds no pair
+  auto with_pairs = std::find_if(states.begin(), states.end(), [](const auto& s) { return !s.s.empty(); });
+  REQUIRE(with_pairs != states.end());
+  {
+    opt::newton_session session;
+    session.resume = &*with_pairs;
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
+    auto run = opt::minimize_newton(f, x, small, {}, session);
+    REQUIRE_FALSE(run);
+    CHECK(run.error().message().find("this run's memory holds 0") != std::string::npos);
+  }
+  bad = states[1];
   bad.grad[0] = std::numeric_limits<double>::quiet_NaN();
   CHECK(refused(bad).find("non-finite") != std::string::npos);
 }
