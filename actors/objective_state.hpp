@@ -24,6 +24,12 @@ struct request_spec {
   std::uint64_t at = 0;               ///< products: the evaluation's round
   const exact_grid* grid = nullptr;   ///< none for quality
   dense_vector theta, v;
+
+  /// The grid, or an empty one for quality.
+  const exact_grid& grid_or_none() const {
+    static const exact_grid none;
+    return grid ? *grid : none;
+  }
 };
 
 struct sharded_objective::impl {
@@ -219,8 +225,7 @@ struct sharded_objective::impl {
 
   /// Sends `spec` whole to a peer.
   void send_whole(const shard_actor& to, std::uint64_t round, const request_spec& spec) {
-    static const exact_grid none;
-    const auto& grid = spec.grid ? *spec.grid : none;
+    const auto& grid = spec.grid_or_none();
     switch (spec.kind) {
       case tree_kind::hessvec:
         return self->send(to, hessvec_atom::value, token, round, spec.at, grid, spec.theta, spec.v);
@@ -252,8 +257,7 @@ struct sharded_objective::impl {
       reply<std::uint32_t, block_sums>{}, every, count, timeout, what + " (in slices)",
       [&](std::size_t r, std::uint64_t round) {
         const auto spec = spec_of(round, tree->under[r]);
-        static const exact_grid none;
-        const auto& grid = spec.grid ? *spec.grid : none;
+        const auto& grid = spec.grid_or_none();
         auto slice = tree_slice{static_cast<std::uint8_t>(spec.kind), spec.at, 0, count,
                                 spec.theta.size(), spec.v.size(), grid.below.size(), grid.base};
         shapes[r] = slice;

@@ -234,13 +234,14 @@ result<void> solver_checkpointer::offer(io::solver_checkpoint saved, int iterati
   return {};
 }
 
-optimizer::lbfgs_session solver_checkpointer::lbfgs_session() {
-  optimizer::lbfgs_session session;
-  session.resume = lbfgs_found_ ? &*lbfgs_found_ : nullptr;
+template <class State>
+optimizer::solver_session<State> solver_checkpointer::session_of(const std::optional<State>& found) {
+  optimizer::solver_session<State> session;
+  session.resume = found ? &*found : nullptr;
   if (!due_.enabled())
     return session;
   session.due = [this](int iterations, double seconds) { return due_.due(iterations, seconds); };
-  session.on_state = [this](const optimizer::lbfgs_state& state, bool last) -> result<void> {
+  session.on_state = [this](const State& state, bool last) -> result<void> {
     if (!last && !due_.due(state.iterations, state.seconds))
       return {};  // converted only when saved
     return offer(to_checkpoint(state), state.iterations, state.seconds);
@@ -248,18 +249,12 @@ optimizer::lbfgs_session solver_checkpointer::lbfgs_session() {
   return session;
 }
 
+optimizer::lbfgs_session solver_checkpointer::lbfgs_session() {
+  return session_of(lbfgs_found_);
+}
+
 optimizer::newton_session solver_checkpointer::newton_session() {
-  optimizer::newton_session session;
-  session.resume = newton_found_ ? &*newton_found_ : nullptr;
-  if (!due_.enabled())
-    return session;
-  session.due = [this](int iterations, double seconds) { return due_.due(iterations, seconds); };
-  session.on_state = [this](const optimizer::newton_state& state, bool last) -> result<void> {
-    if (!last && !due_.due(state.iterations, state.seconds))
-      return {};
-    return offer(to_checkpoint(state), state.iterations, state.seconds);
-  };
-  return session;
+  return session_of(newton_found_);
 }
 
 } // namespace shardopt::apps

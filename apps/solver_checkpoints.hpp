@@ -69,6 +69,10 @@ private:
   solver_checkpointer(const checkpoint_options& options, solver_kind solver,
                       std::vector<std::pair<std::string, std::string>> settings);
 
+  /// The session resuming from `found` and saving when due.
+  template <class State>
+  optimizer::solver_session<State> session_of(const std::optional<State>& found);
+
   /// Saves `saved`, the state after `iterations`, now.
   result<void> offer(io::solver_checkpoint saved, int iterations, double seconds);
 
