@@ -113,6 +113,9 @@ void add_model_options(CLI::App& command, train_options& o) {
                      "Seed of a network's initial weights and of the PS mode's minibatch order")
     ->capture_default_str();
   command.add_option("--lambda", o.lambda, "L2 regularisation of the weights")->capture_default_str();
+  command.add_option("--l1", o.l1,
+                     "L1 regularisation of the weights, trained by OWL-QN (--mode lbfgs); with --lambda, "
+                     "the elastic net")->capture_default_str()->check(CLI::NonNegativeNumber);
   command.add_option("--classes", o.classes, "Number of classes (default: from the labels)");
 }
 
@@ -243,11 +246,12 @@ void add_train_command(CLI::App& app, train_options& o) {
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
   add_choice(*train, "--solver", o.solver,
-             "--mode lbfgs: auto (default: newton-cg for the linear models without bounds, lbfgs "
-             "for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds) or newton-cg "
-             "(trust-region Newton-CG with Hessian-vector products on the shards; linear models)",
+             "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
+             "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "
+             "OWL-QN with --l1), newton-cg (trust-region Newton-CG with Hessian-vector products on "
+             "the shards; linear models) or owlqn (orthant-wise L-BFGS for --l1)",
              {{"auto", solver_kind::automatic}, {"lbfgs", solver_kind::lbfgs},
-              {"newton-cg", solver_kind::newton_cg}});
+              {"newton-cg", solver_kind::newton_cg}, {"owlqn", solver_kind::owlqn}});
   train->add_option("--cg-tolerance", o.cg_tolerance,
                     "newton-cg: inner CG stops at this fraction of ||grad||, in (0, 1)")
     ->capture_default_str()->check(CLI::Range(1e-12, 0.999999));

@@ -12,6 +12,8 @@ std::string_view to_string(solver_kind solver) {
       return "auto";
     case solver_kind::newton_cg:
       return "newton-cg";
+    case solver_kind::owlqn:
+      return "owlqn";
     default:
       return "lbfgs";
   }

@@ -10,7 +10,7 @@ namespace shardopt::apps {
 enum class train_mode { lbfgs, ps };
 
 /// The full-batch solver of `train_mode::lbfgs`; `automatic` is resolved before a run (solver.hpp).
-enum class solver_kind { automatic, lbfgs, newton_cg };
+enum class solver_kind { automatic, lbfgs, newton_cg, owlqn };
 
 /// Where node processes get their shards' rows: sent by the driver, or read by each node.
 enum class data_placement { shipped, node_local };

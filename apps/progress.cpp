@@ -9,10 +9,13 @@
 namespace shardopt::apps {
 
 nlohmann::json metrics_row(const optimizer::iteration_info& info) {
-  return nlohmann::json{{"iteration", info.iteration},   {"objective", info.f},
-                        {"grad_norm", info.grad_norm},   {"grad_norm_inf", info.grad_norm_inf},
-                        {"step", info.step},             {"evaluations", info.evaluations},
-                        {"hessian_products", info.products}, {"seconds", info.seconds}};
+  nlohmann::json row{{"iteration", info.iteration},   {"objective", info.f},
+                     {"grad_norm", info.grad_norm},   {"grad_norm_inf", info.grad_norm_inf},
+                     {"step", info.step},             {"evaluations", info.evaluations},
+                     {"hessian_products", info.products}, {"seconds", info.seconds}};
+  if (info.nonzeros >= 0)
+    row["nonzero_weights"] = info.nonzeros;
+  return row;
 }
 
 progress_log::progress_log(bool quiet, double interval_seconds)
@@ -53,6 +56,10 @@ void progress_log::print(const optimizer::iteration_info& info) {
     std::fprintf(stderr, "iter %5d  f %.10g  |g|_inf %.3e  |s| %.3g  evals %d  Hv %d  %.1fs\n",
                  info.iteration, info.f, info.grad_norm_inf, info.step, info.evaluations,
                  info.products, info.seconds);
+  else if (info.nonzeros >= 0)
+    std::fprintf(stderr, "iter %5d  f %.10g  |pg|_inf %.3e  step %.3g  evals %d  nnz %lld  %.1fs\n",
+                 info.iteration, info.f, info.grad_norm_inf, info.step, info.evaluations,
+                 static_cast<long long>(info.nonzeros), info.seconds);
   else
     std::fprintf(stderr, "iter %5d  f %.10g  |g|_inf %.3e  step %.3g  evals %d  %.1fs\n",
                  info.iteration, info.f, info.grad_norm_inf, info.step, info.evaluations,

@@ -294,9 +294,12 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
 
 result<train_outcome> train_ps(const train_options& options, const train_controls& controls) {
   const auto started = clock_type::now();
-  if (options.solver == solver_kind::newton_cg)
+  if (options.solver == solver_kind::newton_cg || options.solver == solver_kind::owlqn)
     return fail_invalid("--solver " + std::string{to_string(options.solver)} + " is a full-batch solver of --mode lbfgs; "
                 "--mode ps trains with --optimizer");
+  if (options.l1 > 0)
+    return fail_invalid("--l1 is trained by OWL-QN, a full-batch solver: use --mode lbfgs (--mode ps "
+                        "takes --lambda only)");
   if (!options.nodes.empty())
     return fail_invalid("--nodes: --mode ps runs its tasks in this process; run one `shardopt ps-task` per "
                 "host for a multi-process job");

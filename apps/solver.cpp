@@ -9,8 +9,16 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   plan.kind = options.solver;
   plan.lbfgs = options.lbfgs;
   const bool bounded = options.lower || options.upper;
+  const bool l1 = options.l1 > 0;
+  if (l1 && (plan.kind == solver_kind::automatic || plan.kind == solver_kind::lbfgs))
+    plan.kind = solver_kind::owlqn;
   if (plan.kind == solver_kind::automatic)
     plan.kind = architecture.is_network() || bounded ? solver_kind::lbfgs : solver_kind::newton_cg;
+  if (l1 && plan.kind == solver_kind::newton_cg)
+    return fail_invalid("--solver newton-cg does not take --l1: an L1 term is not twice differentiable; "
+                        "give --solver owlqn (or auto)");
+  if (plan.kind == solver_kind::owlqn && bounded)
+    return fail_invalid("--l1 (OWL-QN) does not take --lower/--upper");
   if (plan.kind == solver_kind::newton_cg) {
     if (architecture.is_network())
       return fail_invalid("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
@@ -34,8 +42,11 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   return plan;
 }
 
-result<void> size_plan(solver_plan& plan, const train_options& options, std::int64_t dimension,
+result<void> size_plan(solver_plan& plan, const train_options& options, const model::model_shape& shape,
                        std::int64_t feature_bytes) {
+  const auto dimension = shape.dimension();
+  if (plan.kind == solver_kind::owlqn)
+    plan.l1 = options.l1 * model::weight_mask(shape);
   if (options.lower)
     plan.lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
   if (options.upper)

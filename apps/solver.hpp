@@ -7,30 +7,33 @@
 #include "apps/train.hpp"
 #include "optimizer/lbfgs.hpp"
 #include "optimizer/newton_cg.hpp"
+#include "optimizer/owlqn.hpp"
 
 #include <atomic>
 #include <cstdint>
 
 namespace shardopt::apps {
 
-/// A run's solver and its settings. Newton-CG takes L-BFGS's stopping tests, by the same options.
+/// A run's solver and its settings. Newton-CG takes L-BFGS's stopping tests, by the same options;
+/// OWL-QN takes all of L-BFGS's, and `l1`, the penalty on each entry of theta.
 struct solver_plan {
   solver_kind kind = solver_kind::lbfgs;  ///< never automatic
   optimizer::lbfgs_options lbfgs;
   optimizer::newton_options newton;
+  Eigen::VectorXd l1;                     ///< OWL-QN: --l1 at the weights, 0 at the biases
 };
 
-/// The plan `options` asks for, with the checks that need no data. `--solver auto` becomes
-/// Newton-CG for the linear models without bounds, L-BFGS for networks and bounds; Newton-CG takes
-/// the linear models and no bounds.
+/// The plan `options` asks for, with the checks that need no data. With --l1, `auto` and `lbfgs`
+/// become OWL-QN; otherwise `auto` becomes Newton-CG for the linear models without bounds, L-BFGS
+/// for networks and bounds. Newton-CG takes the linear models and no bounds; OWL-QN no bounds.
 result<solver_plan> plan_solver(const train_options& options, const model::model_shape& architecture);
 
-/// Completes a plan for a problem of `dimension` whose training features take `feature_bytes` in
+/// Completes a plan for a problem of `shape` whose training features take `feature_bytes` in
 /// memory, wherever they are (so that the solver is the same for every placement), and checks the
 /// solver's options. L-BFGS-B's bounds become vectors; Newton-CG's replayed products and its
 /// preconditioner's pairs each get a quarter of the features' bytes, at least 16 MiB and at most
 /// 256 MiB: a run holds a few dimension-sized vectors beyond the data, as LIBLINEAR's TRON does.
-result<void> size_plan(solver_plan& plan, const train_options& options, std::int64_t dimension,
+result<void> size_plan(solver_plan& plan, const train_options& options, const model::model_shape& shape,
                        std::int64_t feature_bytes);
 
 /// An objective that stops answering once `flag` is set, so an interrupted run ends at its next
@@ -78,6 +81,8 @@ result<optimizer::run_result> run_solver(const solver_plan& plan, F& objective, 
                                          const optimizer::newton_session& newton_session) {
   if (plan.kind == solver_kind::newton_cg)
     return optimizer::minimize_newton(objective, theta, plan.newton, hook, newton_session);
+  if (plan.kind == solver_kind::owlqn)
+    return optimizer::minimize_owlqn(objective, theta, plan.lbfgs, plan.l1, hook, lbfgs_session);
   return optimizer::minimize(objective, theta, plan.lbfgs, hook, lbfgs_session);
 }
 

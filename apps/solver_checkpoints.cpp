@@ -42,6 +42,8 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
           {"--past", std::to_string(l.past)},
           {"--delta", exact(l.delta)},
           {"--max-linesearch", std::to_string(l.max_linesearch)}};
+  if (solver == solver_kind::owlqn)
+    settings.emplace_back("--l1", exact(o.l1));
   if (solver == solver_kind::newton_cg) {
     settings.emplace_back("--cg-tolerance", exact(o.cg_tolerance));
     settings.emplace_back("--cg-pairs", std::to_string(o.preconditioner_pairs));
@@ -194,12 +196,16 @@ result<solver_checkpointer> solver_checkpointer::open(const checkpoint_options& 
     // The same command may have saved the other solver's states before `--solver auto` chose
     // this one: starting afresh beside them would silently throw that run away.
     auto other = io::newest_readable_solver_checkpoint(options.dir, newton ? lbfgs_name : newton_name);
-    if (other && other->state)
-      return fail_invalid("--checkpoint-dir: " + other->path + " is a checkpoint of --solver "
-                          + (newton ? "lbfgs" : "newton-cg") + ", this run uses --solver "
-                          + std::string{to_string(solver)} + "; give --solver "
-                          + (newton ? "lbfgs" : "newton-cg")
-                          + " to resume it, or another --checkpoint-dir to start afresh");
+    if (other && other->state) {
+      // OWL-QN's states are L-BFGS's: the run's settings name which of the two saved it.
+      std::string theirs = newton ? lbfgs_name : newton_name;
+      for (const auto& [name, value] : other->state->settings)
+        if (name == "--solver")
+          theirs = value;
+      return fail_invalid("--checkpoint-dir: " + other->path + " is a checkpoint of --solver " + theirs
+                          + ", this run uses --solver " + std::string{to_string(solver)} + "; give --solver "
+                          + theirs + " to resume it, or another --checkpoint-dir to start afresh");
+    }
     return out;
   }
   if (auto same = io::check_same_run(*found->state, out.settings_, found->path); !same)

@@ -34,8 +34,9 @@ void add_quality(nlohmann::json& out, const std::string& prefix, model::model_ki
 /// examples, features, outputs, dimension, architecture.
 nlohmann::json data_summary(const std::string& model, const prepared_data& data, double lambda);
 
-/// Adds the training quality (`train_sums`) and the test set's at theta (`test_accuracy` or
-/// `test_rmse`, and `test_examples`), or a null test figure when there is no test set.
+/// Adds the training quality (`train_sums`), the weights of theta that are not 0
+/// (`nonzero_weights`), and the test set's quality at theta (`test_accuracy` or `test_rmse`, and
+/// `test_examples`), or a null test figure when there is no test set.
 void add_qualities(nlohmann::json& out, const prepared_data& data, const model::quality_sums& train_sums,
                    const Eigen::VectorXd& theta);
 

@@ -91,6 +91,7 @@ nlohmann::json sharded_summary(const train_options& options, solver_kind solver,
                                 {"grad_norm_inf", run.grad_norm_inf},
                                 {"iterations", run.iterations},
                                 {"solver", to_string(solver)},
+                                {"l1", options.l1},
                                 {"evaluations", run.evaluations},
                                 {"hessian_products", run.products},
                                 {"passes", run.evaluations + run.products},
@@ -152,7 +153,7 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   const auto set_up = clock_type::now();
   if (auto fits = check_model_size(data->shape); !fits)
     return fits.error();
-  if (auto ok = size_plan(*plan, options, data->shape.dimension(), data->feature_bytes); !ok)
+  if (auto ok = size_plan(*plan, options, data->shape, data->feature_bytes); !ok)
     return ok.error();
   auto checkpoints = checkpoints_for(options, plan->kind, *data, setup->shards);
   if (!checkpoints)

@@ -6,16 +6,19 @@ Sets (written by `shardopt generate`, kept in build/bench-data and made again on
   logistic  2,000,000 rows x 2^20 features, 40 non-zeros a row, lambda 1e-5  (liblinear -s 0)
   svm       1,000,000 rows x 2^18 features, 100 non-zeros a row, lambda 1e-5 (liblinear -s 2: the
             squared hinge, as shardopt's svm model)
+  l1        the logistic set with an L1 weight of 1e-6 and no L2 (liblinear -s 6; shardopt --l1,
+            OWL-QN)
 
 Common objective: LIBLINEAR's final weights (no bias: it runs without -B) evaluated here exactly
 under shardopt's normalisation, f = mean loss + lambda/2 ||w||^2 (LIBLINEAR's f / (C n) with
-C = 1 / (lambda n)). shardopt's unregularised bias can only lower its optimum; its time is the
+C = 1 / (lambda n)), or f = mean loss + l1 ||w||_1 (C = 1 / (l1 n)) for the l1 set. shardopt's unregularised bias can only lower its optimum; its time is the
 load, setup and solve seconds to its first iterate at or below that value.
 
 Runs: LIBLINEAR (1 core, as it is); shardopt with 1 shard pinned to one core (taskset -c 0: its
 reader then parses with one thread too), with 2 shards, and with 2 shards from the binary dataset
 (`shardopt convert`). Columns: load, solve, passes (evaluations plus Hessian-vector products; for
-LIBLINEAR, function evaluations plus CG steps from its log), ns per non-zero per pass (solve seconds
+LIBLINEAR, function evaluations plus CG steps from its log, or for -s 6 outer iterations plus
+coordinate-descent cycles), ns per non-zero per pass (solve seconds
 / (passes x non-zeros)), end-to-end seconds and the ratio to LIBLINEAR's, peak RSS and its ratio.
 LIBLINEAR's load is its run stopped after one pass (-e 1e30) less one pass.
 
@@ -39,6 +42,8 @@ SETS = {
                  "model": "logistic", "liblinear": "0"},
     "svm": {"rows": 1000000, "features": 1 << 18, "nonzeros": 100, "seed": 2, "lambda": 1e-5,
             "model": "svm", "liblinear": "2"},
+    "l1": {"rows": 2000000, "features": 1 << 20, "nonzeros": 40, "seed": 1, "lambda": 0.0, "l1": 1e-6,
+           "model": "logistic", "liblinear": "6", "file": "logistic"},
 }
 
 
@@ -59,6 +64,7 @@ def timed_rss(command):
 
 def dataset(binary, name, spec, folder):
     """The set's LIBSVM file and its binary dataset, made when missing."""
+    name = spec.get("file", name)
     text = os.path.join(folder, f"{name}.svm")
     cache = os.path.join(folder, f"{name}.shoptbin")
     if not os.path.exists(text):
@@ -86,7 +92,7 @@ def read_binary(path):
 
 
 def liblinear_objective(model_path, cache, spec):
-    """LIBLINEAR's final weights under shardopt's objective (bias 0)."""
+    """LIBLINEAR's final weights under shardopt's objective (bias 0), with the set's penalty."""
     with open(model_path) as f:
         lines = f.read().split("\n")
     label_line = next(line for line in lines if line.startswith("label "))
@@ -100,23 +106,25 @@ def liblinear_objective(model_path, cache, spec):
         loss = np.logaddexp(0.0, -y * z)
     else:
         loss = np.maximum(0.0, 1.0 - y * z) ** 2
-    return float(loss.mean() + 0.5 * spec["lambda"] * (w @ w))
+    return float(loss.mean() + 0.5 * spec["lambda"] * (w @ w) + spec.get("l1", 0.0) * np.abs(w).sum())
 
 
 def run_liblinear(spec, text, cache, scratch):
-    c = 1.0 / (spec["lambda"] * spec["rows"])
+    c = 1.0 / ((spec.get("l1") or spec["lambda"]) * spec["rows"])
     model = os.path.join(scratch, "liblinear.model")
     common = ["liblinear-train", "-s", spec["liblinear"], "-c", repr(c)]
     seconds, rss, out, _ = timed_rss(common + [text, model])
     iterations = re.findall(r"iter\s+\d+.*?CG\s+(\d+)", out)
     passes = 1 + sum(int(cg) + 1 for cg in iterations)
+    if spec["liblinear"] == "6":  # newGLMNET: a gradient pass per outer iteration, and its CD cycles
+        passes = 1 + sum(int(cd) + 1 for cd in re.findall(r"iter\s+\d+\s+#CD cycles\s+(\d+)", out))
     first, _, _, _ = timed_rss(common + ["-e", "1e30", text, os.path.join(scratch, "once.model")])
     pass_seconds = max(seconds - first, 0.0) / max(passes - 1, 1)
     load = max(first - pass_seconds, 0.0)
     # In a process of its own: a child inherits its parent's peak RSS across exec, so the
     # benchmark's own process must stay small for the runs' peaks to be theirs.
     objective = float(subprocess.run([sys.executable, os.path.abspath(__file__), "--objective", model, cache,
-                                      spec["model"], repr(spec["lambda"])],
+                                      spec["model"], repr(spec["lambda"]), repr(spec.get("l1", 0.0))],
                                      check=True, capture_output=True, text=True).stdout)
     return {"tool": "LIBLINEAR (1 core)", "end_to_end": seconds, "load": load, "solve": seconds - load,
             "passes": passes, "rss": rss, "objective": objective}
@@ -124,11 +132,12 @@ def run_liblinear(spec, text, cache, scratch):
 
 def run_shardopt(binary, spec, data, target, shards, pinned, scratch):
     metrics = os.path.join(scratch, "metrics.jsonl")
+    solver = (["--l1", repr(spec["l1"]), "--solver", "owlqn", "--epsilon", "1e-9", "--max-iter", "3000"]
+              if "l1" in spec else ["--solver", "newton-cg", "--epsilon", "1e-12", "--max-iter", "100"])
     command = (["taskset", "-c", "0"] if pinned else []) + [
         binary, "train", "--model", spec["model"], "--data", data, "--scale", "none", "--features",
-        str(spec["features"]), "--lambda", repr(spec["lambda"]), "--solver", "newton-cg",
-        "--epsilon", "1e-12", "--max-iter", "100", "--shards", str(shards), "--metrics", metrics,
-        "--json", "--quiet"]
+        str(spec["features"]), "--lambda", repr(spec["lambda"])] + solver + [
+        "--shards", str(shards), "--metrics", metrics, "--json", "--quiet"]
     seconds, rss, out, _ = timed_rss(command)
     summary = json.loads(out)
     with open(metrics) as f:
@@ -145,13 +154,13 @@ def run_shardopt(binary, spec, data, target, shards, pinned, scratch):
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--objective":
-        model, cache, kind, lam = sys.argv[2:6]
-        print(repr(liblinear_objective(model, cache, {"model": kind, "lambda": float(lam)})))
+        model, cache, kind, lam, l1 = sys.argv[2:7]
+        print(repr(liblinear_objective(model, cache, {"model": kind, "lambda": float(lam), "l1": float(l1)})))
         return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
     parser.add_argument("--out", default="bench/results/sparse.json")
-    parser.add_argument("--sets", default="logistic,svm")
+    parser.add_argument("--sets", default="logistic,svm,l1")
     parser.add_argument("--data", default="build/bench-data")
     options = parser.parse_args()
     os.makedirs(options.data, exist_ok=True)
@@ -178,7 +187,8 @@ def main():
                          "cache_load_over_text": runs[3]["load"] / runs[2]["load"]}
 
     date = time.strftime("%Y-%m-%d")
-    print(f"sparse benchmark, {date}: shardopt Newton-CG against LIBLINEAR TRON, to LIBLINEAR's objective")
+    print(f"sparse benchmark, {date}: shardopt (Newton-CG; OWL-QN for l1) against LIBLINEAR (TRON; newGLMNET "
+          f"for l1), to LIBLINEAR's objective")
     header = (f"{'set':<9} {'run':<36} {'load s':>7} {'solve s':>8} {'passes':>6} {'ns/nnz/pass':>11} "
               f"{'total s':>8} {'vs LL':>6} {'RSS GB':>7} {'vs LL':>6}")
     print(header)

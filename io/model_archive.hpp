@@ -24,7 +24,8 @@
 namespace shardopt::io::detail {
 
 /// Writes a size and then the elements.
-inline void save_vector(boost::archive::text_oarchive& archive, const double* data, std::int64_t size) {
+template <class T>
+void save_vector(boost::archive::text_oarchive& archive, const T* data, std::int64_t size) {
   archive << size;
   if (size > 0)
     archive << boost::serialization::make_array(data, static_cast<std::size_t>(size));
@@ -112,8 +113,9 @@ private:
 /// The fields of a saved model, after the file's magic and version, through its end marker.
 void write_model_fields(boost::archive::text_oarchive& archive, const saved_model& model);
 
-/// Reads what `write_model_fields` wrote (format version 2 and later: with the network
-/// architecture; version 1: a linear model); errors name `path`. Boost may throw archive_exception.
+/// Reads what `write_model_fields` wrote (format version 3 and later: theta dense or sparse;
+/// 2: with the network architecture; version 1: a linear model); errors name `path`. Boost may
+/// throw archive_exception.
 result<saved_model> read_model_fields(archive_reader& archive, const std::string& path);
 
 /// Opens `path`, checks the archive's magic and that its format version lies in [oldest, version]

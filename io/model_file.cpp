@@ -16,6 +16,7 @@
 #include <fstream>
 #include <locale>
 #include <system_error>
+#include <vector>
 
 namespace shardopt::io {
 
@@ -23,16 +24,70 @@ namespace {
 
 // File layout, in a Boost text archive: magic, format version, shape (kind, features, outputs),
 // theta, label encoding (kind, classes), scaling (factor, mean, inv_std), lambda, end marker.
-// Vectors are a size followed by their elements. The end marker makes a file cut anywhere fail
-// to load instead of yielding a shorter last number.
+// Vectors are a size followed by their elements. theta is a tag first (version 3): 0 and the
+// vector, or 1, when fewer than a fifth of its entries are non-zero (an L1 model), and its size,
+// the non-zero entries' indices (increasing) and their values. The end marker makes a file cut
+// anywhere fail to load instead of yielding a shorter last number.
 const std::string magic = "shardopt-model";
 const std::string end_marker = "end-of-model";
-constexpr int format_version = 2;  // 2: with the network architecture
+constexpr int format_version = 3;  // 3: theta sparse when mostly 0; 2: the network architecture
 constexpr int oldest_version = 1;
 
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
 constexpr std::int64_t max_outputs = std::int64_t{1} << 20;
+
+/// theta as the layout above says: dense, or its non-zero entries when they are under a fifth.
+void save_theta(boost::archive::text_oarchive& archive, const Eigen::VectorXd& theta) {
+  const auto size = static_cast<std::int64_t>(theta.size());
+  std::vector<std::int64_t> indices;
+  for (std::int64_t i = 0; i < size && static_cast<std::int64_t>(indices.size()) * 5 < size; ++i)
+    if (theta[i] != 0 || std::signbit(theta[i]))  // -0.0 keeps its sign
+      indices.push_back(i);
+  const bool sparse = static_cast<std::int64_t>(indices.size()) * 5 < size;
+  archive << (sparse ? 1 : 0);
+  if (!sparse) {
+    detail::save_vector(archive, theta.data(), size);
+    return;
+  }
+  std::vector<double> values(indices.size());
+  for (std::size_t k = 0; k < indices.size(); ++k)
+    values[k] = theta[indices[k]];
+  archive << size;
+  detail::save_vector(archive, indices.data(), static_cast<std::int64_t>(indices.size()));
+  detail::save_vector(archive, values.data(), static_cast<std::int64_t>(values.size()));
+}
+
+/// Reads theta of `dimension` entries, dense (files before version 3, or tag 0) or sparse.
+result<void> load_theta(detail::archive_reader& archive, Eigen::VectorXd& theta, std::int64_t dimension) {
+  int tag = 0;
+  if (archive.version() >= 3)
+    archive >> tag;
+  if (tag == 0)
+    return archive.load_vector(theta, dimension);
+  if (tag != 1)
+    return fail_invalid("an unknown encoding " + std::to_string(tag));
+  std::int64_t size = 0;
+  archive >> size;
+  if (size != dimension)
+    return fail_invalid("a size of " + std::to_string(size) + ", the shape needs " + std::to_string(dimension));
+  std::vector<std::int64_t> indices;
+  std::vector<double> values;
+  if (auto loaded = archive.load_vector(indices, dimension); !loaded)
+    return loaded;
+  if (auto loaded = archive.load_vector(values, dimension); !loaded)
+    return loaded;
+  if (values.size() != indices.size())
+    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(values.size()) + " values");
+  theta = Eigen::VectorXd::Zero(dimension);
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k] < 0 || indices[k] >= dimension || (k > 0 && indices[k] <= indices[k - 1]))
+      return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k])
+                          + ", not increasing within 0.." + std::to_string(dimension - 1));
+    theta[indices[k]] = values[k];
+  }
+  return {};
+}
 
 } // namespace
 
@@ -45,7 +100,7 @@ void write_model_fields(boost::archive::text_oarchive& archive, const saved_mode
           << static_cast<std::int64_t>(model.shape.hidden.size());
   for (const auto width : model.shape.hidden)
     archive << width;
-  save_vector(archive, model.theta.data(), model.theta.size());
+  save_theta(archive, model.theta);
   archive << label_kind;
   save_vector(archive, model.labels.classes.data(),
               static_cast<std::int64_t>(model.labels.classes.size()));
@@ -119,7 +174,7 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   const auto corrupt = [&](const failure& why, const std::string& field) {
     return why.with_context(path + ": truncated or corrupt model file: " + field);
   };
-  if (auto loaded = archive.load_vector(model.theta, *dimension); !loaded)
+  if (auto loaded = load_theta(archive, model.theta, *dimension); !loaded)
     return corrupt(loaded.error(), "theta");
   int label_kind = 0;
   archive >> label_kind;

@@ -61,6 +61,13 @@ std::int64_t model_shape::weight_count() const {
   return count;
 }
 
+Eigen::VectorXd weight_mask(const model_shape& shape) {
+  Eigen::VectorXd mask = Eigen::VectorXd::Zero(shape.dimension());
+  for (const auto& layer : shape.layers())
+    mask.segment(layer.weights, layer.in * layer.out).setOnes();
+  return mask;
+}
+
 std::int64_t model_shape::dimension() const {
   const auto all = layers();
   return all.back().biases + all.back().out;

@@ -12,6 +12,7 @@
 
 #include "optimizer/lbfgs.hpp"
 
+#include "optimizer/lbfgs_memory.hpp"
 #include "optimizer/lbfgspp.hpp"
 #include "optimizer/line_search.hpp"
 
@@ -65,6 +66,46 @@ result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_o
     return fail_invalid("it holds values that are not finite");
   return {};
 }
+
+namespace detail {
+
+void resume_memory(const lbfgs_state& saved, bfgs_matrix& bfgs, run_log& log, lbfgs_state& kept,
+                   const lbfgs_session& session) {
+  for (std::size_t i = 0; i < saved.s.size(); ++i)
+    bfgs.add_correction(saved.s[i], saved.y[i]);
+  if (session.on_state) {
+    kept.s = saved.s;
+    kept.y = saved.y;
+  }
+  log.resume(saved.iterations, saved.evaluations, saved.seconds, saved.f_history);
+}
+
+std::optional<run_stop> hand_out(const lbfgs_session& session, lbfgs_state& state, const Eigen::VectorXd* s,
+                                 const Eigen::VectorXd* y, int history, const Eigen::VectorXd& x,
+                                 const Eigen::VectorXd& grad, double f, const run_log& log, bool last) {
+  if (!session.on_state)
+    return std::nullopt;
+  if (s) {
+    if (static_cast<int>(state.s.size()) == history) {
+      state.s.erase(state.s.begin());
+      state.y.erase(state.y.begin());
+    }
+    state.s.push_back(*s);
+    state.y.push_back(*y);
+  }
+  state.theta = x;
+  state.grad = grad;
+  state.f = f;
+  state.iterations = log.info().iteration;
+  state.evaluations = log.info().evaluations;
+  state.f_history = log.history();
+  state.seconds = log.seconds();
+  if (auto saved = session.on_state(state, last); !saved)
+    return evaluation_failed(saved.error());
+  return std::nullopt;
+}
+
+} // namespace detail
 
 namespace {
 
@@ -133,13 +174,7 @@ run_stop run_unbounded(unbounded_run& fn, run_log& log, Eigen::VectorXd& x, doub
     x = saved.theta;
     fx = saved.f;
     grad = saved.grad;
-    for (std::size_t i = 0; i < saved.s.size(); ++i)
-      bfgs.add_correction(saved.s[i], saved.y[i]);
-    if (session.on_state) {
-      state.s = saved.s;
-      state.y = saved.y;
-    }
-    log.resume(saved.iterations, saved.evaluations, saved.seconds, saved.f_history);
+    detail::resume_memory(saved, bfgs, log, state, session);
     fn.start(fx, x, grad);
   } else {
     auto value = fn.evaluate(x, grad);
@@ -163,22 +198,9 @@ run_stop run_unbounded(unbounded_run& fn, run_log& log, Eigen::VectorXd& x, doub
   const auto hand_out = [&](bool last) -> std::optional<run_stop> {
     if (!session.on_state)
       return std::nullopt;
-    if (static_cast<int>(state.s.size()) == o.history) {
-      state.s.erase(state.s.begin());
-      state.y.erase(state.y.begin());
-    }
-    state.s.emplace_back(x - xp);
-    state.y.emplace_back(grad - gradp);
-    state.theta = x;
-    state.grad = grad;
-    state.f = fx;
-    state.iterations = log.info().iteration;
-    state.evaluations = log.info().evaluations;
-    state.f_history = log.history();
-    state.seconds = log.seconds();
-    if (auto saved = session.on_state(state, last); !saved)
-      return evaluation_failed(saved.error());
-    return std::nullopt;
+    const Eigen::VectorXd s = x - xp;
+    const Eigen::VectorXd y = grad - gradp;
+    return detail::hand_out(session, state, &s, &y, o.history, x, grad, fx, log, last);
   };
   for (;;) {
     xp.noalias() = x;

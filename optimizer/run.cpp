@@ -79,6 +79,7 @@ run_result run_log::finish(run_stop stop) const {
   out.iterations = info_.iteration;
   out.evaluations = info_.evaluations;
   out.products = info_.products;
+  out.nonzeros = info_.nonzeros;
   out.seconds = seconds();
   return out;
 }

@@ -26,7 +26,7 @@ namespace {
 
 /// A run to kill and resume: its solver, and when the kill comes.
 struct resume_case {
-  std::string solver;       // "lbfgs" or "newton-cg"
+  std::string solver;       // "lbfgs", "newton-cg" or "owlqn"
   std::string lambda;
   int max_iterations = 0;
   std::string stop;         // the uninterrupted run's stop reason
@@ -141,6 +141,12 @@ TEST_CASE("Newton-CG killed with SIGKILL and started again ends bit for bit as a
   // no further reduction, which (as a failed line search for L-BFGS) saves no final state.
   check_kill_and_resume({}, resume_case{"newton-cg", "1e-4", 40, "line_search_failed", 8, 1,
                                         {"newton-cg-000000000021.txt", "newton-cg-000000000028.txt"}});
+}
+
+TEST_CASE("OWL-QN (--l1) killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local)") {
+  // Its states are L-BFGS's; the settings record --l1 and the solver.
+  check_kill_and_resume({"--l1", "1e-3"}, resume_case{"owlqn", "1e-4", 60, "max_iterations", 20, 0,
+                                                      {"lbfgs-000000000056.txt", "lbfgs-000000000060.txt"}});
 }
 
 TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name and nothing is trained") {

@@ -227,7 +227,7 @@ TEST_CASE("model_file: hostile architectures are refused without allocating what
     {"act.model", head + "9 1 100"},                        // no such activation
     {"overflow.model", head + "0 2 4294967296 4294967296"},  // 2^64 weights between two layers
     {"zero.model", head + "0 1 0"},                         // a layer of no units
-    {"future.model", "22 serialization::archive 18 14 shardopt-model 3 2 784 10 0 0"},
+    {"future.model", "22 serialization::archive 18 14 shardopt-model 4 2 784 10 0 0"},
   };
   for (const auto& [name, bytes] : files) {
     CAPTURE(name);
@@ -236,11 +236,59 @@ TEST_CASE("model_file: hostile architectures are refused without allocating what
     REQUIRE_FALSE(r.ok());
     CHECK(starts_with(r.error().message(), path + ": "));
     if (name == "future.model")
-      CHECK(r.error().message() == path + ": model file format version 3 is not supported (this build reads "
-                                          "versions 1 to 2)");
+      CHECK(r.error().message() == path + ": model file format version 4 is not supported (this build reads "
+                                          "versions 1 to 3)");
     else
       CHECK(r.error().message().find("corrupt model file: invalid") != std::string::npos);
   }
   const auto growth = test::peak_rss_bytes() - before;
   CHECK(growth < test::hostile_file_memory_bound);
+}
+
+TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-zero entries, bit for bit, and bad indices are refused") {
+  temp_dir dir;
+  io::saved_model m;
+  m.shape = model::model_shape{model::model_kind::logistic, 10000, 1};
+  m.theta = Eigen::VectorXd::Zero(m.shape.dimension());
+  m.theta[3] = 0.25;
+  m.theta[4] = -0.0;  // keeps its sign
+  m.theta[9999] = -1.0 / 3.0;
+  m.theta[10000] = 1e-300;  // the bias
+  m.labels.kind = model::model_kind::logistic;
+  m.labels.classes = {0, 1};
+  const auto sparse_path = dir.file("sparse.model");
+  REQUIRE(io::save_model(sparse_path, m).ok());
+  auto loaded = io::load_model(sparse_path);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  CHECK(same_bits(loaded->theta, m.theta));
+  auto dense = m;
+  dense.theta.setConstant(0.5);
+  const auto dense_path = dir.file("dense.model");
+  REQUIRE(io::save_model(dense_path, dense).ok());
+  CHECK(same_bits(io::load_model(dense_path)->theta, dense.theta));
+  // Four non-zero entries take a few numbers, not 10,001 zeros.
+  CHECK(std::filesystem::file_size(sparse_path) < 400);
+
+  const std::string head = "22 serialization::archive 18 14 shardopt-model 3 1 3 1 0 0 1 4 ";
+  const std::string tail = " 1 2 0 1 0 0 0 0 12 end-of-model";
+  const std::vector<std::pair<std::string, std::string>> files{
+    {"order.model", head + "2 2 1 2 0.5 0.5" + tail},     // indices not increasing
+    {"range.model", head + "1 7 1 0.5" + tail},           // an index past the end
+    {"count.model", head + "2 0 1 1 0.5" + tail},         // 2 indices, 1 value
+    {"size.model", "22 serialization::archive 18 14 shardopt-model 3 1 3 1 0 0 1 5 1 0 1 0.5" + tail},
+    {"tag.model", "22 serialization::archive 18 14 shardopt-model 3 1 3 1 0 0 7 4" + tail},
+    {"good.model", head + "1 0 1 0.5" + tail},            // the control: well formed
+  };
+  for (const auto& [name, bytes] : files) {
+    CAPTURE(name);
+    const auto path = dir.write(name, bytes);
+    auto r = io::load_model(path);
+    if (name == "good.model") {
+      REQUIRE_MESSAGE(r.ok(), r.error().message());
+      CHECK(r->theta == Eigen::Vector4d{0.5, 0, 0, 0});
+      continue;
+    }
+    REQUIRE_FALSE(r.ok());
+    CHECK(starts_with(r.error().message(), path + ": truncated or corrupt model file: theta: "));
+  }
 }

@@ -2,6 +2,7 @@
 
 #include "model/local_objective.hpp"
 #include "optimizer/lbfgs.hpp"
+#include "support/sessions.hpp"
 
 #include <doctest/doctest.h>
 
@@ -275,16 +276,6 @@ opt::lbfgs_options resume_options() {
   return options;
 }
 
-/// A session that keeps a copy of every state the run hands out.
-opt::lbfgs_session keep_states(std::vector<opt::lbfgs_state>& states) {
-  opt::lbfgs_session session;
-  session.on_state = [&states](const opt::lbfgs_state& state, bool) -> shardopt::result<void> {
-    states.push_back(state);
-    return {};
-  };
-  return session;
-}
-
 Eigen::VectorXd resume_start() {
   Eigen::VectorXd x(40);
   for (Eigen::Index i = 0; i < x.size(); ++i)
@@ -300,7 +291,7 @@ TEST_CASE("a run resumed from any saved state ends bit for bit where the uninter
 
   // The uninterrupted run, keeping every state it hands out.
   std::vector<opt::lbfgs_state> states;
-  const auto saving = keep_states(states);
+  const auto saving = shardopt::test::keep_states(states);
   Eigen::VectorXd whole = resume_start();
   const auto full = *opt::minimize(f, whole, options, {}, saving);
   REQUIRE(full.reason == opt::stop_reason::converged);
@@ -337,7 +328,7 @@ TEST_CASE("the objective-change test carries over a resume") {
   options.delta = 1e-6;
   rosenbrock f{40};
   std::vector<opt::lbfgs_state> states;
-  const auto saving = keep_states(states);
+  const auto saving = shardopt::test::keep_states(states);
   Eigen::VectorXd whole = resume_start();
   const auto full = *opt::minimize(f, whole, options, {}, saving);
   REQUIRE(full.reason == opt::stop_reason::objective_converged);

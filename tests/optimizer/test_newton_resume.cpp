@@ -7,6 +7,7 @@
 #include "optimizer/newton_cg.hpp"
 
 #include "support/bits.hpp"
+#include "support/sessions.hpp"
 #include "support/problems.hpp"
 #include "support/rosenbrock.hpp"
 
@@ -20,15 +21,6 @@ namespace opt = shardopt::optimizer;
 namespace model = shardopt::model;
 
 namespace {
-
-opt::newton_session keep_states(std::vector<opt::newton_state>& states) {
-  opt::newton_session session;
-  session.on_state = [&states](const opt::newton_state& state, bool) -> shardopt::result<void> {
-    states.push_back(state);
-    return {};
-  };
-  return session;
-}
 
 opt::newton_options resume_options() {
   opt::newton_options o;
@@ -50,7 +42,7 @@ template <class F>
 int check_resume(F& f, const Eigen::VectorXd& start, const opt::newton_options& options) {
   std::vector<opt::newton_state> states;
   Eigen::VectorXd whole = start;
-  const auto full = *opt::minimize_newton(f, whole, options, {}, keep_states(states));
+  const auto full = *opt::minimize_newton(f, whole, options, {}, shardopt::test::keep_states(states));
   REQUIRE(full.iterations >= 6);
   // Every accepted iteration hands out its state, but the one the objective-change test ends.
   REQUIRE(states.size() + (full.reason == opt::stop_reason::objective_converged ? 1 : 0)
@@ -87,7 +79,7 @@ int check_resume(F& f, const Eigen::VectorXd& start, const opt::newton_options& 
   limited.max_iterations = 3;
   std::vector<opt::newton_state> early;
   Eigen::VectorXd short_run = start;
-  const auto first = *opt::minimize_newton(f, short_run, limited, {}, keep_states(early));
+  const auto first = *opt::minimize_newton(f, short_run, limited, {}, shardopt::test::keep_states(early));
   REQUIRE(first.reason == opt::stop_reason::max_iterations);
   opt::newton_session resuming;
   resuming.resume = &early.back();
@@ -115,7 +107,7 @@ TEST_CASE("a Newton-CG state that does not fit the problem is refused, naming th
   const auto options = resume_options();
   std::vector<opt::newton_state> states;
   Eigen::VectorXd theta = Eigen::VectorXd::Zero(f.dimension());
-  REQUIRE(opt::minimize_newton(f, theta, options, {}, keep_states(states)).ok());
+  REQUIRE(opt::minimize_newton(f, theta, options, {}, shardopt::test::keep_states(states)).ok());
   REQUIRE(states.size() > 2);
   auto refused = [&](opt::newton_state state) {
     opt::newton_session session;

@@ -1,0 +1,29 @@
+#pragma once
+
+// Internal to the optimizer: what the two resumable L-BFGS loops (lbfgs.cpp, and OWL-QN's in
+// owlqn.cpp) share about their saved states. Not part of the interface.
+
+#include "optimizer/lbfgs.hpp"
+#include "optimizer/lbfgspp.hpp"
+#include "optimizer/run.hpp"
+
+#include <Eigen/Core>
+
+#include <optional>
+
+namespace shardopt::optimizer::detail {
+
+/// Continues a saved run: its pairs replayed into `bfgs` (the same bits of direction as the run it
+/// continues), its counts, clock and `--past` ring into `log`, and its pairs into `kept` (the copy
+/// the session's states hold) when the session saves states.
+void resume_memory(const lbfgs_state& saved, bfgs_matrix& bfgs, run_log& log, lbfgs_state& kept,
+                   const lbfgs_session& session);
+
+/// Hands the session the state after an iteration (nothing without `on_state`): `state` gains the
+/// pair (s, y) when `s` is given (the oldest dropped beyond `history`) and x, grad, f with the
+/// log's counts. A failed save is the run's stop.
+std::optional<run_stop> hand_out(const lbfgs_session& session, lbfgs_state& state, const Eigen::VectorXd* s,
+                                 const Eigen::VectorXd* y, int history, const Eigen::VectorXd& x,
+                                 const Eigen::VectorXd& grad, double f, const run_log& log, bool last);
+
+} // namespace shardopt::optimizer::detail

@@ -1,0 +1,232 @@
+// OWL-QN's loop: the resumable L-BFGS loop of lbfgs.cpp with the three changes of Andrew and Gao —
+// the pseudo-gradient in place of the gradient, the direction constrained to its orthant, and a
+// backtracking search whose trials are projected onto that orthant. libLBFGS's OWL-QN (Okazaki) was
+// read for the sufficient-decrease test (on the pseudo-gradient times the projected step; the
+// paper's statement has a sign slip) and the first step (1 / ||pg||).
+
+#include "optimizer/owlqn.hpp"
+
+#include "optimizer/lbfgs_memory.hpp"
+#include "optimizer/lbfgspp.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace shardopt::optimizer {
+
+Eigen::VectorXd pseudo_gradient(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c) {
+  Eigen::VectorXd pg = g;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    if (!(c[i] > 0))
+      continue;
+    if (x[i] > 0) {
+      pg[i] = g[i] + c[i];
+    } else if (x[i] < 0) {
+      pg[i] = g[i] - c[i];
+    } else {
+      const double right = g[i] + c[i];  // the derivative moving up from 0
+      const double left = g[i] - c[i];   // ...and moving down
+      pg[i] = right < 0 ? right : left > 0 ? left : 0.0;
+    }
+  }
+  return pg;
+}
+
+double l1_term(const Eigen::VectorXd& x, const Eigen::VectorXd& c) {
+  return c.cwiseProduct(x.cwiseAbs()).sum();
+}
+
+std::int64_t nonzero_penalised(const Eigen::VectorXd& x, const Eigen::VectorXd& c) {
+  return ((c.array() > 0) && (x.array() != 0)).count();
+}
+
+namespace {
+
+double sign(double v) {
+  return static_cast<double>((v > 0) - (v < 0));
+}
+
+result<void> check_penalty(const Eigen::VectorXd& c, Eigen::Index n) {
+  if (c.size() != n)
+    return fail_invalid("the L1 weights have " + std::to_string(c.size()) + " entries, theta " + std::to_string(n));
+  if (!c.allFinite() || (c.array() < 0).any())
+    return fail_invalid("the L1 weights must be finite and non-negative");
+  return {};
+}
+
+/// One OWL-QN run: the loop, and the state it hands its session.
+class owlqn_loop {
+public:
+  owlqn_loop(const evaluate_function& f, run_log& log, const lbfgs_options& o, const Eigen::VectorXd& c,
+             const lbfgs_session& session)
+    : f_(f), log_(log), o_(o), c_(c), session_(session) {}
+
+  /// Runs from x (or the session's state), leaving x at the last accepted iterate.
+  run_stop run(Eigen::VectorXd& x);
+
+private:
+  /// F at `at` (f's gradient into `grad`), counted.
+  result<double> evaluate(const Eigen::VectorXd& at, Eigen::VectorXd& grad) {
+    log_.count_evaluation();
+    auto value = f_(at, grad);
+    if (!value)
+      return value;
+    return *value + l1_term(at, c_);
+  }
+
+  /// Records x's figures (the pseudo-gradient's norms, the non-zero count).
+  void record(const Eigen::VectorXd& x) {
+    pg_ = pseudo_gradient(x, g_, c_);
+    log_.set_nonzeros(nonzero_penalised(x, c_));
+  }
+
+  std::optional<run_stop> finished(const Eigen::VectorXd& x) const {
+    const double norm = pg_.norm();
+    if (norm <= o_.epsilon || norm <= o_.epsilon_rel * x.norm())
+      return run_stop{stop_reason::converged, ""};
+    if (o_.max_iterations > 0 && log_.info().iteration >= o_.max_iterations)
+      return run_stop{stop_reason::max_iterations, ""};
+    return std::nullopt;
+  }
+
+  /// The direction at x: L-BFGS's of the pseudo-gradient (steepest descent without pairs, with a
+  /// first step of 1 / ||pg||), its penalised entries that disagree with -pg zeroed.
+  double direction() {
+    if (bfgs_.pairs() == 0) {
+      d_.noalias() = -pg_;
+      return 1 / pg_.norm();
+    }
+    bfgs_.apply(pg_, -1.0, d_);
+    for (Eigen::Index i = 0; i < d_.size(); ++i)
+      if (c_[i] > 0 && d_[i] * pg_[i] >= 0)
+        d_[i] = 0;
+    return 1;
+  }
+
+  /// Backtracks from `step` along d_ within x's orthant; on success xt_, gt_, ft_ hold the point.
+  std::optional<run_stop> search(const Eigen::VectorXd& x, double& step) {
+    const double slope = pg_.dot(d_);
+    if (!(slope < 0))
+      return run_stop{stop_reason::line_search_failed, "the search direction does not decrease the objective"};
+    orthant_.resize(x.size());
+    for (Eigen::Index i = 0; i < x.size(); ++i)
+      orthant_[i] = x[i] != 0 ? sign(x[i]) : sign(-pg_[i]);
+    for (int trial = 0; trial < o_.max_linesearch; ++trial, step /= 2) {
+      xt_.noalias() = x + step * d_;
+      for (Eigen::Index i = 0; i < x.size(); ++i)
+        if (c_[i] > 0 && xt_[i] * orthant_[i] <= 0)
+          xt_[i] = 0;
+      auto value = evaluate(xt_, gt_);
+      if (!value)
+        return evaluation_failed(value.error());
+      ft_ = *value;
+      // Strictly lower too: at machine precision the sufficient-decrease bound rounds to F itself,
+      // and equal trials would be accepted forever without progress.
+      if (std::isfinite(ft_) && gt_.allFinite() && ft_ < fx_ && ft_ <= fx_ + o_.ftol * pg_.dot(xt_ - x))
+        return std::nullopt;
+    }
+    return run_stop{stop_reason::line_search_failed,
+                    "no step along the orthant-wise direction decreased the objective enough (it may be at "
+                    "machine precision; consider a larger epsilon)"};
+  }
+
+  /// Hands the session the state after this iteration, with the pair (s, y) when it is kept.
+  std::optional<run_stop> hand_out(const Eigen::VectorXd& x, bool kept, bool last) {
+    return detail::hand_out(session_, state_, kept ? &s_ : nullptr, &y_, o_.history, x, g_, fx_, log_, last);
+  }
+
+  const evaluate_function& f_;
+  run_log& log_;
+  const lbfgs_options& o_;
+  const Eigen::VectorXd& c_;
+  const lbfgs_session& session_;
+  bfgs_matrix bfgs_;
+  lbfgs_state state_;  // what `on_state` sees; its pairs are kept only when someone looks
+  double fx_ = 0;      // F at x
+  double ft_ = 0;      // F at the accepted trial
+  Eigen::VectorXd g_, pg_, d_, orthant_, xt_, gt_, s_, y_;
+};
+
+run_stop owlqn_loop::run(Eigen::VectorXd& x) {
+  const auto n = x.size();
+  bfgs_.reset(n, o_.history);
+  g_.resize(n);
+  if (session_.resume) {
+    const auto& saved = *session_.resume;
+    x = saved.theta;
+    fx_ = saved.f;
+    g_ = saved.grad;
+    detail::resume_memory(saved, bfgs_, log_, state_, session_);
+  } else {
+    auto value = evaluate(x, g_);
+    if (!value)
+      return evaluation_failed(value.error());
+    fx_ = *value;
+    if (!std::isfinite(fx_) || !g_.allFinite())
+      return {stop_reason::evaluation_failed, "objective or gradient is not finite at the initial theta"};
+  }
+  record(x);
+  log_.record(fx_, pg_, 0);
+  if (auto stop = finished(x))
+    return *stop;
+  for (;;) {
+    double step = direction();
+    if (auto stop = search(x, step))
+      return *stop;
+    s_.noalias() = xt_ - x;
+    y_.noalias() = gt_ - g_;
+    // Entries held at 0 on both sides of the step (s_i = 0) keep their gradient change out of y:
+    // s'y is unchanged, and the memory models the free entries only. Not in the paper; on Fashion-
+    // MNIST shirts (l1 1e-2) it halves the iterations.
+    for (Eigen::Index i = 0; i < y_.size(); ++i)
+      if (c_[i] > 0 && x[i] == 0 && xt_[i] == 0)
+        y_[i] = 0;
+    x.swap(xt_);
+    g_.swap(gt_);
+    fx_ = ft_;
+    record(x);
+    if (auto stop = log_.accept(fx_, pg_, step))
+      return *stop;
+    // f is convex on the paths this takes for the linear models, but a network's may not be: a
+    // pair without positive curvature would break the matrix, so it is left out.
+    const bool kept = s_.dot(y_) > 0;
+    if (auto stop = finished(x)) {
+      // A run with a higher limit would add this pair and go on: hand out that state.
+      if (auto failed = hand_out(x, kept, true))
+        return *failed;
+      return *stop;
+    }
+    if (kept)
+      bfgs_.add_correction(s_, y_);
+    if (auto failed = hand_out(x, kept, false))
+      return *failed;
+  }
+}
+
+} // namespace
+
+result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::VectorXd& theta,
+                                         const lbfgs_options& options, const Eigen::VectorXd& l1,
+                                         const iteration_hook& hook, const lbfgs_session& session) {
+  if (auto ok = check_options(options, theta.size()); !ok)
+    return ok.error().with_context("invalid OWL-QN options");
+  if (options.lower || options.upper)
+    return fail_invalid("invalid OWL-QN options: an L1 term takes no bounds");
+  if (auto ok = check_penalty(l1, theta.size()); !ok)
+    return ok.error().with_context("invalid OWL-QN options");
+  if (session.resume) {
+    const auto& saved = *session.resume;
+    auto ok = check_state(saved, theta.size(), options);
+    for (std::size_t i = 0; ok && i < saved.s.size(); ++i)
+      if (!(saved.s[i].dot(saved.y[i]) > 0))
+        ok = fail_invalid("a correction pair has no positive curvature");
+    if (!ok)
+      return ok.error().with_context("invalid OWL-QN options: the state to resume does not fit");
+  }
+  run_log log{hook, options.past, options.delta};
+  owlqn_loop loop{f, log, options, l1, session};
+  auto stop = loop.run(theta);
+  return log.finish(std::move(stop));
+}
+
+} // namespace shardopt::optimizer

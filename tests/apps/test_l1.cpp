@@ -1,0 +1,96 @@
+// train --l1 through the binary: OWL-QN is chosen for it, the elastic net's sparsity grows with the
+// L1 weight, the non-zero count is in the summary and in every metrics row, the saved model is
+// stored by its non-zero weights and predicts as the run did, and what cannot take an L1 term
+// refuses it by name. (The objective against LIBLINEAR -s 6: tests/apps/l1_vs_liblinear.py; the
+// algorithm: optimizer_tests; kill and resume: test_resume.cpp.)
+
+#include "support/datasets.hpp"
+#include "support/json_run.hpp"
+#include "support/process.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace shardopt::test;
+using json = nlohmann::json;
+
+namespace {
+
+std::vector<std::string> shirts_like(const std::string& l1, const std::string& lambda) {
+  return {"train", "--model", "softmax", "--data", "fashion-mnist", "--limit", "3000", "--test-limit", "1000",
+          "--l1", l1, "--lambda", lambda, "--shards", "3", "--epsilon", "1e-6", "--max-iter", "3000",
+          "--json", "--quiet"};
+}
+
+} // namespace
+
+TEST_CASE("--l1: OWL-QN on Fashion-MNIST, sparser as the L1 weight grows, counted in the summary and every metrics row, saved compactly") {
+  require_fashion_mnist();
+  temp_dir dir;
+  const auto metrics = (dir / "m.jsonl").string();
+  const auto saved = (dir / "l1.model").string();
+  auto args = shirts_like("1e-3", "1e-4");  // the elastic net: both penalties
+  args.insert(args.end(), {"--metrics", metrics, "--save", saved});
+  const auto elastic = run_json(args);
+  INFO(elastic.dump());
+  CHECK(elastic["solver"] == "owlqn");
+  CHECK(elastic["l1"] == 1e-3);
+  CHECK((elastic["stop_reason"] == "converged" || elastic["stop_reason"] == "line_search_failed"));
+  const auto nonzero = elastic["nonzero_weights"].get<std::int64_t>();
+  CHECK(nonzero > 0);
+  CHECK(nonzero < 784 * 10 / 2);
+  CHECK(elastic["test_accuracy"].get<double>() >= 0.7);
+
+  std::ifstream in{metrics};
+  int rows = 0;
+  json last;
+  for (std::string line; std::getline(in, line); ++rows)
+    last = json::parse(line);
+  CHECK(rows == elastic["iterations"].get<int>());
+  CHECK(last["nonzero_weights"] == nonzero);
+  CHECK(last["objective"] == elastic["objective"]);
+
+  // The model predicts as the run did, from a file far smaller than a dense one.
+  const auto evaluated = run_json({"eval", "--model-file", saved, "--data", "fashion-mnist", "--limit", "1000", "--json"});
+  CHECK(evaluated["accuracy"] == elastic["test_accuracy"]);
+  const auto dense = (dir / "l2.model").string();
+  auto l2_args = shirts_like("0", "1e-4");
+  l2_args.insert(l2_args.end(), {"--max-iter", "5", "--save", dense});
+  const auto l2 = run_json(l2_args);
+  CHECK(l2["solver"] == "newton-cg");
+  CHECK(l2["nonzero_weights"].get<std::int64_t>() > 784 * 10 / 2);
+  CHECK(std::filesystem::file_size(saved) * 2 < std::filesystem::file_size(dense));
+
+  // A larger L1 weight keeps fewer weights; --solver lbfgs with --l1 is OWL-QN too.
+  auto stronger = shirts_like("1e-2", "1e-4");
+  stronger.insert(stronger.end(), {"--solver", "lbfgs"});
+  const auto sparse = run_json(stronger);
+  CHECK(sparse["solver"] == "owlqn");
+  CHECK(sparse["nonzero_weights"].get<std::int64_t>() < nonzero);
+}
+
+TEST_CASE("--l1 is refused by name by Newton-CG, with bounds, and in --mode ps") {
+  const auto data = require_sklearn_csv("breast_cancer.csv");
+  const std::vector<std::string> base{"train", "--model", "logistic", "--data", data, "--label-column", "-1",
+                                      "--standardize", "--l1", "1e-2", "--quiet"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+    {{"--solver", "newton-cg"}, "--solver newton-cg does not take --l1"},
+    {{"--lower", "-1"}, "--l1 (OWL-QN) does not take --lower/--upper"},
+    {{"--mode", "ps"}, "--l1 is trained by OWL-QN, a full-batch solver: use --mode lbfgs"},
+    {{"--l1", "-1"}, "--l1"},
+  };
+  for (const auto& [extra, expected] : cases) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.begin(), shardopt_binary());
+    const auto refused = run(args);
+    INFO(refused.err);
+    CHECK(refused.exit_code != 0);
+    CHECK(refused.err.find(expected) != std::string::npos);
+  }
+}

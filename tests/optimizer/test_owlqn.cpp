@@ -1,0 +1,210 @@
+// OWL-QN: the pseudo-gradient by its cases, the lasso's closed form (soft thresholding), the
+// optimality conditions on a correlated problem and on softmax data, weights that reach exactly 0,
+// the same bits for K shards as for one, runs resumed from any saved state, and misfit options.
+
+#include "model/local_objective.hpp"
+#include "optimizer/owlqn.hpp"
+
+#include "support/bits.hpp"
+#include "support/sessions.hpp"
+#include "support/problems.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace opt = shardopt::optimizer;
+namespace model = shardopt::model;
+
+namespace {
+
+/// f(x) = 0.5 (x - b)' A (x - b), A symmetric positive definite.
+struct quadratic {
+  Eigen::MatrixXd a;
+  Eigen::VectorXd b;
+  std::int64_t dimension() const { return b.size(); }
+  double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+    const Eigen::VectorXd r = x - b;
+    grad = a * r;
+    return 0.5 * r.dot(grad);
+  }
+};
+
+/// The largest violation of the optimality conditions of f + sum c|x| at x: g_i + c_i sign(x_i) = 0
+/// where x_i != 0, |g_i| <= c_i where x_i = 0.
+double kkt_violation(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c) {
+  double worst = 0;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const double v = x[i] != 0 ? std::abs(g[i] + c[i] * (x[i] > 0 ? 1 : -1)) : std::max(0.0, std::abs(g[i]) - c[i]);
+    worst = std::max(worst, v);
+  }
+  return worst;
+}
+
+opt::lbfgs_options tight() {
+  opt::lbfgs_options o;
+  o.epsilon = 1e-10;
+  o.max_iterations = 10000;
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("the pseudo-gradient takes the one-sided derivative that descends, 0 inside the subdifferential") {
+  const Eigen::Vector4d x{1.0, -2.0, 0.0, 0.0};
+  const Eigen::Vector4d c{0.5, 0.5, 0.5, 0.5};
+  CHECK(opt::pseudo_gradient(x, Eigen::Vector4d{0.1, 0.1, 0.1, 0.0}, c)
+        .isApprox(Eigen::Vector4d{0.6, -0.4, 0.0, 0.0}));
+  // At 0: g + c < 0 moves up, g - c > 0 moves down, |g| <= c stays.
+  CHECK(opt::pseudo_gradient(Eigen::Vector3d::Zero(), Eigen::Vector3d{-2.0, 2.0, 0.5},
+                             Eigen::Vector3d::Constant(1.0)).isApprox(Eigen::Vector3d{-1.0, 1.0, 0.0}));
+  // Unpenalised entries keep the gradient, at 0 too.
+  CHECK(opt::pseudo_gradient(Eigen::Vector2d::Zero(), Eigen::Vector2d{0.3, -0.3}, Eigen::Vector2d::Zero())
+        .isApprox(Eigen::Vector2d{0.3, -0.3}));
+  CHECK(opt::l1_term(x, c) == doctest::Approx(1.5));
+  CHECK(opt::nonzero_penalised(x, Eigen::Vector4d{1, 0, 1, 1}) == 1);
+}
+
+TEST_CASE("OWL-QN on a separable quadratic ends at the soft-thresholded point, with zeros that are exactly 0") {
+  // min 0.5 ||x - b||^2 + sum c|x|: x_i = sign(b_i) max(|b_i| - c_i, 0).
+  const Eigen::VectorXd b = (Eigen::VectorXd(6) << 3.0, -2.0, 0.4, -0.7, 0.05, 1.5).finished();
+  const Eigen::VectorXd c = (Eigen::VectorXd(6) << 1.0, 1.0, 1.0, 1.0, 1.0, 0.0).finished();
+  quadratic f{Eigen::MatrixXd::Identity(6, 6), b};
+  Eigen::VectorXd x = Eigen::VectorXd::Constant(6, 0.9);  // starts with every entry non-zero
+  std::vector<std::int64_t> counts;
+  const auto run = *opt::minimize_owlqn(f, x, tight(), c, [&](const opt::iteration_info& info) {
+    counts.push_back(info.nonzeros);
+    return true;
+  });
+  CHECK(run.reason == opt::stop_reason::converged);
+  const Eigen::VectorXd expected = (Eigen::VectorXd(6) << 2.0, -1.0, 0.0, 0.0, 0.0, 1.5).finished();
+  for (Eigen::Index i = 0; i < 6; ++i) {
+    CAPTURE(i);
+    CHECK(x[i] == doctest::Approx(expected[i]).epsilon(1e-9));
+  }
+  CHECK(x[2] == 0.0);  // exactly: the projection put them there
+  CHECK(x[3] == 0.0);
+  CHECK(x[4] == 0.0);
+  CHECK(run.nonzeros == 2);
+  REQUIRE_FALSE(counts.empty());
+  CHECK(counts.back() == 2);
+  CHECK(run.f == doctest::Approx(0.5 * (1 + 1 + 0.16 + 0.49 + 0.0025) + 3.0).epsilon(1e-12));
+}
+
+TEST_CASE("OWL-QN on a correlated quadratic meets the optimality conditions, and its objective only falls") {
+  const int n = 30;
+  Eigen::MatrixXd m = Eigen::MatrixXd::Random(n, n);
+  quadratic f{m.transpose() * m / n + 0.1 * Eigen::MatrixXd::Identity(n, n), Eigen::VectorXd::Random(n) * 3};
+  const Eigen::VectorXd c = Eigen::VectorXd::Constant(n, 0.5);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
+  auto o = tight();
+  o.epsilon = 1e-6;  // about sqrt(ulp(f) ||A||): below it no step lowers f by a rounding unit
+  double last = std::numeric_limits<double>::infinity();
+  bool fell = true;
+  const auto run = *opt::minimize_owlqn(f, x, o, c, [&](const opt::iteration_info& info) {
+    fell = fell && info.f <= last;
+    last = info.f;
+    return true;
+  });
+  CHECK(fell);
+  CHECK(run.reason == opt::stop_reason::converged);
+  Eigen::VectorXd g;
+  f.evaluate(x, g);
+  CHECK(kkt_violation(x, g, c) <= 1e-6);
+  CHECK(run.nonzeros > 0);
+  CHECK(run.nonzeros < n);  // the penalty set some weights to 0
+}
+
+TEST_CASE("OWL-QN on softmax data: optimal, biases unpenalised, and K shards give the bits of one") {
+  const model::model_shape shape{model::model_kind::softmax, 13, 4};
+  const auto data = shardopt::test::random_problem(20261125, 600, 13, 4, true);
+  model::local_objective one{shape, data, 1e-3};
+  model::local_objective three{shape, data, 1e-3, {{0, 150}, {150, 420}, {420, 600}}};
+  const Eigen::VectorXd c = 0.02 * model::weight_mask(shape);
+  auto o = tight();
+  o.epsilon = 1e-8;
+  Eigen::VectorXd x1 = Eigen::VectorXd::Zero(shape.dimension());
+  Eigen::VectorXd x3 = x1;
+  const auto r1 = *opt::minimize_owlqn(one, x1, o, c);
+  const auto r3 = *opt::minimize_owlqn(three, x3, o, c);
+  CHECK(r1.reason == opt::stop_reason::converged);
+  CHECK(r3.iterations == r1.iterations);
+  CHECK(shardopt::test::same_bits(x1, x3));
+  Eigen::VectorXd g;
+  const double smooth = one.evaluate(x1, g);
+  CHECK(r1.f == doctest::Approx(smooth + opt::l1_term(x1, c)).epsilon(1e-15));
+  CHECK(kkt_violation(x1, g, c) <= 1e-7);
+  CHECK(r1.nonzeros == opt::nonzero_penalised(x1, c));
+  CHECK(r1.nonzeros < 13 * 4);
+  CHECK((x1.tail(4).array() != 0).all());  // the biases, unpenalised, stay in
+}
+
+TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
+  const model::model_shape shape{model::model_kind::softmax, 13, 4};
+  model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
+  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  auto o = tight();
+  o.epsilon = 1e-9;
+  o.history = 5;
+  o.past = 3;
+  o.delta = 1e-300;  // the ring is kept and saved, the test never fires
+  std::vector<opt::lbfgs_state> states;
+  Eigen::VectorXd whole = Eigen::VectorXd::Zero(shape.dimension());
+  const auto full = *opt::minimize_owlqn(f, whole, o, c, {}, shardopt::test::keep_states(states));
+  REQUIRE(full.iterations >= 8);
+  REQUIRE(states.size() == static_cast<std::size_t>(full.iterations));
+  for (const std::size_t k : {std::size_t{0}, std::size_t{3}, states.size() / 2, states.size() - 2}) {
+    CAPTURE(k);
+    opt::lbfgs_session resuming;
+    resuming.resume = &states[k];
+    Eigen::VectorXd resumed = Eigen::VectorXd::Ones(shape.dimension());  // ignored: the state's theta
+    const auto rest = *opt::minimize_owlqn(f, resumed, o, c, {}, resuming);
+    CHECK(rest.reason == full.reason);
+    CHECK(rest.iterations == full.iterations);
+    CHECK(rest.evaluations == full.evaluations);
+    CHECK(shardopt::test::same_bits(&rest.f, &full.f, 1));
+    CHECK(shardopt::test::same_bits(resumed, whole));
+  }
+  // Stopped at 4 iterations: its last state continues, with no limit, to the same end.
+  auto limited = o;
+  limited.max_iterations = 4;
+  std::vector<opt::lbfgs_state> early;
+  Eigen::VectorXd short_run = Eigen::VectorXd::Zero(shape.dimension());
+  REQUIRE(opt::minimize_owlqn(f, short_run, limited, c, {}, shardopt::test::keep_states(early))->reason
+          == opt::stop_reason::max_iterations);
+  opt::lbfgs_session resuming;
+  resuming.resume = &early.back();
+  Eigen::VectorXd continued = short_run;
+  CHECK(opt::minimize_owlqn(f, continued, o, c, {}, resuming)->iterations == full.iterations);
+  CHECK(shardopt::test::same_bits(continued, whole));
+
+  // A state whose pairs lost their curvature is refused by name.
+  auto bad = states[3];
+  REQUIRE_FALSE(bad.s.empty());
+  bad.y.front() = -bad.s.front();
+  resuming.resume = &bad;
+  Eigen::VectorXd x = whole;
+  const auto refused = opt::minimize_owlqn(f, x, o, c, {}, resuming);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message().find("no positive curvature") != std::string::npos);
+}
+
+TEST_CASE("OWL-QN refuses L1 weights that do not fit, negative ones, and bounds, naming them") {
+  quadratic f{Eigen::MatrixXd::Identity(3, 3), Eigen::VectorXd::Ones(3)};
+  const auto message = [&](const Eigen::VectorXd& c, const opt::lbfgs_options& o) {
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
+    auto run = opt::minimize_owlqn(f, x, o, c);
+    return run ? std::string{"ran"} : run.error().message();
+  };
+  CHECK(message(Eigen::VectorXd::Ones(2), {}).find("the L1 weights have 2 entries, theta 3") != std::string::npos);
+  CHECK(message(Eigen::VectorXd::Constant(3, -1), {}).find("non-negative") != std::string::npos);
+  opt::lbfgs_options bounded;
+  bounded.lower = Eigen::VectorXd::Zero(3);
+  CHECK(message(Eigen::VectorXd::Ones(3), bounded).find("takes no bounds") != std::string::npos);
+  // A NaN at the start is a failed evaluation, not a run.
+  quadratic nan{Eigen::MatrixXd::Identity(3, 3), Eigen::VectorXd::Constant(3, std::nan(""))};
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(3);
+  CHECK(opt::minimize_owlqn(nan, x, {}, Eigen::VectorXd::Ones(3))->reason == opt::stop_reason::evaluation_failed);
+}
