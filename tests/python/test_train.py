@@ -106,6 +106,19 @@ def test_newton_cg_through_the_same_options(cli, tmp_path):
     assert got.objective == expected["objective"]
 
 
+def test_l1_through_the_same_options(cli, tmp_path):
+    X, y = classification(features=12, seed=5)
+    csv = write_csv(tmp_path / "train.csv", X, y)
+    expected = cli("--data", csv, "--l1", "2e-2", "--lambda", "1e-3", "--shards", 2)
+    got = shardopt.train(X, y, l1=2e-2, lam=1e-3, shards=2)
+    assert got.solver == "owlqn" and got.l1 == 2e-2
+    assert got.objective == expected["objective"]
+    assert got.nonzero_weights == expected["nonzero_weights"]
+    assert 0 < got.nonzero_weights < 12 * 3  # some weights are exactly 0
+    weights = got.model.theta[:-3]
+    assert np.count_nonzero(weights) == got.nonzero_weights
+
+
 def test_fashion_mnist_by_name():
     result = shardopt.train(data="fashion-mnist", limit=2000, test_limit=500, max_iter=10, shards=2)
     assert result.features == 784 and result.examples == 2000
