@@ -13,8 +13,8 @@ namespace shardopt::apps {
 /// hidden layers `--hidden` (default 100). Errors name the option and what it accepts.
 result<model::model_shape> model_architecture(const train_options& options);
 
-/// The most parameters a driver or PS job accepts (2^31: 16 GiB for theta alone).
-constexpr std::int64_t max_parameters = std::int64_t{1} << 31;
+/// The most parameters a driver or PS job accepts (model::max_parameters).
+using model::max_parameters;
 
 /// Checks that a model sized by its data fits in `max_parameters`; the error names the shape.
 result<void> check_model_size(const model::model_shape& shape);

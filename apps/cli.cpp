@@ -113,9 +113,6 @@ void add_model_options(CLI::App& command, train_options& o) {
                      "Seed of a network's initial weights and of the PS mode's minibatch order")
     ->capture_default_str();
   command.add_option("--lambda", o.lambda, "L2 regularisation of the weights")->capture_default_str();
-  command.add_option("--l1", o.l1,
-                     "L1 regularisation of the weights, trained by OWL-QN (--mode lbfgs); with --lambda, "
-                     "the elastic net")->capture_default_str()->check(CLI::NonNegativeNumber);
   command.add_option("--classes", o.classes, "Number of classes (default: from the labels)");
 }
 
@@ -245,6 +242,10 @@ void add_train_command(CLI::App& app, train_options& o) {
     ->check(CLI::Range(0, 64));
   add_tls_options(*train, o.tls);
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
+  // Not a model option: ps-task has no full-batch solver to train it.
+  train->add_option("--l1", o.l1,
+                    "L1 regularisation of the weights, trained by OWL-QN (--mode lbfgs); with --lambda, "
+                    "the elastic net")->capture_default_str()->check(CLI::NonNegativeNumber);
   add_choice(*train, "--solver", o.solver,
              "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
              "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "

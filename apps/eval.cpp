@@ -19,6 +19,8 @@ nlohmann::json evaluate_model(const io::saved_model& saved, std::shared_ptr<cons
     model::local_objective objective{shape, std::move(data), saved.lambda};
     Eigen::VectorXd grad;
     f = objective.evaluate(saved.theta, grad);
+    if (saved.l1 > 0)  // training's objective: the L1 term is the optimizer's, not the data's
+      f += saved.l1 * model::weight_mask(shape).cwiseProduct(saved.theta.cwiseAbs()).sum();
   }
   nlohmann::json out{{"model", shape.is_network() ? std::string{"mlp"} : std::string{model::to_string(shape.kind)}},
                      {"architecture", model::describe(shape)},

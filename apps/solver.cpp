@@ -17,6 +17,8 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   if (l1 && plan.kind == solver_kind::newton_cg)
     return fail_invalid("--solver newton-cg does not take --l1: an L1 term is not twice differentiable; "
                         "give --solver owlqn (or auto)");
+  if (plan.kind == solver_kind::owlqn && !l1)
+    return fail_invalid("--solver owlqn trains an L1 penalty: give --l1 (without it, --solver lbfgs)");
   if (plan.kind == solver_kind::owlqn && bounded)
     return fail_invalid("--l1 (OWL-QN) does not take --lower/--upper");
   if (plan.kind == solver_kind::newton_cg) {

@@ -194,7 +194,7 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
                  plan->kind == solver_kind::newton_cg
                    ? (", " + std::to_string(run->products) + " Hessian-vector products").c_str() : "",
                  run->seconds, run->message.empty() || interrupted ? "" : ": ", interrupted ? "" : run->message.c_str());
-  trained.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda};
+  trained.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda, options.l1};
   if (run->reason == optimizer::stop_reason::evaluation_failed && !interrupted) {
     if (!options.save.empty() && run->iterations > 0 && io::save_model(options.save, trained.model).ok())
       std::fprintf(stderr, "shardopt: the last theta (iteration %d) was saved to %s\n", run->iterations,

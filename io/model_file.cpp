@@ -23,7 +23,8 @@ namespace shardopt::io {
 namespace {
 
 // File layout, in a Boost text archive: magic, format version, shape (kind, features, outputs),
-// theta, label encoding (kind, classes), scaling (factor, mean, inv_std), lambda, end marker.
+// theta, label encoding (kind, classes), scaling (factor, mean, inv_std), lambda, l1 (version 3),
+// end marker.
 // Vectors are a size followed by their elements. theta is a tag first (version 3): 0 and the
 // vector, or 1, when fewer than a fifth of its entries are non-zero (an L1 model), and its size,
 // the non-zero entries' indices (increasing) and their values. The end marker makes a file cut
@@ -71,6 +72,11 @@ result<void> load_theta(detail::archive_reader& archive, Eigen::VectorXd& theta,
   archive >> size;
   if (size != dimension)
     return fail_invalid("a size of " + std::to_string(size) + ", the shape needs " + std::to_string(dimension));
+  // Checked before theta is made: a few bytes must not make gigabytes of zeros (a dense theta is
+  // bounded by the file's bytes instead).
+  if (size > model::max_parameters)
+    return fail_invalid("a size of " + std::to_string(size) + ", more than the " +
+                        std::to_string(model::max_parameters) + " parameters a model may have");
   std::vector<std::int64_t> indices;
   std::vector<double> values;
   if (auto loaded = archive.load_vector(indices, dimension); !loaded)
@@ -107,7 +113,7 @@ void write_model_fields(boost::archive::text_oarchive& archive, const saved_mode
   archive << model.scaling.factor;
   save_vector(archive, model.scaling.mean.data(), model.scaling.mean.size());
   save_vector(archive, model.scaling.inv_std.data(), model.scaling.inv_std.size());
-  archive << model.lambda << end_marker;
+  archive << model.lambda << model.l1 << end_marker;
 }
 
 } // namespace detail
@@ -134,6 +140,8 @@ result<void> check_consistent(const saved_model& model) {
                 std::to_string(model.labels.outputs()) + " outputs) does not match the shape (" +
                 std::string{model::to_string(shape.kind)} + ", " + std::to_string(shape.outputs) +
                 " outputs)");
+  if (!(model.l1 >= 0) || !std::isfinite(model.l1))
+    return fail_invalid("the L1 weight " + std::to_string(model.l1) + " is not a finite non-negative number");
   const auto sized = [&](const Eigen::VectorXd& v) { return v.size() == 0 || v.size() == shape.features; };
   if (!sized(model.scaling.mean) || !sized(model.scaling.inv_std) ||
       !std::isfinite(model.scaling.factor))
@@ -190,6 +198,8 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
     return corrupt(loaded.error(), "scaling inverse deviations");
   std::string file_end;
   archive >> model.lambda;
+  if (archive.version() >= 3)
+    archive >> model.l1;
   if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
     return fail_invalid(path + ": truncated or corrupt model file: no end marker");
   if (auto consistent = check_consistent(model); !consistent)

@@ -19,6 +19,7 @@ struct saved_model {
   label_encoding labels;
   feature_scaling scaling;
   double lambda = 0;
+  double l1 = 0;  ///< --l1 (format 3 on; 0 in older files)
 };
 
 /// Writes the model with Boost.Serialization (portable text archive) through

@@ -88,6 +88,10 @@ struct model_shape {
   friend bool operator!=(const model_shape& a, const model_shape& b) { return !(a == b); }
 };
 
+/// The most parameters a driver or PS job accepts, and so the longest theta a model file can
+/// hold (2^31: 16 GiB for theta alone).
+constexpr std::int64_t max_parameters = std::int64_t{1} << 31;
+
 /// 1 at every entry of theta that is a weight (what --lambda and --l1 penalise), 0 at the biases.
 Eigen::VectorXd weight_mask(const model_shape& shape);
 

@@ -74,23 +74,28 @@ TEST_CASE("--l1: OWL-QN on Fashion-MNIST, sparser as the L1 weight grows, counte
   CHECK(sparse["nonzero_weights"].get<std::int64_t>() < nonzero);
 }
 
-TEST_CASE("--l1 is refused by name by Newton-CG, with bounds, and in --mode ps") {
+TEST_CASE("--l1 is refused by name by Newton-CG, with bounds, in --mode ps and by ps-task, and --solver owlqn needs it") {
   const auto data = require_sklearn_csv("breast_cancer.csv");
-  const std::vector<std::string> base{"train", "--model", "logistic", "--data", data, "--label-column", "-1",
-                                      "--standardize", "--l1", "1e-2", "--quiet"};
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
-    {{"--solver", "newton-cg"}, "--solver newton-cg does not take --l1"},
-    {{"--lower", "-1"}, "--l1 (OWL-QN) does not take --lower/--upper"},
-    {{"--mode", "ps"}, "--l1 is trained by OWL-QN, a full-batch solver: use --mode lbfgs"},
-    {{"--l1", "-1"}, "--l1"},
+    {{"--l1", "1e-2", "--solver", "newton-cg"}, "--solver newton-cg does not take --l1"},
+    {{"--l1", "1e-2", "--lower", "-1"}, "--l1 (OWL-QN) does not take --lower/--upper"},
+    {{"--l1", "1e-2", "--mode", "ps"}, "--l1 is trained by OWL-QN, a full-batch solver: use --mode lbfgs"},
+    {{"--l1", "-1"}, "--l1: Value -1 not in range"},
+    {{"--solver", "owlqn"}, "--solver owlqn trains an L1 penalty: give --l1"},
   };
   for (const auto& [extra, expected] : cases) {
-    auto args = base;
+    std::vector<std::string> args{shardopt_binary(), "train", "--model", "logistic", "--data", data,
+                                  "--label-column", "-1", "--standardize", "--quiet"};
     args.insert(args.end(), extra.begin(), extra.end());
-    args.insert(args.begin(), shardopt_binary());
     const auto refused = run(args);
     INFO(refused.err);
     CHECK(refused.exit_code != 0);
     CHECK(refused.err.find(expected) != std::string::npos);
   }
+  // ps-task trains with the PS rules only: it has no --l1 to ignore.
+  const auto task = run({shardopt_binary(), "ps-task", "--l1", "1e-2", "--ps_hosts", "127.0.0.1:1",
+                         "--worker_hosts", "127.0.0.1:2", "--job_name", "ps", "--task_index", "0"});
+  INFO(task.err);
+  CHECK(task.exit_code != 0);
+  CHECK(task.err.find("--l1") != std::string::npos);
 }

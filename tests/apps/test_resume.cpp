@@ -176,6 +176,12 @@ TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name a
   CHECK(other_solver.exit_code == 1);
   CHECK(other_solver.err.find("is a checkpoint of --solver lbfgs, this run uses --solver newton-cg; give "
                               "--solver lbfgs to resume it") != std::string::npos);
+  // --l1 turns the same command into OWL-QN: L-BFGS's checkpoint is not its.
+  auto l1 = args;
+  l1.insert(l1.end(), {"--l1", "1e-3"});
+  const auto other_penalty = run(l1);
+  CHECK(other_penalty.exit_code == 1);
+  CHECK(other_penalty.err.find("--solver was lbfgs there, is owlqn here") != std::string::npos);
   auto bounded = args;
   bounded.insert(bounded.end(), {"--lower", "-1"});
   const auto with_bounds = run(bounded);

@@ -177,6 +177,9 @@ TEST_CASE("model_file: hostile small files declaring huge lengths are refused wi
       // A valid header, then theta declared with 2^40 entries (the shape allows them).
       {"theta.model", "22 serialization::archive 18 14 shardopt-model 1 0 1099511627775 1 1099511627776 0",
        "truncated or corrupt model file: theta: a size of 1099511627776, more than the 2 bytes left in the file hold"},
+      // A sparse theta (format 3) of 2^40 zeros declared in a few bytes: refused before any is made.
+      {"sparse.model", "22 serialization::archive 18 14 shardopt-model 3 1 1099511627775 1 0 0 1 1099511627776 0 0",
+       "truncated or corrupt model file: theta: a size of 1099511627776, more than the 2147483648 parameters"},
       // Everything fine up to the end marker, declared 3 GB long.
       {"marker.model",
        "22 serialization::archive 18 14 shardopt-model 1 0 1 1 2 0 0 0 0 1 0 0 0 3000000000 end",
@@ -270,7 +273,7 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
   CHECK(std::filesystem::file_size(sparse_path) < 400);
 
   const std::string head = "22 serialization::archive 18 14 shardopt-model 3 1 3 1 0 0 1 4 ";
-  const std::string tail = " 1 2 0 1 0 0 0 0 12 end-of-model";
+  const std::string tail = " 1 2 0 1 0 0 0 0 0 12 end-of-model";  // labels, scaling, lambda, l1
   const std::vector<std::pair<std::string, std::string>> files{
     {"order.model", head + "2 2 1 2 0.5 0.5" + tail},     // indices not increasing
     {"range.model", head + "1 7 1 0.5" + tail},           // an index past the end
@@ -278,6 +281,7 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
     {"size.model", "22 serialization::archive 18 14 shardopt-model 3 1 3 1 0 0 1 5 1 0 1 0.5" + tail},
     {"tag.model", "22 serialization::archive 18 14 shardopt-model 3 1 3 1 0 0 7 4" + tail},
     {"good.model", head + "1 0 1 0.5" + tail},            // the control: well formed
+    {"negative.model", head + "1 0 1 0.5" + " 1 2 0 1 0 0 0 0 -1 12 end-of-model"},  // l1 -1
   };
   for (const auto& [name, bytes] : files) {
     CAPTURE(name);
@@ -289,6 +293,13 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
       continue;
     }
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": truncated or corrupt model file: theta: "));
+    if (name == "negative.model")
+      CHECK(r.error().message().find("corrupt model file: the L1 weight -1") != std::string::npos);
+    else
+      CHECK(starts_with(r.error().message(), path + ": truncated or corrupt model file: theta: "));
   }
+  // The L1 weight round-trips (eval adds its term to the objective).
+  m.l1 = 1e-3;
+  REQUIRE(io::save_model(sparse_path, m).ok());
+  CHECK(io::load_model(sparse_path)->l1 == 1e-3);
 }
