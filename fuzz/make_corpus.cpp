@@ -215,6 +215,12 @@ void model_seeds() {
   auto extremes = tiny_model(model::model_kind::linear, 3, {});
   extremes.theta << std::numeric_limits<double>::max(), std::numeric_limits<double>::denorm_min(), -0.0, 1e-300;
   put("fuzz_model_file", "extreme_values", model_bytes(extremes));
+  auto sparse = tiny_model(model::model_kind::logistic, 30, {0, 1});  // an L1 model: theta stored sparse
+  sparse.theta.setZero();
+  sparse.theta[7] = -0.25;
+  sparse.theta[30] = 0.5;
+  sparse.l1 = 0.05;
+  put("fuzz_model_file", "l1_sparse", model_bytes(sparse));
   auto text = model_bytes(linear);
   put("fuzz_model_file", "truncated", text.substr(0, text.size() / 2));
 }
