@@ -6,6 +6,7 @@
 
 #include "actors/block_runs.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/request_spec.hpp"
 #include "actors/shard.hpp"
 #include "actors/sharded_objective.hpp"
 #include "actors/tree_slices.hpp"
@@ -17,20 +18,6 @@
 #include <vector>
 
 namespace shardopt::actors {
-
-/// What one request asks: sent whole to a peer, or in slices down a tree.
-struct request_spec {
-  tree_kind kind = tree_kind::eval;
-  std::uint64_t at = 0;               ///< products: the evaluation's round
-  const exact_grid* grid = nullptr;   ///< none for quality
-  dense_vector theta, v;
-
-  /// The grid, or an empty one for quality.
-  const exact_grid& grid_or_none() const {
-    static const exact_grid none;
-    return grid ? *grid : none;
-  }
-};
 
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
