@@ -3,6 +3,7 @@
 #include "apps/summary.hpp"
 #include "io/scaling.hpp"
 #include "model/local_objective.hpp"
+#include "optimizer/owlqn.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -20,7 +21,7 @@ nlohmann::json evaluate_model(const io::saved_model& saved, std::shared_ptr<cons
     Eigen::VectorXd grad;
     f = objective.evaluate(saved.theta, grad);
     if (saved.l1 > 0)  // training's objective: the L1 term is the optimizer's, not the data's
-      f += saved.l1 * model::weight_mask(shape).cwiseProduct(saved.theta.cwiseAbs()).sum();
+      f += optimizer::l1_term(saved.theta, saved.l1 * model::weight_mask(shape));
   }
   nlohmann::json out{{"model", shape.is_network() ? std::string{"mlp"} : std::string{model::to_string(shape.kind)}},
                      {"architecture", model::describe(shape)},

@@ -1,5 +1,7 @@
 #include "apps/summary.hpp"
 
+#include "optimizer/owlqn.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -55,7 +57,7 @@ void add_qualities(nlohmann::json& out, const prepared_data& data, const model::
                    const Eigen::VectorXd& theta) {
   const auto kind = data.shape.kind;
   add_quality(out, "train", kind, train_sums);
-  out["nonzero_weights"] = ((model::weight_mask(data.shape).array() != 0) && (theta.array() != 0)).count();
+  out["nonzero_weights"] = optimizer::nonzero_penalised(theta, model::weight_mask(data.shape));
   if (!data.test) {
     out[model::is_classifier(kind) ? "test_accuracy" : "test_rmse"] = nullptr;
     return;

@@ -152,11 +152,7 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
   bfgs_.reset(n, o_.history);
   g_.resize(n);
   if (session_.resume) {
-    const auto& saved = *session_.resume;
-    x = saved.theta;
-    fx_ = saved.f;
-    g_ = saved.grad;
-    detail::resume_memory(saved, bfgs_, log_, state_, session_);
+    detail::resume_memory(*session_.resume, x, fx_, g_, bfgs_, log_, state_, session_);
   } else {
     auto value = evaluate(x, g_);
     if (!value)
