@@ -4,11 +4,13 @@
 #include "actors/parameter_server.hpp"
 
 #include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
 
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -16,6 +18,9 @@
 namespace shardopt::actors {
 
 namespace {
+
+std::atomic<std::int64_t> bytes_sent{0};
+std::atomic<std::int64_t> bytes_received{0};
 
 std::string render_error(std::uint8_t code, caf::atom_value, const caf::message& context) {
   std::string what;
@@ -50,6 +55,21 @@ caf::error refused(std::string why) {
   return make_error(errc::refused, std::move(why));
 }
 
+refusal_reason reason_of(const caf::error& error) {
+  if (!error || error.category() != error_category)
+    return refusal_reason::failed;
+  switch (static_cast<errc>(error.code())) {
+    case errc::refused:
+      return refusal_reason::refused;
+    case errc::dimension_mismatch:
+      return refusal_reason::invalid_data;
+    case errc::bad_request:
+      return refusal_reason::bad_request;
+    default:
+      return refusal_reason::failed;
+  }
+}
+
 caf::error make_error(errc code, std::string message) {
   return caf::error{static_cast<std::uint8_t>(code), error_category,
                     caf::make_message(std::move(message))};
@@ -75,14 +95,32 @@ caf::error expect_bytes(caf::deserializer& f, std::uint64_t bytes, const char* w
   return {};
 }
 
+caf::error apply_raw_block(caf::serializer& f, const void* data, std::size_t bytes) {
+  if (bytes == 0)
+    return {};
+  auto err = f.apply_raw(bytes, const_cast<void*>(data));
+  if (!err && dynamic_cast<caf::binary_serializer*>(&f))
+    bytes_sent.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  return err;
+}
+
+caf::error apply_raw_block(caf::deserializer& f, void* data, std::size_t bytes) {
+  if (bytes == 0)
+    return {};
+  auto err = f.apply_raw(bytes, data);
+  if (!err && dynamic_cast<caf::binary_deserializer*>(&f))
+    bytes_received.fetch_add(static_cast<std::int64_t>(bytes), std::memory_order_relaxed);
+  return err;
+}
+
+wire_traffic wire_bytes() {
+  return {bytes_sent.load(std::memory_order_relaxed), bytes_received.load(std::memory_order_relaxed)};
+}
+
 caf::error inspect(caf::serializer& f, dense_vector& x) {
   auto length = x.size();
   return caf::error::eval([&] { return f.begin_sequence(length); },
-                          [&] {
-                            return length == 0 ? caf::error{}
-                                               : f.apply_raw(length * sizeof(double),
-                                                             const_cast<double*>(x.data()));
-                          },
+                          [&] { return apply_raw_block(f, x.data(), length * sizeof(double)); },
                           [&] { return f.end_sequence(); });
 }
 
@@ -97,9 +135,8 @@ caf::error inspect(caf::deserializer& f, dense_vector& x) {
   if (auto err = expect_bytes(f, length * sizeof(double), "vector data"))
     return err;
   auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
-  if (length > 0)
-    if (auto err = f.apply_raw(length * sizeof(double), values->data()))
-      return err;
+  if (auto err = apply_raw_block(f, values->data(), length * sizeof(double)))
+    return err;
   if (auto err = f.end_sequence())
     return err;
   x = dense_vector{std::shared_ptr<const Eigen::VectorXd>{std::move(values)}};
@@ -112,10 +149,7 @@ template <class T>
 caf::error save_raw(caf::serializer& f, std::vector<T>& values) {
   auto length = values.size();
   return caf::error::eval([&] { return f.begin_sequence(length); },
-                          [&] {
-                            return length == 0 ? caf::error{}
-                                               : f.apply_raw(length * sizeof(T), values.data());
-                          },
+                          [&] { return apply_raw_block(f, values.data(), length * sizeof(T)); },
                           [&] { return f.end_sequence(); });
 }
 
@@ -131,9 +165,8 @@ caf::error load_raw(caf::deserializer& f, std::vector<T>& values, const char* wh
   if (auto err = expect_bytes(f, length * sizeof(T), what))
     return err;
   values.resize(length);
-  if (length > 0)
-    if (auto err = f.apply_raw(length * sizeof(T), values.data()))
-      return err;
+  if (auto err = apply_raw_block(f, values.data(), length * sizeof(T)))
+    return err;
   return f.end_sequence();
 }
 
@@ -210,6 +243,7 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<data_block>("shardopt::data_block");
   config.add_message_type<shard_spec>("shardopt::shard_spec");
   config.add_message_type<node_info>("shardopt::node_info");
+  config.add_message_type<node_status>("shardopt::node_status");
   config.add_message_type<shard_actor>("shardopt::shard_actor");
   config.add_message_type<node_actor>("shardopt::node_actor");
   config.add_message_type<part_message>("shardopt::part_message");

@@ -44,6 +44,7 @@
 // wrong dimension is answered with an error (errc::dimension_mismatch), never a crash.
 // A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
+#include "actors/node_counters.hpp"
 #include "model/linear_model.hpp"
 #include "base/result.hpp"
 
@@ -80,7 +81,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 10;  // 10: the driver slices its requests to a tree too
+constexpr std::uint32_t protocol_version = 11;  // 11: a node answers status requests
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -113,6 +114,9 @@ std::vector<char> wire_probe();
 /// versions, or the format problem; `peer` says who sent it ("the driver", "worker 3").
 result<void> check_hello(std::uint32_t version, const std::vector<char>& probe,
                          const std::string& peer);
+
+/// The reason a node counts a request answered with `error` under (node_counters.hpp).
+refusal_reason reason_of(const caf::error& error);
 
 /// Makes a caf::error in the project's category whose context is a human-readable message.
 caf::error make_error(errc code, std::string message);
@@ -160,6 +164,19 @@ constexpr std::size_t max_wire_elements = std::size_t{1} << 28;
 /// Fails when `f` knows how many bytes it has left (a binary deserializer) and that is fewer than
 /// `bytes`: lets deserialisers refuse a header that promises more than arrived before allocating.
 caf::error expect_bytes(caf::deserializer& f, std::uint64_t bytes, const char* what);
+
+/// Writes (reads) `bytes` raw bytes through `f`: every vector and block of data on the wire goes
+/// through these, which count what binary (network) processors move in this process's traffic.
+caf::error apply_raw_block(caf::serializer& f, const void* data, std::size_t bytes);
+caf::error apply_raw_block(caf::deserializer& f, void* data, std::size_t bytes);
+
+/// The raw bytes (vectors, sums, shard data: the payload, not CAF's framing and small fields) this
+/// process has sent and received over the network since it started.
+struct wire_traffic {
+  std::int64_t sent = 0;
+  std::int64_t received = 0;
+};
+wire_traffic wire_bytes();
 
 /// Serialises as a sequence length and one raw copy of the bytes.
 caf::error inspect(caf::serializer& f, dense_vector& x);

@@ -20,11 +20,6 @@ namespace shardopt::actors {
 
 namespace {
 
-/// Bytes a shard's data holds in memory.
-std::int64_t bytes_of(const model::dataset& data) {
-  return io::bytes_of(io::extent_of(data));
-}
-
 /// "60 s", "0.25 s".
 std::string seconds_text(std::chrono::milliseconds duration) {
   std::ostringstream text;
@@ -34,83 +29,71 @@ std::string seconds_text(std::chrono::milliseconds duration) {
 
 class node_impl : public guarded<node_actor::base> {
 public:
-  node_impl(caf::actor_config& config, runtime* rt, std::uint32_t threads, node_limits limits)
+  node_impl(caf::actor_config& config, runtime* rt, std::uint32_t threads, node_limits limits,
+            std::shared_ptr<node_counters> counters)
     : guarded<node_actor::base>(config), threads_(threads), holdings_(std::move(limits)),
-      links_(*rt) {}
+      links_(*rt), counters_(counters ? std::move(counters) : std::make_shared<node_counters>()) {
+    count_held(holdings_, *counters_);
+  }
 
   behavior_type make_behavior() override {
     guard_behavior(this);
     // Only actors of this process get past the guard with an exit message: the node service's
     // shutdown. Shards are not linked to the node (on_exit ends them).
     set_exit_handler([this](caf::exit_msg& msg) { quit(msg.reason); });
-    set_down_handler([this](caf::down_msg& down) { release(down.source); });
+    set_down_handler([this](caf::down_msg& down) {
+      release(down.source);
+      count_held(holdings_, *counters_);
+    });
     return {
       [this](hello_atom, std::uint64_t round, std::uint32_t version,
              const std::vector<char>& probe) -> caf::result<std::uint64_t, node_info> {
         if (auto ok = check_hello(version, probe, "the driver"); !ok)
-          return refused(ok.error().message());
-        char host[256] = {};
-        ::gethostname(host, sizeof(host) - 1);
-        return {round, node_info{protocol_version, threads_, host}};
+          return counted(node_request::hello, refused(ok.error().message()));
+        if (counters_->draining.load())
+          return counted(node_request::hello,
+                         refused("this node is draining (shutting down): it takes no new drivers"));
+        return {round, info()};
+      },
+      [this](status_atom, std::uint64_t round) -> caf::result<std::uint64_t, node_status> {
+        return {round, status_of(holdings_, *counters_, info())};
       },
       [this](append_atom, std::uint64_t round, const access_token& token, std::int64_t rows,
-             std::int64_t nonzeros, std::int64_t first_row, const data_block& piece)
-        -> caf::result<std::uint64_t, std::int64_t> {
-        return shielded([&]() -> caf::result<std::uint64_t, std::int64_t> {
+             std::int64_t nonzeros, std::int64_t first_row, const data_block& piece) {
+        return serve<std::int64_t>(node_request::append, round, [&] {
           expire_staged();
-          auto received = stage(token, rows, nonzeros, first_row, piece);
-          if (!received)
-            return std::move(received.error());
-          return {round, *received};
+          return stage(token, rows, nonzeros, first_row, piece);
         });
       },
-      [this](spawn_atom, std::uint64_t round, const access_token& token,
-             shard_spec& spec) -> caf::result<std::uint64_t, shard_actor> {
-        return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
+      [this](spawn_atom, std::uint64_t round, const access_token& token, shard_spec& spec) {
+        return serve<shard_actor>(node_request::spawn, round, [&] {
           expire_staged();
-          auto shard = spawn_shipped(token, spec);
-          if (!shard)
-            return std::move(shard.error());
-          return {round, std::move(*shard)};
+          return spawn_shipped(token, spec);
         });
       },
-      [this](scan_atom, std::uint64_t round, const access_token&,
-             part_message& message) -> caf::result<std::uint64_t, summary_message> {
-        return shielded([&]() -> caf::result<std::uint64_t, summary_message> {
-          auto summary = scan_part(message.request, limits());
-          if (!summary)
-            return std::move(summary.error());
-          return {round, summary_message{std::move(*summary)}};
-        });
+      [this](scan_atom, std::uint64_t round, const access_token&, part_message& message) {
+        return serve<summary_message>(node_request::scan, round,
+                                      [&] { return scan_part(message.request, limits()); });
       },
-      [this](moments_atom, std::uint64_t round, const access_token&,
-             moments_request& message) -> caf::result<std::uint64_t, moments_message> {
-        return shielded([&]() -> caf::result<std::uint64_t, moments_message> {
-          auto moments = part_moments(message, limits());
-          if (!moments)
-            return std::move(moments.error());
-          return {round, moments_message{std::move(*moments)}};
-        });
+      [this](moments_atom, std::uint64_t round, const access_token&, moments_request& message) {
+        return serve<moments_message>(node_request::moments, round,
+                                      [&] { return part_moments(message, limits()); });
       },
       [this](spawnpart_atom, std::uint64_t round, const access_token& token, part_shard_spec& spec)
         -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
-        return shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
+        return counted(node_request::spawnpart, shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
           expire_staged();
           auto shard = spawn_part(token, spec);
           if (!shard)
             return std::move(shard.error());
           return {round, std::move(shard->shard), shard->rows,
                   dense_vector{shard->bounds.feature_max}, shard->bounds.max_label};
-        });
+        }));
       },
       [this](group_atom, std::uint64_t round, const access_token& token,
-             const std::vector<shard_actor>& members) -> caf::result<std::uint64_t, shard_actor> {
-        return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
-          auto group = spawn_group_of(token, members);
-          if (!group)
-            return std::move(group.error());
-          return {round, std::move(*group)};
-        });
+             const std::vector<shard_actor>& members) {
+        return serve<shard_actor>(node_request::group, round,
+                                  [&] { return spawn_group_of(token, members); });
       },
       [this](release_atom, std::uint64_t round, const access_token&,
              const shard_actor& peer) -> caf::result<std::uint64_t, std::int64_t> {
@@ -118,20 +101,19 @@ public:
         auto* share = driver ? holdings_.find(driver) : nullptr;
         const auto ended = share ? holdings_.release_peer(*share, peer) : std::vector<shard_actor>{};
         if (ended.empty())
-          return refused("invalid release request: not a shard or group of this driver here");
+          return counted(node_request::release,
+                         refused("invalid release request: not a shard or group of this driver here"));
         caf::scoped_actor reaper{system()};  // unnameable: guarded shards and groups accept its exit
         for (const auto& old : ended)
           reaper->send_exit(old, caf::exit_reason::user_shutdown);
+        count_held(holdings_, *counters_);
         return {round, static_cast<std::int64_t>(ended.size())};
       },
       [this](tree_atom, std::uint64_t round, const access_token& token,
              const std::vector<shard_actor>& own, const std::vector<std::string>& child_nodes,
-             const std::vector<shard_actor>& child_trees) -> caf::result<std::uint64_t, shard_actor> {
-        return shielded([&]() -> caf::result<std::uint64_t, shard_actor> {
-          auto tree = spawn_tree_of(token, own, child_nodes, child_trees);
-          if (!tree)
-            return std::move(tree.error());
-          return {round, std::move(*tree)};
+             const std::vector<shard_actor>& child_trees) {
+        return serve<shard_actor>(node_request::tree, round, [&] {
+          return spawn_tree_of(token, own, child_nodes, child_trees);
         });
       },
     };
@@ -144,6 +126,35 @@ public:
 
 private:
   const node_limits& limits() const { return holdings_.limits(); }
+
+  node_info info() const {
+    char host[256] = {};
+    ::gethostname(host, sizeof(host) - 1);
+    return node_info{protocol_version, threads_, host};
+  }
+
+  /// A request's answer, after counting it (a refusal, by reason) and what the node now holds.
+  template <class Result>
+  Result counted(node_request request, Result answer) {
+    if constexpr (std::is_same_v<Result, caf::error>)
+      counters_->refuse(request, reason_of(answer));
+    else if (answer.flag == caf::rt_error)
+      counters_->refuse(request, reason_of(answer.err));
+    count_held(holdings_, *counters_);
+    return answer;
+  }
+
+  /// Serves one request: `body` (shielded: an exception becomes an error reply) gives the answer,
+  /// convertible to `T`, or an error; the reply echoes `round`. Counted.
+  template <class T, class Body>
+  caf::result<std::uint64_t, T> serve(node_request request, std::uint64_t round, Body body) {
+    return counted(request, shielded([&]() -> caf::result<std::uint64_t, T> {
+      auto answer = body();
+      if (!answer)
+        return std::move(answer.error());
+      return {round, T{std::move(*answer)}};
+    }));
+  }
 
   /// The driver behind the current request, if it may hold `bytes` more data and, unless it asks
   /// for bytes only, one more shard (node_holdings::admit).
@@ -169,8 +180,8 @@ private:
   shard_actor host(const caf::actor_addr& driver, const model::model_shape& shape,
                    std::shared_ptr<const model::dataset> data, model::row_range rows,
                    const block_layout& layout, const access_token& token) {
-    const auto bytes = bytes_of(*data);
-    auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token);
+    const auto bytes = io::bytes_of(io::extent_of(*data));
+    auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token, counters_);
     holdings_.hold(share_of(driver), shard, bytes);
     return shard;
   }
@@ -327,20 +338,9 @@ private:
       return refused("invalid shard request: " + ok.error().message());
     if (auto ok = check_layout(spec.layout.first_block, spec.layout.block_rows); !ok)
       return refused("invalid shard request: " + ok.error().message());
-    if (!block.data)
-      return make_error(errc::dimension_mismatch, "invalid shard request: no data");
-    if (block.data->cols() != shape.features)
-      return make_error(errc::dimension_mismatch,
-                        "shard data has " + std::to_string(block.data->cols())
-                          + " features, the model expects " + std::to_string(shape.features));
-    if (block.rows.begin < 0 || block.rows.end > block.data->rows() || block.rows.size() <= 0)
-      return make_error(errc::dimension_mismatch, "shard data holds no rows");
-    const Eigen::VectorXd labels = block.data->y.segment(block.rows.begin, block.rows.size());
-    if (auto row = model::first_invalid_label(shape, labels))
-      return make_error(errc::dimension_mismatch,
-                        "shard data row " + std::to_string(*row) + " has label "
-                          + std::to_string(labels[*row]) + ", invalid for this model");
-    auto driver = admit(bytes_of(*block.data));
+    if (auto ok = check_block(shape, block.data.get(), block.rows); !ok)
+      return make_error(errc::dimension_mismatch, ok.error().message());
+    auto driver = admit(io::bytes_of(io::extent_of(*block.data)));
     if (!driver)
       return refused(driver.error().message());
     return host(*driver, shape, block.data, block.rows, spec.layout, token);
@@ -368,7 +368,7 @@ private:
     if (!read)
       return std::move(read.error());
     auto data = std::move(*read);
-    auto driver = admit(bytes_of(*data));
+    auto driver = admit(io::bytes_of(io::extent_of(*data)));
     if (!driver)
       return refused(driver.error().message());
     const model::row_range rows{0, data->rows()};
@@ -380,14 +380,17 @@ private:
   std::uint32_t threads_;
   node_holdings holdings_;
   child_links links_;  // the nodes this one sends tree traffic to
+  std::shared_ptr<node_counters> counters_;
 };
 
 } // namespace
 
-node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits) {
+node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits,
+                      std::shared_ptr<node_counters> counters) {
   // Detached: reading a node-local part is blocking file I/O, and connecting to a child node
   // blocks too; neither may hold a scheduler thread.
-  return rt.system().spawn<node_impl, caf::detached>(&rt, threads, std::move(limits));
+  return rt.system().spawn<node_impl, caf::detached>(&rt, threads, std::move(limits),
+                                                     std::move(counters));
 }
 
 } // namespace shardopt::actors

@@ -56,6 +56,12 @@
 //   (release_atom, round, access_token, shard_actor peer) -> (round, int64 ended)
 //       Ends a shard or group this driver holds here (a group with its shards) and frees their
 //       data: what stood in for a node that came back. Anything else is refused.
+//   (status_atom, round) -> (round, node_status)
+//       What the node holds and serves, and its limits (`shardopt status`). Any connected peer may
+//       ask; the answer names no driver, token, path or data.
+//
+// A node that drains (its service shutting down gracefully, node_counters::draining) refuses new
+// drivers' hellos and keeps serving the drivers it has.
 //
 // Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
 // when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one
@@ -66,8 +72,9 @@
 //            serving  --(its service stops it, or it dies)-->  gone (every shard ended)
 
 #include "actors/messages.hpp"
-#include "actors/runtime.hpp"
 #include "actors/node_checks.hpp"
+#include "actors/node_counters.hpp"
+#include "actors/runtime.hpp"
 #include "io/splits.hpp"
 
 #include <cstdint>
@@ -86,6 +93,7 @@ using append_atom = caf::atom_constant<caf::atom("append")>;
 using moments_atom = caf::atom_constant<caf::atom("moments")>;
 using tree_atom = caf::atom_constant<caf::atom("tree")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
 
 /// The most children a node's part of a reduction tree may have.
 constexpr std::size_t max_tree_children = 64;
@@ -158,6 +166,29 @@ typename Inspector::result_type inspect(Inspector& f, node_info& x) {
   return f(caf::meta::type_name("node_info"), x.version, x.threads, x.host);
 }
 
+/// What a node tells anyone who asks about its state (`shardopt status`).
+struct node_status {
+  node_info info;
+  std::int64_t drivers = 0;        ///< drivers holding anything here
+  std::int64_t shards = 0;         ///< shards held (data arriving in pieces included)
+  std::int64_t bytes_held = 0;     ///< their data, in bytes
+  std::int64_t evaluations = 0;    ///< evaluations its shards served since it started
+  bool draining = false;           ///< shutting down: it takes no new drivers
+  bool node_local_data = false;    ///< it serves node-local data (has a --data-root)
+  std::int64_t max_shards = 0;     ///< its limits (node_limits, defaults filled in)
+  std::int64_t max_shards_per_driver = 0;
+  std::int64_t max_bytes = 0;
+  std::int64_t max_bytes_per_driver = 0;
+  std::int64_t max_dimension = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_status& x) {
+  return f(caf::meta::type_name("node_status"), x.info, x.drivers, x.shards, x.bytes_held,
+           x.evaluations, x.draining, x.node_local_data, x.max_shards, x.max_shards_per_driver,
+           x.max_bytes, x.max_bytes_per_driver, x.max_dimension);
+}
+
 /// Rows [rows.begin, rows.end) of a dataset, for shipping to a node. Inside a process the dataset is
 /// shared; on the wire only the selected rows travel, as raw blocks (labels, then dense floats or
 /// the CSR arrays), and arrive as a dataset of their own.
@@ -215,10 +246,13 @@ using node_actor = caf::typed_actor<
                   std::vector<std::string>, std::vector<shard_actor>>::with<std::uint64_t,
                                                                             shard_actor>,
   caf::replies_to<release_atom, std::uint64_t, access_token, shard_actor>::with<std::uint64_t,
-                                                                                std::int64_t>>;
+                                                                                std::int64_t>,
+  caf::replies_to<status_atom, std::uint64_t>::with<std::uint64_t, node_status>>;
 
-/// Spawns a node actor whose shards run on `system`, within `limits`.
-node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits);
+/// Spawns a node actor whose shards run on `system`, within `limits`, counting what it holds and
+/// serves in `counters` (null: counts of its own, seen only through status requests).
+node_actor spawn_node(runtime& rt, std::uint32_t threads, node_limits limits,
+                      std::shared_ptr<node_counters> counters = nullptr);
 
 
 } // namespace shardopt::actors

@@ -103,4 +103,20 @@ result<io::part_request> check_part(io::part_request request, const node_limits&
   return request;
 }
 
+result<void> check_block(const model::model_shape& shape, const model::dataset* data,
+                         model::row_range rows) {
+  if (!data)
+    return fail_invalid("invalid shard request: no data");
+  if (data->cols() != shape.features)
+    return fail_invalid("shard data has " + std::to_string(data->cols())
+                        + " features, the model expects " + std::to_string(shape.features));
+  if (rows.begin < 0 || rows.end > data->rows() || rows.size() <= 0)
+    return fail_invalid("shard data holds no rows");
+  const Eigen::VectorXd labels = data->y.segment(rows.begin, rows.size());
+  if (auto row = model::first_invalid_label(shape, labels))
+    return fail_invalid("shard data row " + std::to_string(*row) + " has label "
+                        + std::to_string(labels[*row]) + ", invalid for this model");
+  return {};
+}
+
 } // namespace shardopt::actors

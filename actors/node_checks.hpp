@@ -29,6 +29,11 @@ struct node_limits {
   std::chrono::milliseconds staging_idle{std::chrono::seconds{60}};
 };
 
+/// Checks a shipped shard's data against its model: present, with the model's features, holding
+/// `rows` (at least one), and only labels the model accepts. The error says which.
+result<void> check_block(const model::model_shape& shape, const model::dataset* data,
+                         model::row_range rows);
+
 /// Half of this machine's memory: the default limit on the data a node holds.
 std::int64_t half_of_memory();
 

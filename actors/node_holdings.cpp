@@ -177,4 +177,38 @@ result<void> node_holdings::check_members(const driver_share& share,
   return {};
 }
 
+node_holdings::totals node_holdings::held() const {
+  totals out{static_cast<std::int64_t>(drivers_.size()), shards_, bytes_, 0};
+  for (const auto& [driver, share] : drivers_)
+    out.staged_bytes += share.staged_bytes;
+  return out;
+}
+
+node_status status_of(const node_holdings& holdings, const node_counters& counters, node_info info) {
+  const auto held = holdings.held();
+  const auto& limits = holdings.limits();
+  node_status out;
+  out.info = std::move(info);
+  out.drivers = held.drivers;
+  out.shards = held.shards;
+  out.bytes_held = held.bytes;
+  out.evaluations = counters.evaluations.load(std::memory_order_relaxed);
+  out.draining = counters.draining.load(std::memory_order_relaxed);
+  out.node_local_data = !limits.data_root.empty();
+  out.max_shards = limits.shards;
+  out.max_shards_per_driver = limits.shards_per_driver;
+  out.max_bytes = limits.bytes;
+  out.max_bytes_per_driver = limits.bytes_per_driver;
+  out.max_dimension = limits.dimension;
+  return out;
+}
+
+void count_held(const node_holdings& holdings, node_counters& counters) {
+  const auto held = holdings.held();
+  counters.drivers.store(held.drivers, std::memory_order_relaxed);
+  counters.shards.store(held.shards, std::memory_order_relaxed);
+  counters.bytes_held.store(held.bytes, std::memory_order_relaxed);
+  counters.staged_bytes.store(held.staged_bytes, std::memory_order_relaxed);
+}
+
 } // namespace shardopt::actors

@@ -6,6 +6,7 @@
 // this file keeps the counts and the limits, and nothing else (it spawns and ends no actor).
 
 #include "actors/messages.hpp"
+#include "actors/node.hpp"
 #include "actors/node_checks.hpp"
 #include "io/assembly.hpp"
 
@@ -93,11 +94,26 @@ public:
   /// Forgets every driver and hands back what they held.
   std::vector<driver_share> release_all();
 
+  /// What the node holds now, in total.
+  struct totals {
+    std::int64_t drivers = 0;
+    std::int64_t shards = 0;        ///< staged ones included
+    std::int64_t bytes = 0;         ///< staged data included
+    std::int64_t staged_bytes = 0;  ///< data still arriving in pieces
+  };
+  totals held() const;
+
 private:
   node_limits limits_;
   std::map<caf::actor_addr, driver_share> drivers_;
   std::int64_t shards_ = 0;  ///< shards held, staged ones included
   std::int64_t bytes_ = 0;
 };
+
+/// A node's answer to a status request: `info`, what `holdings` holds, what `counters` counted.
+node_status status_of(const node_holdings& holdings, const node_counters& counters, node_info info);
+
+/// Sets the held-now counters to what `holdings` holds.
+void count_held(const node_holdings& holdings, node_counters& counters);
 
 } // namespace shardopt::actors

@@ -3,6 +3,8 @@
 #include "actors/network.hpp"
 #include "actors/node.hpp"
 
+#include <optional>
+
 namespace shardopt::actors {
 
 namespace {
@@ -56,8 +58,10 @@ void node_service::stop() {
 }
 
 result<node_service> node_service::start(runtime& rt, const std::string& bind, std::uint16_t port,
-                                         const node_limits& limits) {
-  auto node = spawn_node(rt, static_cast<std::uint32_t>(rt.worker_threads()), limits);
+                                         const node_limits& limits,
+                                         std::shared_ptr<node_counters> counters) {
+  auto node = spawn_node(rt, static_cast<std::uint32_t>(rt.worker_threads()), limits,
+                         std::move(counters));
   auto bound = publish(rt, node, bind, port);
   if (!bound) {
     caf::scoped_actor self{rt.system()};
@@ -65,6 +69,22 @@ result<node_service> node_service::start(runtime& rt, const std::string& bind, s
     return bound.error();
   }
   return node_service{std::make_unique<impl>(rt, node, *bound)};
+}
+
+result<node_status> ask_node_status(runtime& rt, const endpoint& where,
+                                    std::chrono::milliseconds timeout) {
+  auto node = connect_to<node_actor>(rt, where, "a shardopt node");
+  if (!node)
+    return node.error();
+  caf::scoped_actor self{rt.system()};
+  std::optional<result<node_status>> out;
+  self->request(*node, timeout, status_atom::value, std::uint64_t{1})
+    .receive([&](std::uint64_t, node_status& status) { out = std::move(status); },
+             [&](caf::error& err) {
+               out = result<node_status>{
+                 fail_runtime(where.text() + ": status: " + describe(err, rt.system()))};
+             });
+  return *out;
 }
 
 } // namespace shardopt::actors

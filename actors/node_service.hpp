@@ -3,6 +3,7 @@
 #include "actors/runtime.hpp"
 #include "base/result.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -10,6 +11,7 @@
 namespace shardopt::actors {
 
 struct node_limits;
+struct node_counters;
 
 /// A node actor published on a port: what `shardopt node` runs. Serves drivers until stopped or
 /// destroyed, which ends the node and every shard it hosts.
@@ -17,8 +19,10 @@ class node_service {
 public:
   /// Publishes a node actor on `bind`:`port` (port 0: the OS picks one), over TLS when the runtime
   /// has TLS options, serving within `limits`. Errors say why publishing failed.
+  /// What it holds and serves is counted in `counters` (null: counts of its own).
   static result<node_service> start(runtime& rt, const std::string& bind, std::uint16_t port,
-                                    const node_limits& limits);
+                                    const node_limits& limits,
+                                    std::shared_ptr<node_counters> counters = nullptr);
 
   node_service(node_service&&) noexcept;
   node_service& operator=(node_service&&) noexcept;
@@ -40,5 +44,13 @@ private:
   explicit node_service(std::unique_ptr<impl> state);
   std::unique_ptr<impl> impl_;
 };
+
+struct endpoint;
+struct node_status;
+
+/// Asks the node at `where` for its status (node.hpp: the status request), waiting up to
+/// `timeout` for the answer once connected. Errors name the node and say why.
+result<node_status> ask_node_status(runtime& rt, const endpoint& where,
+                                    std::chrono::milliseconds timeout);
 
 } // namespace shardopt::actors

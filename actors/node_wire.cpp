@@ -13,8 +13,7 @@ namespace {
 
 template <class T>
 caf::error save_raw(caf::serializer& f, const T* data, std::int64_t count) {
-  return count == 0 ? caf::error{}
-                    : f.apply_raw(static_cast<std::size_t>(count) * sizeof(T), const_cast<T*>(data));
+  return apply_raw_block(f, data, static_cast<std::size_t>(count) * sizeof(T));
 }
 
 template <class T>
@@ -24,7 +23,7 @@ caf::error load_raw(caf::deserializer& f, T* data, std::int64_t count, const cha
   const auto bytes = static_cast<std::uint64_t>(count) * sizeof(T);
   if (auto err = expect_bytes(f, bytes, what))
     return err;
-  return f.apply_raw(static_cast<std::size_t>(bytes), data);
+  return apply_raw_block(f, data, static_cast<std::size_t>(bytes));
 }
 
 caf::error apply_vector(caf::serializer& f, Eigen::VectorXd& v) {

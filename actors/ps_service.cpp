@@ -77,4 +77,14 @@ void unpublish_parameter_server(runtime& rt, const ps_actor& server, std::uint16
   unpublish_actor(rt, caf::actor_cast<caf::strong_actor_ptr>(server), port);
 }
 
+result<ps_stats> parameter_server_stats(runtime& rt, const ps_actor& server, const access_token& token,
+                                        std::chrono::milliseconds timeout) {
+  caf::scoped_actor self{rt.system()};
+  std::optional<result<ps_stats>> out;
+  self->request(server, timeout, psstats_atom::value, std::uint64_t{0}, token)
+    .receive([&](std::uint64_t, ps_stats& stats) { out = std::move(stats); },
+             [&](caf::error& err) { out = result<ps_stats>{fail_runtime(describe(err, rt.system()))}; });
+  return *out;
+}
+
 } // namespace shardopt::actors

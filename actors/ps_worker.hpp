@@ -134,6 +134,11 @@ result<void> await_parameter_server(runtime& rt, const ps_actor& server, std::ch
 result<ps_outcome> run_remote_worker(runtime& rt, const ps_group& ps, const ps_job& job,
                                      const worker_task& task, const chief_options* chief);
 
+/// A parameter server's statistics, asked with the job's token; an error while it waits for its
+/// chief (or does not answer within `timeout`).
+result<ps_stats> parameter_server_stats(runtime& rt, const ps_actor& server, const access_token& token,
+                                        std::chrono::milliseconds timeout);
+
 /// Stops listening on `port` (before a PS process exits).
 void unpublish_parameter_server(runtime& rt, const ps_actor& server, std::uint16_t port);
 

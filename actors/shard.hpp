@@ -21,9 +21,11 @@ namespace shardopt::actors {
 /// `shape`, to requests that carry `token` only. Each shard runs detached, on a thread of its own:
 /// its work is long and CPU-bound, and on the shared scheduler the idle workers' polling cost about
 /// 8% of a single-shard evaluation (bench/), against under 1% detached.
+/// A node's shards count what they serve in its `counters` (null: nothing is counted).
 shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows,
-                        block_layout layout, const access_token& token);
+                        block_layout layout, const access_token& token,
+                        std::shared_ptr<node_counters> counters = nullptr);
 
 /// Spawns a group over shards of this process: it answers the shard protocol with the sum of its
 /// members' replies (one request and one reply per node instead of per shard), goes down when a

@@ -71,6 +71,25 @@ void add_tls_options(CLI::App& command, actors::tls_options& tls) {
                      "accepts (one CA per role: see scripts/make-certs)");
 }
 
+void add_metrics_options(CLI::App& command, metrics_options& metrics) {
+  const char* group = "Monitoring";
+  command.add_option("--metrics-port", metrics.port,
+                     "Serve Prometheus metrics at /metrics and the probes /healthz and /readyz on "
+                     "this port (0: any free port; default: no endpoint)")
+    ->check(CLI::Range(0, 65535))->group(group);
+  command.add_option("--metrics-bind", metrics.bind, "IP address the metrics endpoint listens on")
+    ->capture_default_str()->group(group);
+}
+
+void add_status_command(CLI::App& app, status_options& o) {
+  auto* status = app.add_subcommand("status", "Ask running nodes what they hold, serve and allow");
+  status->add_option("--nodes", o.nodes, "Nodes to ask: host:port,host:port")->required();
+  add_tls_options(*status, o.tls);
+  status->add_flag("--json", o.json, "One JSON object per node, one per line");
+  status->add_option("--timeout", o.timeout, "Seconds to wait for each node's answer")
+    ->capture_default_str()->check(CLI::PositiveNumber);
+}
+
 void add_node_command(CLI::App& app, node_options& o) {
   auto* node = app.add_subcommand("node", "Serve shard actors to drivers on this host");
   node->add_option("--bind", o.bind, "Address to listen on")->capture_default_str();
@@ -98,6 +117,11 @@ void add_node_command(CLI::App& app, node_options& o) {
   node->add_option("--staging-timeout", o.staging_timeout,
                    "Seconds a shard's data arriving in pieces may go without a piece before it is "
                    "dropped")->capture_default_str()->group(limits);
+  add_metrics_options(*node, o.metrics);
+  node->add_option("--drain-seconds", o.drain_seconds,
+                   "On SIGTERM, drain for up to this long first: refuse new drivers, fail /readyz, "
+                   "and serve the drivers it holds until they finish (0: stop at once)")
+    ->capture_default_str()->check(CLI::Range(0.0, 86400.0))->group("Monitoring");
 }
 
 void add_model_options(CLI::App& command, train_options& o) {
@@ -200,6 +224,7 @@ void add_ps_task_command(CLI::App& app, ps_task_options& o) {
   add_tls_options(*task, o.train.tls);
   task->add_option("--threads", o.train.threads, "Actor scheduler threads (default: hardware threads)");
   add_output_options(*task, o.train);
+  add_metrics_options(*task, o.train.serve_metrics);
 }
 
 void add_train_command(CLI::App& app, train_options& o) {
@@ -280,6 +305,7 @@ void add_train_command(CLI::App& app, train_options& o) {
   add_output_options(*train, o);
   train->add_option("--progress-interval", o.progress_interval, "Seconds between progress lines")
     ->capture_default_str();
+  add_metrics_options(*train, o.serve_metrics);
 }
 
 
@@ -332,6 +358,7 @@ void define_commands(CLI::App& app, command_line& o) {
   add_data_options(*eval_command, o.eval.data, false);
   eval_command->add_flag("--json", o.eval.json, "Print the result as JSON");
   add_node_command(app, o.node);
+  add_status_command(app, o.status);
   add_ps_task_command(app, o.task);
   add_experiment_commands(app, o);
   add_generate_command(app, o.generate);

@@ -39,6 +39,7 @@ struct command_line {
   train_options train;
   eval_options eval;
   node_options node;
+  status_options status;
   ps_task_options task;
   std::string run_file;
   std::vector<std::string> run_overrides;

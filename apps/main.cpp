@@ -45,6 +45,8 @@ int dispatch(int argc, char** argv) {
     return run_ps_task(options.task);
   if (app.got_subcommand("node"))
     return run_node(options.node);
+  if (app.got_subcommand("status"))
+    return run_status(options.status);
   if (app.got_subcommand("sweep"))
     return run_sweep(options.sweep);
   if (app.got_subcommand("report"))

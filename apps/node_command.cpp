@@ -2,10 +2,12 @@
 
 #include "actors/network.hpp"
 #include "actors/node_service.hpp"
+#include "apps/service_metrics.hpp"
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -42,6 +44,27 @@ result<actors::node_limits> limits_of(const node_options& options) {
   return limits;
 }
 
+/// Drains after a SIGTERM: the node takes no new drivers (and /readyz fails) while the drivers it
+/// holds go on, until none holds anything, `seconds` have passed, or another stop signal comes.
+/// Returns the signal that ends the node (SIGUSR2: it ended by itself meanwhile).
+int drain(actors::node_counters& counters, const sigset_t& stop_signals, double seconds) {
+  counters.draining = true;
+  std::fprintf(stderr, "shardopt node: SIGTERM, draining: no new drivers; waiting up to %g s for "
+                       "%lld driver(s) to finish\n",
+               seconds, static_cast<long long>(counters.drivers.load()));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  const timespec poll{0, 100'000'000};
+  while (counters.drivers.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    const int signal = sigtimedwait(&stop_signals, nullptr, &poll);
+    if (signal > 0)
+      return signal == SIGUSR2 ? SIGUSR2 : signal;
+  }
+  if (counters.drivers.load() > 0)
+    std::fprintf(stderr, "shardopt node: drain time is up with %lld driver(s) left\n",
+                 static_cast<long long>(counters.drivers.load()));
+  return SIGTERM;
+}
+
 } // namespace
 
 int run_node(const node_options& options) {
@@ -70,9 +93,17 @@ int run_node(const node_options& options) {
 #endif
 
   actors::runtime rt{actors::runtime_options{options.threads, true, options.tls, true}};
-  auto service = actors::node_service::start(rt, options.bind, options.port, *limits);
+  auto counters = std::make_shared<actors::node_counters>();
+  auto service = actors::node_service::start(rt, options.bind, options.port, *limits, counters);
   if (!service)
     return exit_with_error(service.error().message());
+  auto endpoint = start_metrics(
+    options.metrics,
+    {[counters] { return joined(process_metrics("node"), node_metrics(*counters)); },
+     [counters] { return std::string{counters->draining ? "draining: taking no new drivers" : ""}; }},
+    "shardopt node");
+  if (!endpoint)
+    return exit_with_error(endpoint.error().message());
   if (options.insecure && !actors::is_loopback(options.bind))
     std::fprintf(stderr, "shardopt node: warning: --insecure: listening on %s without TLS\n",
                  options.bind.c_str());
@@ -84,6 +115,8 @@ int run_node(const node_options& options) {
   int received = 0;
   std::thread signals{[&] {
     sigwait(&stop_signals, &received);
+    if (received == SIGTERM && options.drain_seconds > 0)
+      received = drain(*counters, stop_signals, options.drain_seconds);
     service->stop();
   }};
   auto served = service->serve();
@@ -93,6 +126,7 @@ int run_node(const node_options& options) {
   if (!served)
     return exit_with_error(served.error().message());
   std::fprintf(stderr, "shardopt node: %s, shutting down\n", received == SIGINT ? "SIGINT" : "SIGTERM");
+  endpoint->reset();  // its threads read the counters: stopped before the node goes
   // Unpublish and end the node and its shards; the runtime is left to the process's exit.
   { auto stopping = std::move(*service); }
   return 0;

@@ -2,6 +2,7 @@
 
 #include "actors/node_checks.hpp"
 #include "actors/runtime.hpp"
+#include "apps/metrics_endpoint.hpp"
 
 #include <cstdint>
 #include <string>
@@ -19,11 +20,27 @@ struct node_options {
   double max_gib = 0;          ///< limits.bytes in GiB (0: half of this machine's memory)
   double max_gib_per_driver = 0;
   double staging_timeout = 60;  ///< limits.staging_idle in seconds
+  metrics_options metrics;     ///< --metrics-port: Prometheus metrics and probes
+  double drain_seconds = 0;    ///< on SIGTERM, wait this long for the drivers it holds to finish
 };
 
 /// Runs a node: publishes a node actor, prints "listening on HOST:PORT" on stdout, and serves
 /// drivers until SIGINT or SIGTERM (exit code 0), or until the node actor ends by itself (exit
-/// code 1, so that a supervisor restarts it). Returns the exit code.
+/// code 1, so that a supervisor restarts it). With drain_seconds, the first SIGTERM drains
+/// instead: /readyz fails and new drivers are refused while the ones it holds go on, until none
+/// holds anything, the time is up or a second signal comes. Returns the exit code.
 int run_node(const node_options& options);
+
+/// Everything `shardopt status` takes.
+struct status_options {
+  std::string nodes;           ///< host:port,...
+  actors::tls_options tls;
+  bool json = false;           ///< one JSON object per node
+  double timeout = 10;         ///< seconds to wait for each node's answer
+};
+
+/// `shardopt status`: asks each node what it holds and serves, and prints a line per node (a table
+/// or JSON lines). Exit code 0 when every node answered, 1 otherwise.
+int run_status(const status_options& options);
 
 } // namespace shardopt::apps

@@ -2,6 +2,7 @@
 #include "apps/architecture.hpp"
 
 #include "actors/ps_worker.hpp"
+#include "apps/service_metrics.hpp"
 #include "apps/summary.hpp"
 #include "io/partition.hpp"
 #include "io/tls_files.hpp"
@@ -234,6 +235,16 @@ int run_ps_server(const ps_task_options& o, const actors::endpoint& self_endpoin
   auto [server, port] = *published;
   if (!t.quiet)
     std::fprintf(stderr, "ps %d listening on %s:%u\n", o.task_index, bind.c_str(), static_cast<unsigned>(port));
+  auto endpoint = start_metrics(
+    t.serve_metrics,
+    {[&rt, server = server, token = job_token(o)] {
+       auto stats = actors::parameter_server_stats(rt, server, token, std::chrono::seconds{2});
+       return joined(process_metrics("ps"), ps_metrics(stats ? &*stats : nullptr));
+     },
+     [] { return std::string{}; }},
+    "ps " + std::to_string(o.task_index));
+  if (!endpoint)
+    return exit_with_error(endpoint.error().message());
   auto served = actors::await_parameter_server(rt, server, millis(t.ps.startup_timeout));
   if (!served)
     std::fprintf(stderr, "shardopt ps %d: %s\n", o.task_index, served.error().message().c_str());
@@ -267,10 +278,26 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   job->token = job_token(o);
   // Left running at exit: the process ends right after (see runtime_options).
   actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
+  driver_progress progress;
+  auto endpoint = start_metrics(
+    t.serve_metrics,
+    {[&progress, index] {
+       return joined(process_metrics("worker"), index == 0 ? driver_metrics(progress)
+                                                           : std::vector<prometheus::MetricFamily>{});
+     },
+     [&progress] { return progress.unready(); }},
+    "worker " + std::to_string(index));
+  if (!endpoint)
+    return exit_with_error(endpoint.error().message());
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
   if (!group)
     return exit_with_error(group.error().message());
+  progress.connected();
   chief_hooks hooks;
+  hooks.on_row = [&progress](const nlohmann::json& row) {
+    progress.record(row);
+    return true;
+  };
   hooks.quiet = t.quiet;
   hooks.kind = data->shape.kind;
   if (index == 0 && !t.metrics.empty()) {
@@ -279,6 +306,7 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   }
   auto chief = hooks.options(t, *data);
   auto outcome = actors::run_remote_worker(rt, *group, *job, task, index == 0 ? &chief : nullptr);
+  progress.finished();
   if (!outcome)
     return exit_with_error("worker " + std::to_string(index) + ": " + outcome.error().message());
   if (index != 0) {
@@ -333,6 +361,8 @@ result<train_outcome> train_ps(const train_options& options, const train_control
                  job->sync ? "synchronous" : "asynchronous",
                  job->sync && job->replicas_to_aggregate < job->workers ? " with backup workers" : "");
   const auto chief = hooks.options(options, *data);
+  if (controls.on_ready)
+    controls.on_ready();
   auto outcome = actors::run_local_job(rt, *job, static_cast<std::uint32_t>(options.ps.servers), data->train,
                                        chief, slow->first, slow->second);
   if (!outcome)

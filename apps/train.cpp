@@ -4,6 +4,7 @@
 #include "apps/solver_checkpoints.hpp"
 #include "apps/progress.hpp"
 #include "apps/ps_train.hpp"
+#include "apps/service_metrics.hpp"
 #include "apps/shards.hpp"
 #include "apps/solver.hpp"
 #include "apps/summary.hpp"
@@ -150,6 +151,8 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   auto setup = shards_for(options, rt, *data, *architecture);
   if (!setup)
     return setup.error();
+  if (controls.on_ready)
+    controls.on_ready();
   const auto set_up = clock_type::now();
   if (auto fits = check_model_size(data->shape); !fits)
     return fits.error();
@@ -239,8 +242,33 @@ int exit_with_outcome(const result<train_outcome>& trained, const train_options&
   return 0;
 }
 
+result<train_outcome> train_watched(const train_options& options, train_controls controls) {
+  driver_progress progress;
+  auto endpoint = start_metrics(
+    options.serve_metrics,
+    {[&progress] { return joined(process_metrics("driver"), driver_metrics(progress)); },
+     [&progress] { return progress.unready(); }},
+    "shardopt train");
+  if (!endpoint)
+    return endpoint.error();
+  if (*endpoint) {
+    controls.on_ready = [&progress, then = controls.on_ready] {
+      progress.connected();
+      if (then)
+        then();
+    };
+    controls.on_row = [&progress, then = controls.on_row](const nlohmann::json& row) {
+      progress.record(row);
+      return !then || then(row);
+    };
+  }
+  auto trained = train(options, controls);
+  progress.finished();
+  return trained;
+}
+
 int run_train(const train_options& options) {
-  return exit_with_outcome(train(options), options);
+  return exit_with_outcome(train_watched(options), options);
 }
 
 } // namespace shardopt::apps

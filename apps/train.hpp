@@ -3,6 +3,7 @@
 #include "actors/runtime.hpp"
 #include "actors/topology.hpp"
 #include "apps/data.hpp"
+#include "apps/metrics_endpoint.hpp"
 #include "apps/modes.hpp"
 #include "apps/progress.hpp"
 #include "optimizer/lbfgs.hpp"
@@ -90,6 +91,7 @@ struct train_options {
   bool json = false;               ///< final summary as one JSON object on stdout
   bool quiet = false;              ///< no progress lines
   double progress_interval = 1.0;  ///< seconds between progress lines
+  metrics_options serve_metrics;   ///< --metrics-port: Prometheus metrics and probes
 };
 
 /// What a library caller (the Python module) adds to a run.
@@ -102,6 +104,8 @@ struct train_controls {
   /// When set, the run stops before its next pass over the data (stop reason `interrupted`; a run
   /// interrupted before its first iteration fails instead).
   const std::atomic<bool>* interrupt = nullptr;
+  /// Called once the run's peers (shards, nodes or parameter servers) are up.
+  std::function<void()> on_ready;
   /// Keep every metrics row in the report's history (the CLI does not: a long run's rows are
   /// unbounded; they are in --metrics).
   bool keep_history = false;
@@ -123,7 +127,11 @@ struct train_outcome {
 /// is still saved with --save).
 result<train_outcome> train(const train_options& options, const train_controls& controls = {});
 
-/// `shardopt train` and `shardopt run`: train(), the accuracies on stderr, the summary on stdout
+/// train(), with its --metrics-port endpoint when `options` ask for one (apps/service_metrics.hpp):
+/// ready from the run's peers connecting to the run's end, fed every metrics row.
+result<train_outcome> train_watched(const train_options& options, train_controls controls = {});
+
+/// `shardopt train` and `shardopt run`: train_watched(), the accuracies on stderr, the summary on stdout
 /// with --json. Returns the process exit code; errors go to stderr.
 int run_train(const train_options& options);
 

@@ -191,7 +191,7 @@ py::tuple train(const std::vector<std::pair<std::string, py::object>>& keywords,
     std::thread worker{[&] {
       result<apps::train_outcome> outcome = failure{"no result", failure_kind::runtime};
       try {
-        outcome = apps::train(options, controls);
+        outcome = apps::train_watched(options, controls);
       } catch (const std::bad_alloc&) {
         outcome = failure{"out of memory", failure_kind::runtime};
       } catch (const std::exception& e) {

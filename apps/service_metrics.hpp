@@ -1,0 +1,63 @@
+#pragma once
+
+// What `--metrics-port` reports, as Prometheus metric families: every process's memory and wire
+// traffic, a node's counters (actors/node_counters.hpp), a driver's latest iteration (the row its
+// --metrics file gets, so the two cannot disagree), a parameter server's statistics. The names
+// and labels are listed in docs/cluster.md.
+
+#include "actors/node_counters.hpp"
+
+#include <nlohmann/json.hpp>
+#include <prometheus/metric_family.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace shardopt::actors {
+struct ps_stats;
+}
+
+namespace shardopt::apps {
+
+/// A driver's progress as its endpoint sees it: the latest metrics row and whether it is ready
+/// (its shards or parameter servers connected, the run not over). Written by the run, read by the
+/// endpoint's threads.
+class driver_progress {
+public:
+  void record(const nlohmann::json& row);
+  nlohmann::json latest() const;
+
+  /// Ready from `connected` (its peers are up) until `finished` (the run is over).
+  void connected() { connected_ = true; }
+  void finished() { finished_ = true; }
+
+  /// Why it is not ready (empty: ready).
+  std::string unready() const;
+
+private:
+  mutable std::mutex mutex_;
+  nlohmann::json row_;
+  std::atomic<bool> connected_{false};
+  std::atomic<bool> finished_{false};
+};
+
+/// The families of this process: resident memory, wire bytes sent and received, and an info
+/// gauge naming its role ("node", "driver", "ps", "worker") and versions.
+std::vector<prometheus::MetricFamily> process_metrics(const std::string& role);
+
+/// A node's families: what it holds, what it served, its refusals by request and reason.
+std::vector<prometheus::MetricFamily> node_metrics(const actors::node_counters& counters);
+
+/// A driver's (or a parameter-server job's chief's) families, from its latest metrics row.
+std::vector<prometheus::MetricFamily> driver_metrics(const driver_progress& progress);
+
+/// A parameter server's families; null `stats` (it waits for its chief, or its job is over): only that.
+std::vector<prometheus::MetricFamily> ps_metrics(const actors::ps_stats* stats);
+
+/// `a` followed by `b`.
+std::vector<prometheus::MetricFamily> joined(std::vector<prometheus::MetricFamily> a,
+                                             std::vector<prometheus::MetricFamily> b);
+
+} // namespace shardopt::apps
