@@ -33,6 +33,13 @@ result<raw_dataset> with_labels(std::int64_t rows, const double* labels, std::in
   return raw;
 }
 
+/// The error for entry (i, j) of `x_name`, which is not a finite float32.
+template <class T>
+failure bad_entry(const std::string& x_name, std::int64_t i, std::int64_t j, T value) {
+  return fail_invalid(x_name + "[" + std::to_string(i) + ", " + std::to_string(j) +
+                      "]: expected a finite number, got " + number(static_cast<double>(value)));
+}
+
 /// Whether `value` fits a float32 feature (finite after the conversion).
 template <class T>
 bool fits_float(T value) {
@@ -56,12 +63,27 @@ result<raw_dataset> dataset_from_arrays(const strided_matrix<T>& x, const double
     for (std::int64_t j = 0; j < x.cols; ++j) {
       const T value = row[j * x.col_stride];
       if (!fits_float(value))
-        return fail_invalid(x_name + "[" + std::to_string(i) + ", " + std::to_string(j) +
-                    "]: expected a finite number, got " + number(static_cast<double>(value)));
+        return bad_entry(x_name, i, j, value);
       features(i, j) = static_cast<float>(value);
     }
   }
   raw->data.x = std::move(features);
+  return raw;
+}
+
+result<raw_dataset> dataset_over_array(const float* values, std::int64_t rows, std::int64_t cols,
+                                       std::shared_ptr<void> owner, const double* labels,
+                                       std::int64_t label_count, const std::string& x_name,
+                                       const std::string& y_name) {
+  if (rows < 0 || cols < 1)
+    return fail_invalid(x_name + " has " + std::to_string(cols) + " columns; it needs at least one feature");
+  auto raw = with_labels(rows, labels, label_count, x_name, y_name);
+  if (!raw)
+    return raw;
+  for (std::int64_t k = 0; k < rows * cols; ++k)
+    if (!std::isfinite(values[k]))
+      return bad_entry(x_name, k / cols, k % cols, values[k]);
+  raw->data.x = model::shared_dense{const_cast<float*>(values), rows, cols, std::move(owner), false};
   return raw;
 }
 

@@ -5,6 +5,7 @@
 #include "io/readers.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace shardopt::io {
@@ -39,6 +40,14 @@ template <class T>
 result<raw_dataset> dataset_from_arrays(const strided_matrix<T>& x, const double* labels,
                                         std::int64_t label_count, const std::string& x_name,
                                         const std::string& y_name);
+
+/// A dataset over a caller's rows x cols float32 matrix in C order, without a copy: the dataset
+/// refers to `values` (checked finite first) and shares `owner`, which must keep them alive and
+/// unchanged for as long as the dataset or any copy of it exists.
+result<raw_dataset> dataset_over_array(const float* values, std::int64_t rows, std::int64_t cols,
+                                       std::shared_ptr<void> owner, const double* labels,
+                                       std::int64_t label_count, const std::string& x_name,
+                                       const std::string& y_name);
 
 /// The same from a CSR feature matrix; indices within a row must be strictly increasing.
 template <class I, class T>

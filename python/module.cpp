@@ -86,9 +86,19 @@ result<io::raw_dataset> csr_dataset(const py::tuple& csr, const double* labels, 
                                  labels, count, x_name, y_name);
 }
 
+/// Keeps a Python object alive from C++: released with the GIL held, on whatever thread lets go of
+/// it last (the training thread, while the calling thread waits with the GIL released).
+std::shared_ptr<void> keep_alive(const py::object& object) {
+  return std::shared_ptr<void>(new py::object(object), [](void* held) {
+    py::gil_scoped_acquire gil;
+    delete static_cast<py::object*>(held);
+  });
+}
+
 /// A dataset from what __init__.py hands over: a 2-D float32 or float64 array in any order, or a
 /// tuple ("csr", data, indices, indptr, (rows, cols)); labels a 1-D float64 array (or None for
-/// predictions: zeros). The features are copied once, into shardopt's float32 rows.
+/// predictions: zeros). A float32 array in C order is used where it is, kept alive by the dataset
+/// (the caller may drop it); the others are copied once, into shardopt's float32 rows.
 io::raw_dataset dataset(const py::object& x, const py::object& y, const std::string& x_name,
                         const std::string& y_name) {
   using label_array = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -113,6 +123,9 @@ io::raw_dataset dataset(const py::object& x, const py::object& y, const std::str
     throw py::value_error(x_name + " must be 2-D (examples x features), got " + std::to_string(a.ndim()) +
                           " dimensions");
   // isinstance compares dtypes by equivalence (an unpickled float64 dtype is another object).
+  if (py::isinstance<py::array_t<float>>(a) && (a.flags() & py::array::c_style) && a.shape(1) > 0)
+    return value_or_raise(io::dataset_over_array(static_cast<const float*>(a.data()), a.shape(0),
+                                                 a.shape(1), keep_alive(a), l, count, x_name, y_name));
   if (py::isinstance<py::array_t<float>>(a))
     return value_or_raise(io::dataset_from_arrays(strided<float>(a, x_name), l, count, x_name, y_name));
   if (py::isinstance<py::array_t<double>>(a))
