@@ -27,6 +27,9 @@ std::string seconds_text(std::chrono::milliseconds duration) {
   return text.str();
 }
 
+constexpr const char* draining_refusal = "this node is draining (shutting down): it takes no new drivers";
+using part_reply = caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double>;
+
 class node_impl : public guarded<node_actor::base> {
 public:
   node_impl(caf::actor_config& config, runtime* rt, std::uint32_t threads, node_limits limits,
@@ -51,8 +54,7 @@ public:
         if (auto ok = check_hello(version, probe, "the driver"); !ok)
           return counted(node_request::hello, refused(ok.error().message()));
         if (counters_->draining.load())
-          return counted(node_request::hello,
-                         refused("this node is draining (shutting down): it takes no new drivers"));
+          return counted(node_request::hello, refused(draining_refusal));
         return {round, info()};
       },
       [this](status_atom, std::uint64_t round) -> caf::result<std::uint64_t, node_status> {
@@ -79,9 +81,9 @@ public:
         return serve<moments_message>(node_request::moments, round,
                                       [&] { return part_moments(message, limits()); });
       },
-      [this](spawnpart_atom, std::uint64_t round, const access_token& token, part_shard_spec& spec)
-        -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
-        return counted(node_request::spawnpart, shielded([&]() -> caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double> {
+      [this](spawnpart_atom, std::uint64_t round, const access_token& token,
+             part_shard_spec& spec) -> part_reply {
+        return counted(node_request::spawnpart, shielded([&]() -> part_reply {
           expire_staged();
           auto shard = spawn_part(token, spec);
           if (!shard)
@@ -162,6 +164,8 @@ private:
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
     if (!driver)
       return fail_invalid("an anonymous request cannot own shards");
+    if (counters_->draining.load() && !holdings_.find(driver))
+      return fail_invalid(draining_refusal);
     if (auto ok = holdings_.admit(driver, bytes, bytes_only); !ok)
       return ok.error();
     return driver;
@@ -180,7 +184,7 @@ private:
   shard_actor host(const caf::actor_addr& driver, const model::model_shape& shape,
                    std::shared_ptr<const model::dataset> data, model::row_range rows,
                    const block_layout& layout, const access_token& token) {
-    const auto bytes = io::bytes_of(io::extent_of(*data));
+    const auto bytes = io::bytes_of(*data);
     auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token, counters_);
     holdings_.hold(share_of(driver), shard, bytes);
     return shard;
@@ -340,7 +344,7 @@ private:
       return refused("invalid shard request: " + ok.error().message());
     if (auto ok = check_block(shape, block.data.get(), block.rows); !ok)
       return make_error(errc::dimension_mismatch, ok.error().message());
-    auto driver = admit(io::bytes_of(io::extent_of(*block.data)));
+    auto driver = admit(io::bytes_of(*block.data));
     if (!driver)
       return refused(driver.error().message());
     return host(*driver, shape, block.data, block.rows, spec.layout, token);
@@ -368,7 +372,7 @@ private:
     if (!read)
       return std::move(read.error());
     auto data = std::move(*read);
-    auto driver = admit(io::bytes_of(io::extent_of(*data)));
+    auto driver = admit(io::bytes_of(*data));
     if (!driver)
       return refused(driver.error().message());
     const model::row_range rows{0, data->rows()};

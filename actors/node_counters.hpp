@@ -12,17 +12,19 @@
 
 namespace shardopt::actors {
 
-/// The requests a node counts refusals of: its own protocol's and its shards'.
+/// The requests a node counts refusals of: its own protocol's and its shards' (`evaluate`: any
+/// request a shard refuses, counted by each shard that refuses it; the refusals of its groups and
+/// trees are not counted).
 enum class node_request : std::uint8_t {
-  hello, append, spawn, scan, moments, spawnpart, group, tree, release, status, evaluate, count
+  hello, append, spawn, scan, moments, spawnpart, group, tree, release, evaluate, count
 };
 
 /// The reasons it counts them by: the error codes its replies carry (messages.hpp, errc).
 enum class refusal_reason : std::uint8_t { refused, invalid_data, bad_request, failed, count };
 
 constexpr std::string_view to_string(node_request request) {
-  constexpr std::string_view names[] = {"hello", "append", "spawn",   "scan",   "moments", "spawnpart",
-                                        "group", "tree",   "release", "status", "evaluate"};
+  constexpr std::string_view names[] = {"hello", "append", "spawn",   "scan",    "moments",
+                                        "spawnpart", "group", "tree", "release", "evaluate"};
   return names[static_cast<std::size_t>(request)];
 }
 

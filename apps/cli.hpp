@@ -8,6 +8,7 @@
 #include "apps/eval.hpp"
 #include "apps/generate.hpp"
 #include "apps/node_command.hpp"
+#include "apps/status.hpp"
 #include "apps/ps_train.hpp"
 #include "apps/train.hpp"
 #include "base/result.hpp"

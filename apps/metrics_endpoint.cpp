@@ -58,16 +58,15 @@ private:
   const endpoint_sources& sources_;
 };
 
-/// "127.0.0.1:9100" or "[::1]:9100" for civetweb, from an IP address literal: civetweb reads flags
-/// from the option's text (a trailing 's' means TLS, a comma another port), so nothing but an
-/// address is passed on.
+/// "127.0.0.1:9100" for civetweb, from an IPv4 address literal: civetweb reads flags from the
+/// option's text (a trailing 's' means TLS, a comma another port), so nothing but an address is
+/// passed on. (Debian's civetweb is built without IPv6.)
 result<std::string> listening_port(const std::string& bind, std::uint16_t port) {
-  unsigned char address[sizeof(in6_addr)];
-  if (inet_pton(AF_INET, bind.c_str(), address) == 1)
+  in_addr address{};
+  if (inet_pton(AF_INET, bind.c_str(), &address) == 1)
     return bind + ":" + std::to_string(port);
-  if (inet_pton(AF_INET6, bind.c_str(), address) == 1)
-    return "[" + bind + "]:" + std::to_string(port);
-  return fail_invalid("--metrics-bind " + bind + ": not an IP address (give 127.0.0.1, 0.0.0.0, ::1 ...)");
+  return fail_invalid("--metrics-bind " + bind + ": not an IPv4 address (give 127.0.0.1, 0.0.0.0 or "
+                      "an interface's address)");
 }
 
 } // namespace
@@ -95,10 +94,11 @@ result<metrics_endpoint> metrics_endpoint::start(const std::string& bind, std::u
   auto listen = listening_port(bind, port);
   if (!listen)
     return listen.error();
-  // Two threads, small requests, short timeouts: a scraper needs no more, and a client that
-  // opens connections and sends nothing ties up a thread for 10 s at most.
+  // Eight threads, small requests, short timeouts: a client that opens connections and sends
+  // nothing ties up a thread for 2 s at most, and needs eight such connections at once to delay a
+  // scrape. (Liveness probes use the node's own port: see deploy/kubernetes/nodes.yaml.)
   const std::vector<std::string> options{
-    "listening_ports", *listen,  "num_threads",       "2",   "request_timeout_ms", "10000",
+    "listening_ports", *listen,  "num_threads",       "8",   "request_timeout_ms", "2000",
     "max_request_size", "8192",  "enable_keep_alive", "no",  "enable_directory_listing", "no"};
   auto state = std::make_unique<impl>(std::move(sources));
   try {
@@ -116,15 +116,12 @@ result<std::unique_ptr<metrics_endpoint>> start_metrics(const metrics_options& o
                                                         const std::string& who) {
   if (!options.enabled())
     return std::unique_ptr<metrics_endpoint>{};
-  if (options.port > 65535)
-    return fail_invalid("--metrics-port " + std::to_string(options.port) + ": not a port");
   auto endpoint = metrics_endpoint::start(options.bind, static_cast<std::uint16_t>(options.port),
                                           std::move(sources));
   if (!endpoint)
     return endpoint.error();
-  const bool v6 = options.bind.find(':') != std::string::npos;
-  std::fprintf(stderr, "%s: metrics on http://%s%s%s:%u/metrics\n", who.c_str(), v6 ? "[" : "",
-               options.bind.c_str(), v6 ? "]" : "", static_cast<unsigned>(endpoint->port()));
+  std::fprintf(stderr, "%s: metrics on http://%s:%u/metrics\n", who.c_str(), options.bind.c_str(),
+               static_cast<unsigned>(endpoint->port()));
   return std::make_unique<metrics_endpoint>(std::move(*endpoint));
 }
 

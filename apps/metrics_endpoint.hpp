@@ -1,8 +1,8 @@
 #pragma once
 
 // The HTTP side of `--metrics-port`: Prometheus text at /metrics and the probes /healthz and
-// /readyz, served by civetweb on a few threads of its own, and nothing else. Every other path or
-// method gets 404, and no file is ever served. What it reports comes from the callbacks, which it
+// /readyz (GET), served by civetweb on a few threads of its own, and nothing else: every other
+// path gets 404, other methods a 4xx, and no file is ever served. What it reports comes from the callbacks, which it
 // calls on its own threads: they read atomics and never block on the process's actors for long.
 
 #include "base/result.hpp"
@@ -47,7 +47,7 @@ private:
 /// The options every serving command shares: where its endpoint listens.
 struct metrics_options {
   int port = -1;                   ///< -1: no endpoint; 0: any free port
-  std::string bind = "127.0.0.1";  ///< loopback unless told otherwise
+  std::string bind = "127.0.0.1";  ///< an IPv4 address; loopback unless told otherwise
   bool enabled() const { return port >= 0; }
 };
 

@@ -57,7 +57,7 @@ int drain(actors::node_counters& counters, const sigset_t& stop_signals, double 
   while (counters.drivers.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     const int signal = sigtimedwait(&stop_signals, nullptr, &poll);
     if (signal > 0)
-      return signal == SIGUSR2 ? SIGUSR2 : signal;
+      return signal;
   }
   if (counters.drivers.load() > 0)
     std::fprintf(stderr, "shardopt node: drain time is up with %lld driver(s) left\n",

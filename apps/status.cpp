@@ -3,7 +3,7 @@
 #include "actors/network.hpp"
 #include "actors/node.hpp"
 #include "actors/node_service.hpp"
-#include "apps/node_command.hpp"
+#include "apps/status.hpp"
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"
 

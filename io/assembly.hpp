@@ -34,6 +34,9 @@ result<void> check_extent(const data_extent& extent);
 
 /// The extent of `data`, or of its rows `rows`.
 data_extent extent_of(const model::dataset& data);
+
+/// The bytes `data` holds in memory: bytes_of(extent_of(data)).
+inline std::int64_t bytes_of(const model::dataset& data) { return bytes_of(extent_of(data)); }
 data_extent extent_of(const model::dataset& data, model::row_range rows);
 
 /// Rows [range.begin, range.end) of `data` cut into consecutive pieces of at most `max_bytes`

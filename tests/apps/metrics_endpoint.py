@@ -3,7 +3,7 @@
 
 - A node's and a driver's endpoints are scraped while a run goes on: their counters move.
 - Requests that are not a GET of /metrics, /healthz or /readyz (other paths, other methods, bytes
-  that are not HTTP, an oversized header, an idle connection) get an error or are dropped, and the
+  that are not HTTP, an oversized header, idle connections) get an error or are dropped, and the
   node goes on serving: its probes answer and a run against it ends as a run against a fresh node.
 - SIGTERM with --drain-seconds: /readyz turns 503 at once, `status` says draining, a new driver is
   refused by name, the running driver finishes, and the node exits 0 once it has.
@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -37,25 +38,27 @@ def start(args, **kw):
     return process
 
 
-def read_until(stream, pattern, timeout=60):
-    """The first match of `pattern` in `stream`'s lines (lines before it are dropped)."""
-    deadline = time.time() + timeout
+def read_until(process, stream, pattern, timeout=60):
+    """The first match of `pattern` in the lines of `process`'s `stream` (lines before it are
+    dropped). A process that says nothing for `timeout` seconds is killed, which ends the wait."""
+    killer = threading.Timer(timeout, process.kill)
+    killer.start()
     seen = []
-    while time.time() < deadline:
-        line = stream.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = re.search(pattern, line)
-        if match:
-            return match
+    try:
+        for line in iter(stream.readline, ""):
+            seen.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+    finally:
+        killer.cancel()
     raise AssertionError(f"no {pattern!r} in {''.join(seen)!r}")
 
 
 def start_node(*extra):
     node = start(["node", "--port", "0", "--metrics-port", "0", *extra])
-    address = read_until(node.stdout, r"listening on (127\.0\.0\.1:\d+)").group(1)
-    metrics = read_until(node.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
+    address = read_until(node, node.stdout, r"listening on (127\.0\.0\.1:\d+)").group(1)
+    metrics = read_until(node, node.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
     return node, address, metrics
 
 
@@ -139,10 +142,17 @@ def test_hostile_requests_leave_the_node_serving():
     assert garbage == "" or garbage.split(" ")[1].startswith("4"), garbage
     big = raw(port, b"GET /metrics HTTP/1.1\r\nX: " + b"a" * 20000 + b"\r\n\r\n")
     assert big == "" or big.split(" ")[1].startswith("4"), big
-    with socket.create_connection(("127.0.0.1", port)) as idle:  # says nothing while others scrape
-        idle.sendall(b"GET /metr")
-        assert get(base + "/healthz") == (200, "ok\n")
+    idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(4)]  # say nothing
+    try:
+        for connection in idle:
+            connection.sendall(b"GET /metr")
+        started = time.time()
+        assert get(base + "/healthz", timeout=5) == (200, "ok\n")
+        assert time.time() - started < 1.0, "idle connections delay the endpoint"
         assert scrape(base)["shardopt_node_drivers"] == 0
+    finally:
+        for connection in idle:
+            connection.close()
     assert get(base + "/readyz") == (200, "ready\n")
     code, out, err = finish(train(address, *SHORT_RUN))
     assert code == 0, err
@@ -158,7 +168,7 @@ def test_counters_move_and_a_draining_node_finishes_its_driver():
     node, address, node_base = start_node("--drain-seconds", "120")
     driver = train(address, "--limit", "30000", "--test-limit", "500", "--solver", "lbfgs",
                    "--max-iter", "250", metrics=True)
-    driver_base = read_until(driver.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
+    driver_base = read_until(driver, driver.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
     first = wait_for(lambda: (lambda s: s if s.get("shardopt_driver_iteration", 0) >= 3 else None)(
         scrape(driver_base)), "the driver's third iteration")
     node_first = scrape(node_base)
@@ -247,19 +257,21 @@ def free_port():
 def test_a_parameter_server_reports_its_steps():
     hosts = lambda: f"127.0.0.1:{free_port()}"
     job = ["ps-task", "--ps_hosts", hosts(), "--worker_hosts", hosts(), "--limit", "3000",
-           "--test-limit", "500", "--last-step", "3000", "--log-steps", "50", "--batch-size", "32"]
+           "--test-limit", "500", "--last-step", "6000", "--log-steps", "50", "--batch-size", "32"]
     ps = start(job + ["--job_name", "ps", "--task_index", "0", "--metrics-port", "0"])
-    base = read_until(ps.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
+    base = read_until(ps, ps.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
     waiting = scrape(base)
     assert waiting["shardopt_ps_running"] == 0 and 'shardopt_info{role="ps"' in "".join(waiting)
     assert get(base + "/readyz")[0] == 200
     worker = start(job + ["--job_name", "worker", "--task_index", "0", "--metrics-port", "0", "--quiet"])
-    steps = []
+    chief = read_until(worker, worker.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
+    steps, chief_steps = [], []
     while worker.poll() is None:
         try:
             samples = scrape(base)
+            chief_steps.append(scrape(chief).get("shardopt_driver_global_step", 0))
         except (urllib.error.URLError, ConnectionError, AssertionError):
-            break  # the PS left at the end of the job
+            break  # the job is over: its tasks are leaving
         if samples["shardopt_ps_running"] == 1:
             steps.append(samples["shardopt_ps_step"])
         time.sleep(0.02)
@@ -267,6 +279,7 @@ def test_a_parameter_server_reports_its_steps():
     assert code == 0, err
     assert ps.wait(timeout=60) == 0
     assert steps and max(steps) > 0 and steps == sorted(steps), steps[-10:]
+    assert max(chief_steps) >= 50 and chief_steps == sorted(chief_steps), chief_steps[-10:]
 
 
 def main():

@@ -28,6 +28,9 @@ ELSEWHERE = {
     "--repeat": "bench/python_bench.py",
     "--rate": "scripts/netns-cluster",
     "--node-arg": "scripts/netns-cluster",
+    "--system-site-packages": "pyproject.toml",  # python3 -m venv
+    "--no-build-isolation": "pyproject.toml",    # pip install
+    "--no-index": "tests/python/pip_install.py",  # pip install
 }
 
 

@@ -1,0 +1,112 @@
+// A node's counters (what /metrics and `shardopt status` report) and its drain, on a node actor in
+// this process: what it holds and serves is counted as drivers come and go, refusals by request and
+// reason, and a draining node refuses every way in for a new driver while its drivers go on.
+
+#include "actors/node.hpp"
+#include "io/assembly.hpp"
+#include "support/problems.hpp"
+
+#include <doctest/doctest.h>
+
+#include <caf/all.hpp>
+
+#include <thread>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using namespace std::chrono_literals;
+
+namespace {
+
+const model::model_shape shape{model::model_kind::softmax, 20, 3};
+
+/// The error a request is answered with ("" when it is answered with a value, which the empty
+/// reply handler takes as CAF's unexpected_response).
+template <class Handle, class... Ts>
+std::string refusal(caf::scoped_actor& self, const Handle& to, Ts&&... xs) {
+  std::string text = "no reply";
+  self->request(caf::actor_cast<caf::actor>(to), 10s, std::forward<Ts>(xs)...)
+    .receive([&]() { text.clear(); },
+             [&](caf::error& err) {
+               text = err == caf::sec::unexpected_response ? "" : actors::describe(err, self->system());
+             });
+  return text;
+}
+
+actors::shard_actor spawn(caf::scoped_actor& driver, const actors::node_actor& node,
+                          const actors::shard_spec& spec, const actors::access_token& token) {
+  actors::shard_actor shard;
+  driver->request(node, 10s, actors::spawn_atom::value, std::uint64_t{1}, token, spec)
+    .receive([&](std::uint64_t, actors::shard_actor& made) { shard = std::move(made); },
+             [&](caf::error& err) { FAIL(actors::describe(err, driver->system())); });
+  return shard;
+}
+
+actors::node_status status_of(caf::scoped_actor& self, const actors::node_actor& node) {
+  actors::node_status out;
+  self->request(node, 10s, actors::status_atom::value, std::uint64_t{1})
+    .receive([&](std::uint64_t, actors::node_status& status) { out = std::move(status); },
+             [&](caf::error& err) { FAIL(actors::describe(err, self->system())); });
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a node counts what it holds and serves, and a draining node takes no new driver by any request") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  auto counters = std::make_shared<actors::node_counters>();
+  auto node = actors::spawn_node(rt, 2, actors::node_limits{}, counters);
+  const auto data = shardopt::test::random_problem(7, 60, 20, 3);
+  const actors::shard_spec spec{shape, actors::data_block{data, {0, 60}}, {0, 20}};
+  const auto token = actors::access_token::random();
+  using refused = actors::refusal_reason;
+  using request = actors::node_request;
+
+  auto first = std::make_unique<caf::scoped_actor>(rt.system());
+  auto shard = spawn(*first, node, spec, token);
+  CHECK(counters->drivers == 1);
+  CHECK(counters->shards == 1);
+  const auto bytes = shardopt::io::bytes_of(*data);
+  CHECK(bytes > 60 * 20 * 4);
+  CHECK(counters->bytes_held == bytes);
+  const actors::dense_vector theta{Eigen::VectorXd::Zero(shape.dimension())};
+  CHECK(refusal(*first, shard, actors::quality_atom::value,
+                token, std::uint64_t{1}, theta).empty());
+  CHECK(counters->qualities == 1);
+  CHECK(refusal(*first, shard, actors::quality_atom::value,
+                actors::access_token::random(), std::uint64_t{2}, theta)
+          .find("belongs to another driver") != std::string::npos);
+  CHECK(counters->refused(request::evaluate, refused::refused) == 1);
+  CHECK(counters->qualities == 1);
+
+  counters->draining = true;
+  caf::scoped_actor newcomer{rt.system()};
+  CHECK(refusal(newcomer, node, actors::hello_atom::value, std::uint64_t{1}, actors::protocol_version,
+                actors::wire_probe()).find("draining") != std::string::npos);
+  CHECK(refusal(newcomer, node, actors::spawn_atom::value, std::uint64_t{1}, token, spec)
+          .find("draining") != std::string::npos);
+  CHECK(refusal(newcomer, node, actors::append_atom::value, std::uint64_t{1}, token, std::int64_t{60},
+                std::int64_t{0}, std::int64_t{0}, actors::data_block{data, {0, 30}})
+          .find("draining") != std::string::npos);
+  CHECK(counters->refused(request::hello, refused::refused) == 1);
+  CHECK(counters->refused(request::spawn, refused::refused) == 1);
+  CHECK(counters->refused(request::append, refused::refused) == 1);
+  CHECK(counters->drivers == 1);  // the newcomer holds nothing
+
+  spawn(*first, node, spec, token);  // a driver it holds goes on
+  CHECK(counters->shards == 2);
+  const auto status = status_of(newcomer, node);
+  CHECK(status.draining);
+  CHECK(status.drivers == 1);
+  CHECK(status.shards == 2);
+  CHECK(status.bytes_held == 2 * bytes);
+  CHECK(status.info.version == actors::protocol_version);
+
+  first.reset();  // the driver goes away: its shards end, and the drain can end
+  for (int i = 0; i < 200 && counters->drivers > 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  CHECK(counters->drivers == 0);
+  CHECK(counters->shards == 0);
+  CHECK(counters->bytes_held == 0);
+  newcomer->send_exit(node, caf::exit_reason::user_shutdown);  // from this process: accepted
+}
