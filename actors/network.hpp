@@ -4,6 +4,7 @@
 // protocol uses, connecting to a published actor with a deadline, and publishing one (plain TCP or
 // mutual TLS, as the runtime is configured). Include only in translation units that use CAF.
 
+#include "actors/messages.hpp"
 #include "actors/runtime.hpp"
 #include "base/result.hpp"
 
@@ -11,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -81,6 +83,18 @@ result<std::uint16_t> publish(runtime& rt, const Handle& actor, const std::strin
 /// Stops listening on `port` for `actor` (the io middleman also reaches TLS publications; CAF
 /// 0.17.6's caf::openssl::unpublish does not compile).
 void unpublish_actor(runtime& rt, const caf::strong_actor_ptr& actor, std::uint16_t port);
+
+/// One request to `to` whose reply is (round, T), from a fresh blocking actor of `rt`, waiting up
+/// to `timeout`: the T, or why there is none. Blocks the calling thread (an endpoint's, a CLI's).
+template <class T, class Handle, class... Ts>
+result<T> ask_once(runtime& rt, const Handle& to, std::chrono::milliseconds timeout, Ts&&... xs) {
+  caf::scoped_actor self{rt.system()};
+  std::optional<result<T>> out;
+  self->request(to, timeout, std::forward<Ts>(xs)...)
+    .receive([&](std::uint64_t, T& value) { out = std::move(value); },
+             [&](caf::error& err) { out = result<T>{fail_runtime(describe(err, rt.system()))}; });
+  return std::move(*out);
+}
 
 /// Refuses to serve a network port off loopback without TLS unless the user said --insecure.
 result<void> check_exposure(const std::string& bind, bool tls, bool insecure, const std::string& what);

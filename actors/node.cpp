@@ -58,7 +58,7 @@ public:
         return {round, info()};
       },
       [this](status_atom, std::uint64_t round) -> caf::result<std::uint64_t, node_status> {
-        return {round, status_of(holdings_, *counters_, info())};
+        return {round, status_of(limits(), *counters_, info())};
       },
       [this](append_atom, std::uint64_t round, const access_token& token, std::int64_t rows,
              std::int64_t nonzeros, std::int64_t first_row, const data_block& piece) {

@@ -60,8 +60,9 @@
 //       What the node holds and serves, and its limits (`shardopt status`). Any connected peer may
 //       ask; the answer names no driver, token, path or data.
 //
-// A node that drains (its service shutting down gracefully, node_counters::draining) refuses new
-// drivers' hellos and keeps serving the drivers it has.
+// A node that drains (its service shutting down gracefully, node_counters::draining) refuses every
+// request that would give a new driver a hold here (hello, data, shards) and keeps serving the
+// drivers it has.
 //
 // Shards belong to the driver actor that asked for them. The node monitors it and ends its shards
 // when it goes away (it disconnects, is killed, or finishes), so one node serves many drivers one

@@ -184,14 +184,12 @@ node_holdings::totals node_holdings::held() const {
   return out;
 }
 
-node_status status_of(const node_holdings& holdings, const node_counters& counters, node_info info) {
-  const auto held = holdings.held();
-  const auto& limits = holdings.limits();
+node_status status_of(const node_limits& limits, const node_counters& counters, node_info info) {
   node_status out;
   out.info = std::move(info);
-  out.drivers = held.drivers;
-  out.shards = held.shards;
-  out.bytes_held = held.bytes;
+  out.drivers = counters.drivers.load(std::memory_order_relaxed);
+  out.shards = counters.shards.load(std::memory_order_relaxed);
+  out.bytes_held = counters.bytes_held.load(std::memory_order_relaxed);
   out.evaluations = counters.evaluations.load(std::memory_order_relaxed);
   out.draining = counters.draining.load(std::memory_order_relaxed);
   out.node_local_data = !limits.data_root.empty();

@@ -110,8 +110,9 @@ private:
   std::int64_t bytes_ = 0;
 };
 
-/// A node's answer to a status request: `info`, what `holdings` holds, what `counters` counted.
-node_status status_of(const node_holdings& holdings, const node_counters& counters, node_info info);
+/// A node's answer to a status request: `info`, its `limits`, and what `counters` say it holds and
+/// served (count_held keeps the holdings there current).
+node_status status_of(const node_limits& limits, const node_counters& counters, node_info info);
 
 /// Sets the held-now counters to what `holdings` holds.
 void count_held(const node_holdings& holdings, node_counters& counters);

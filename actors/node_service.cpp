@@ -76,15 +76,8 @@ result<node_status> ask_node_status(runtime& rt, const endpoint& where,
   auto node = connect_to<node_actor>(rt, where, "a shardopt node");
   if (!node)
     return node.error();
-  caf::scoped_actor self{rt.system()};
-  std::optional<result<node_status>> out;
-  self->request(*node, timeout, status_atom::value, std::uint64_t{1})
-    .receive([&](std::uint64_t, node_status& status) { out = std::move(status); },
-             [&](caf::error& err) {
-               out = result<node_status>{
-                 fail_runtime(where.text() + ": status: " + describe(err, rt.system()))};
-             });
-  return *out;
+  return ask_once<node_status>(rt, *node, timeout, status_atom::value, std::uint64_t{1})
+    .with_context(where.text() + ": status");
 }
 
 } // namespace shardopt::actors

@@ -79,12 +79,7 @@ void unpublish_parameter_server(runtime& rt, const ps_actor& server, std::uint16
 
 result<ps_stats> parameter_server_stats(runtime& rt, const ps_actor& server, const access_token& token,
                                         std::chrono::milliseconds timeout) {
-  caf::scoped_actor self{rt.system()};
-  std::optional<result<ps_stats>> out;
-  self->request(server, timeout, psstats_atom::value, std::uint64_t{0}, token)
-    .receive([&](std::uint64_t, ps_stats& stats) { out = std::move(stats); },
-             [&](caf::error& err) { out = result<ps_stats>{fail_runtime(describe(err, rt.system()))}; });
-  return *out;
+  return ask_once<ps_stats>(rt, server, timeout, psstats_atom::value, std::uint64_t{0}, token);
 }
 
 } // namespace shardopt::actors

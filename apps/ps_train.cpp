@@ -279,14 +279,8 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
   // Left running at exit: the process ends right after (see runtime_options).
   actors::runtime rt{actors::runtime_options{t.threads, true, t.tls, true}};
   driver_progress progress;
-  auto endpoint = start_metrics(
-    t.serve_metrics,
-    {[&progress, index] {
-       return joined(process_metrics("worker"), index == 0 ? driver_metrics(progress)
-                                                           : std::vector<prometheus::MetricFamily>{});
-     },
-     [&progress] { return progress.unready(); }},
-    "worker " + std::to_string(index));
+  auto endpoint = start_metrics(t.serve_metrics, driver_sources(progress, "worker", index == 0),
+                                "worker " + std::to_string(index));
   if (!endpoint)
     return exit_with_error(endpoint.error().message());
   auto group = actors::connect_parameter_servers(rt, servers, job->startup_timeout);
@@ -294,10 +288,7 @@ int run_ps_worker(const ps_task_options& o, const std::vector<actors::endpoint>&
     return exit_with_error(group.error().message());
   progress.connected();
   chief_hooks hooks;
-  hooks.on_row = [&progress](const nlohmann::json& row) {
-    progress.record(row);
-    return true;
-  };
+  hooks.on_row = recording(progress);
   hooks.quiet = t.quiet;
   hooks.kind = data->shape.kind;
   if (index == 0 && !t.metrics.empty()) {

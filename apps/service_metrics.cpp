@@ -201,6 +201,20 @@ std::vector<MetricFamily> ps_metrics(const actors::ps_stats* stats) {
   return out.take();
 }
 
+endpoint_sources driver_sources(const driver_progress& progress, const std::string& role, bool rows) {
+  return {[&progress, role, rows] {
+            return joined(process_metrics(role), rows ? driver_metrics(progress) : std::vector<MetricFamily>{});
+          },
+          [&progress] { return progress.unready(); }};
+}
+
+row_hook recording(driver_progress& progress, row_hook then) {
+  return [&progress, then = std::move(then)](const nlohmann::json& row) {
+    progress.record(row);
+    return !then || then(row);
+  };
+}
+
 std::vector<MetricFamily> joined(std::vector<MetricFamily> a, std::vector<MetricFamily> b) {
   a.insert(a.end(), std::make_move_iterator(b.begin()), std::make_move_iterator(b.end()));
   return a;

@@ -6,6 +6,8 @@
 // and labels are listed in docs/cluster.md.
 
 #include "actors/node_counters.hpp"
+#include "apps/metrics_endpoint.hpp"
+#include "apps/progress.hpp"
 
 #include <nlohmann/json.hpp>
 #include <prometheus/metric_family.h>
@@ -55,6 +57,13 @@ std::vector<prometheus::MetricFamily> driver_metrics(const driver_progress& prog
 
 /// A parameter server's families; null `stats` (it waits for its chief, or its job is over): only that.
 std::vector<prometheus::MetricFamily> ps_metrics(const actors::ps_stats* stats);
+
+/// What a driver's endpoint serves: this process's families as `role`, `progress`'s latest row
+/// (unless `rows` is false: a worker that is not the chief), and its readiness.
+endpoint_sources driver_sources(const driver_progress& progress, const std::string& role, bool rows = true);
+
+/// A row hook that records each row in `progress`, then returns what `then` does (true without).
+row_hook recording(driver_progress& progress, row_hook then = {});
 
 /// `a` followed by `b`.
 std::vector<prometheus::MetricFamily> joined(std::vector<prometheus::MetricFamily> a,

@@ -244,11 +244,7 @@ int exit_with_outcome(const result<train_outcome>& trained, const train_options&
 
 result<train_outcome> train_watched(const train_options& options, train_controls controls) {
   driver_progress progress;
-  auto endpoint = start_metrics(
-    options.serve_metrics,
-    {[&progress] { return joined(process_metrics("driver"), driver_metrics(progress)); },
-     [&progress] { return progress.unready(); }},
-    "shardopt train");
+  auto endpoint = start_metrics(options.serve_metrics, driver_sources(progress, "driver"), "shardopt train");
   if (!endpoint)
     return endpoint.error();
   if (*endpoint) {
@@ -257,10 +253,7 @@ result<train_outcome> train_watched(const train_options& options, train_controls
       if (then)
         then();
     };
-    controls.on_row = [&progress, then = controls.on_row](const nlohmann::json& row) {
-      progress.record(row);
-      return !then || then(row);
-    };
+    controls.on_row = recording(progress, std::move(controls.on_row));
   }
   auto trained = train(options, controls);
   progress.finished();
