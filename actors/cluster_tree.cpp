@@ -193,7 +193,8 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
     std::vector<std::size_t> all;
     for (std::size_t g = 0; g < peers.size(); ++g)
       all.push_back(g);
-    return peer_tree{{made[0]}, {all}};
+    // The node's reply names its tree by the shard protocol it shares with a group.
+    return peer_tree{{caf::actor_cast<tree_actor>(made[0])}, {all}};
   };
 }
 

@@ -271,10 +271,10 @@ shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> memb
     std::move(members), std::vector<tree_actor>{}, window, token, false));
 }
 
-shard_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
-                       std::vector<tree_actor> children, const access_token& token) {
+tree_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
+                      std::vector<tree_actor> children, const access_token& token) {
   const auto window = own.size();
-  return caf::actor_cast<shard_actor>(
+  return caf::actor_cast<tree_actor>(
     system.spawn<group_impl>(std::move(own), std::move(children), window, token, true));
 }
 

@@ -248,7 +248,7 @@ struct sharded_objective::impl {
         auto slice = tree_slice{static_cast<std::uint8_t>(spec.kind), spec.at, 0, count,
                                 spec.theta.size(), spec.v.size(), grid.below.size(), grid.base};
         shapes[r] = slice;
-        const auto to = caf::actor_cast<tree_actor>((*roots)[r]);
+        const auto& to = (*roots)[r];
         for (slice.index = 0; slice.index < count; ++slice.index)
           self->send(to, part_atom::value, token, round, slice, grid_slice(grid, slice),
                      vector_slice(spec.theta, slice.theta_size, slice),
@@ -370,7 +370,7 @@ struct sharded_objective::impl {
   tree_builder build_tree;
   boundary_hook boundary;
   std::optional<peer_tree> tree;
-  std::optional<peer_group<shard_actor>> roots;
+  std::optional<peer_group<tree_actor>> roots;
   bool tree_stale = true;
   std::uint64_t tree_builds = 0;
   bool fell_back = false;  // the last round asked some peers directly

@@ -44,7 +44,7 @@ shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> memb
 /// the others, whose blocks say what it covers; the driver asks the missing blocks' peers itself
 /// and builds a new tree. Slices that disagree on what they cover (a child lost part-way) make the
 /// driver drop the tree's answer and ask every peer. Ending a tree ends none of its members.
-shard_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
+tree_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
                        std::vector<tree_actor> children, const access_token& token);
 
 /// Makes a replacement for peer `index` after it went down (for example on a surviving node), or
@@ -61,7 +61,7 @@ struct peer_share {
 
 /// A reduction tree over an objective's peers: its roots, and the peers (indices) under each.
 struct peer_tree {
-  std::vector<shard_actor> roots;
+  std::vector<tree_actor> roots;
   std::vector<std::vector<std::size_t>> under;
 };
 
@@ -89,6 +89,13 @@ sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, 
 
 /// The peers (shards or groups) behind an objective, in order.
 const std::vector<shard_actor>& shards_of(const sharded_objective& objective);
+
+/// The roots of the reduction tree the objective asks now (none while it asks its peers directly).
+std::vector<tree_actor> tree_roots_of(const sharded_objective& objective);
+
+/// Whether the objective's last request asked some peers directly: no tree, or a tree whose
+/// answer did not cover them (a member left out, a lost subtree).
+bool asked_directly(const sharded_objective& objective);
 
 /// The token the objective's requests carry (for tests that talk to its shards directly).
 access_token token_of(const sharded_objective& objective);

@@ -148,6 +148,16 @@ const std::vector<shard_actor>& shards_of(const sharded_objective& objective) {
   return objective.state().peers.handles();
 }
 
+std::vector<tree_actor> tree_roots_of(const sharded_objective& objective) {
+  const auto& roots = objective.state().roots;
+  return roots ? roots->handles() : std::vector<tree_actor>{};
+}
+
+bool asked_directly(const sharded_objective& objective) {
+  const auto& state = objective.state();
+  return !state.roots || state.fell_back;
+}
+
 access_token token_of(const sharded_objective& objective) {
   return objective.state().token;
 }

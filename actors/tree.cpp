@@ -159,9 +159,11 @@ private:
             if (r->closed || s.done || s.settled[k])
               return;
             // CAF matches a response by its id alone, and this gatherer is known to other nodes:
-            // a reply from anyone but the child asked is a forgery, and the child is left out.
+            // a reply from anyone but the child asked is a forgery, and the child is left out;
+            // so is one of another slice or length, before it can spoil its siblings' sum.
+            const auto [first, last] = slice_bounds(r->shape.grid_size, c, r->shape.count);
             if (current_sender() != caf::actor_cast<caf::strong_actor_ptr>(children_[k])
-                || index != c)
+                || index != c || part.words.size() != last - first)
               return leave_out_child(r, c, k);
             if (s.children && !merge(*s.children, std::move(part)))
               return leave_out_child(r, c, k);

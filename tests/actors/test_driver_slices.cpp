@@ -1,7 +1,8 @@
 // The driver's side of a reduction tree: it sends a root its requests in slices and puts the
 // answered slices together. Against a tree in this process: the same bits as asking the shards
 // directly, for evaluations, products and accuracy; against roots that lie about their slices: the
-// tree's answer is dropped, every shard is asked directly, and the bits are still the same.
+// tree's answer is dropped, every shard is asked directly, and the bits are still the same; a
+// child that lies about its slices' length is left out without spoiling its sibling's sums.
 
 #include "actors/shard.hpp"
 #include "actors/tree_slices.hpp"
@@ -93,7 +94,7 @@ TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) th
   std::normal_distribution<double> normal;
   const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.05 * normal(rng); });
   const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return normal(rng); });
-  auto objective_over = [&](std::function<actors::shard_actor(const shardopt::test::shard_set&,
+  auto objective_over = [&](std::function<actors::tree_actor(const shardopt::test::shard_set&,
                                                               const actors::access_token&)> root) {
     const auto token = actors::access_token::random();
     auto set = shardopt::test::spawn_shards(rt, shape, data, blocks, token);
@@ -122,7 +123,7 @@ TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) th
     auto lying = objective_over([&](const shardopt::test::shard_set&, const actors::access_token&) {
       auto root = rt.system().spawn(lying_root, how, asked);
       roots.push_back(caf::actor_cast<caf::actor>(root));
-      return caf::actor_cast<actors::shard_actor>(root);
+      return caf::actor_cast<actors::tree_actor>(root);
     });
     check_same_bits(ask(lying, theta, v), direct);
     CHECK(asked->load() >= 2);  // the root was sent slices, two per request
@@ -130,4 +131,47 @@ TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) th
   caf::scoped_actor stopper{rt.system()};
   for (const auto& root : roots)
     stopper->send_exit(root, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("a child that answers its slices with the wrong length is left out alone: its sibling's sums still come up the tree, no shard is asked directly, and the bits are those of asking the shards directly") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const model::model_shape shape{model::model_kind::softmax, 17000, 4};
+  const auto data = shardopt::test::random_problem(20261126, 120, 17000, 4, true);
+  const std::vector<model::row_range> blocks{{0, 40}, {40, 90}, {90, 120}};
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.02, 0.03);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, -1.0);
+  const auto token = actors::access_token::random();
+  auto set = shardopt::test::spawn_shards(rt, shape, data, blocks, token);
+  auto star = actors::make_sharded_objective(rt, shape, 0.01, set.shards, set.shares, set.bounds,
+                                             token, 30s, {}, {});
+  const auto direct = ask(star, theta, v);
+
+  // Root: shard 0 and two children, a liar holding nothing (it answers in no time, so before its
+  // sibling) and an honest tree over shards 1 and 2.
+  auto asked = std::make_shared<std::atomic<int>>(0);
+  auto liar = caf::actor_cast<actors::tree_actor>(rt.system().spawn(lying_root, lie::wrong_length, asked));
+  auto sibling = actors::spawn_tree(rt.system(), {set.shards[1], set.shards[2]}, {}, token);
+  auto root = actors::spawn_tree(rt.system(), {set.shards[0]}, {liar, sibling}, token);
+  auto tree = [root](const std::vector<actors::shard_actor>&) -> shardopt::result<actors::peer_tree> {
+    return actors::peer_tree{{root}, {{0, 1, 2}}};
+  };
+  auto through_tree = actors::make_sharded_objective(rt, shape, 0.01, set.shards, set.shares,
+                                                     set.bounds, token, 30s, {}, tree);
+  answers got;
+  auto f = through_tree.evaluate(theta, got.grad);
+  REQUIRE_MESSAGE(f.ok(), f.error().message());
+  got.value = *f;
+  CHECK_FALSE(actors::asked_directly(through_tree));
+  REQUIRE(through_tree.hessian_vector(v, got.hv).ok());
+  CHECK_FALSE(actors::asked_directly(through_tree));
+  auto q = through_tree.quality(theta);
+  REQUIRE(q.ok());
+  got.correct = q->correct;
+  CHECK_FALSE(actors::asked_directly(through_tree));
+  check_same_bits(got, direct);
+  CHECK(asked->load() >= 3);  // the liar was sent slices of each request
+  caf::scoped_actor stopper{rt.system()};
+  for (const auto& tree_part : {caf::actor_cast<caf::actor>(root), caf::actor_cast<caf::actor>(sibling),
+                                caf::actor_cast<caf::actor>(liar)})
+    stopper->send_exit(tree_part, caf::exit_reason::user_shutdown);
 }
