@@ -104,56 +104,19 @@ shard_factory replacer(std::shared_ptr<cluster::impl> state,
   };
 }
 
-/// The boundary hook of a cluster: at most once a second, while nodes are lost, it tries their
-/// addresses again. A node that answers (a restarted process, a rescheduled pod at the same
-/// address) and passes the hello is re-admitted, and the peers first placed on it are made there
-/// again (shipped rows shipped again, node-local parts read again) and handed to the objective, so
-/// the placement is what it was; what stood in for them is released on its node.
+/// The boundary hook of a cluster: lost nodes that answer again and pass the hello are re-admitted
+/// (reach_nodes: their addresses are tried off the driver's thread, 1 s after the loss and then ever
+/// less often), and the peers first placed on them are made there again (shipped rows shipped
+/// again, node-local parts read again) and handed to the objective, so the placement is what it
+/// was; what stood in for them is released on its node.
 boundary_hook returner(std::shared_ptr<cluster::impl> state,
                        std::function<void(const std::string&)> log,
                        std::vector<std::vector<std::size_t>> peers, spawn_fn spawn) {
-  // Per node: when to try next, and how long to wait after that try fails (1 s, doubling to 60 s),
-  // so a host that drops packets (each try can block for the connect timeout) costs ever less.
-  using clock = std::chrono::steady_clock;
-  struct backoff {
-    clock::time_point next;
-    clock::duration wait = std::chrono::seconds{1};
-  };
-  auto tries = std::make_shared<std::vector<backoff>>();
   return [state = std::move(state), log = std::move(log), peers = std::move(peers),
-          spawn = std::move(spawn), tries]() {
+          spawn = std::move(spawn)]() {
     std::vector<std::pair<std::size_t, shard_actor>> moved;
     auto& c = *state;
-    admit_new_nodes(c, log);
-    tries->resize(c.info.size());
-    for (std::size_t j = 0; j < c.info.size(); ++j) {
-      auto& retry = (*tries)[j];
-      if (c.alive[j]) {
-        retry = backoff{clock::now() + std::chrono::seconds{1}};  // a fresh loss waits 1 s
-        continue;
-      }
-      if (clock::now() < retry.next)
-        continue;
-      auto handle = connect_to<node_actor>(c.rt, c.info[j].endpoint, "a shardopt node");
-      retry.next = clock::now() + retry.wait;
-      retry.wait = std::min<clock::duration>(2 * retry.wait, std::chrono::seconds{60});
-      if (!handle)
-        continue;
-      c.nodes.replace(j, *handle);
-      auto hello = c.ask<node_info>(j, "hello", [&](std::uint64_t round) {
-        c.self->send(c.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
-      });
-      if (!hello || !cluster::impl::check_info(*hello)) {
-        if (log)
-          log("node " + c.info[j].endpoint.text() + " answers again but is refused: "
-              + (hello ? cluster::impl::check_info(*hello).error().message()
-                       : hello.error().message()));
-        continue;
-      }
-      c.alive[j] = true;
-      ++c.rejoined;
-      if (log)
-        log("node " + c.info[j].endpoint.text() + " rejoined");
+    for (const auto j : reach_nodes(c, log)) {
       for (std::size_t g = 0; g < peers.size(); ++g) {
         if (c.placed[g] != j || c.home[g] == j)
           continue;

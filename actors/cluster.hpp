@@ -59,10 +59,12 @@ public:
   std::size_t lost_nodes() const;
   std::size_t rejoined_nodes() const;
 
-  /// Watches a source of node addresses for nodes that arrive: at evaluation boundaries, at most
-  /// once every `every`, `list` is asked for a `--nodes` list, and when that changed, the nodes it
-  /// names that this cluster does not know are connected, checked and admitted (`name` says where
-  /// they came from in messages). A node that joins holds no shards at first; it takes over the
+  /// Watches a source of node addresses for nodes that arrive: at most once every `every`, `list`
+  /// is asked for a `--nodes` list on a thread of its own (a name server may be slow), and the
+  /// addresses it names that this cluster does not know are probed, off the driver's thread too;
+  /// one that answers is connected, checked and admitted at the next evaluation boundary (`name`
+  /// says where it came from in messages), one that does not is tried again, waiting 1 s doubling
+  /// to 60 s, while it is listed. A node that joins holds no shards at first; it takes over the
   /// shards of nodes that are lost (the live node with the fewest shards does) and joins the tree
   /// when it holds some. Nodes that leave the list are not dropped.
   void watch_nodes(std::string name, std::function<result<std::string>()> list,

@@ -7,9 +7,11 @@
 #include "actors/cluster.hpp"
 #include "actors/fan_out.hpp"
 #include "actors/node.hpp"
+#include "actors/off_thread.hpp"
 #include "actors/shard.hpp"
 #include "io/assembly.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -17,6 +19,37 @@
 #include <vector>
 
 namespace shardopt::actors {
+
+/// An address tried again while it does not answer, off the driver's thread (reach_tcp): a probe
+/// when one is due, then a wait that doubles from 1 s to 60 s after each try that fails, so a host
+/// that drops packets costs ever less and never holds an evaluation up.
+struct address_retry {
+  using clock = std::chrono::steady_clock;
+
+  /// `to`, first tried at `first` (by default 1 s from now).
+  explicit address_retry(endpoint to, clock::time_point first = clock::now() + std::chrono::seconds{1})
+    : where(std::move(to)), next(first) {}
+
+  endpoint where;
+  clock::time_point next;
+  clock::duration wait = std::chrono::seconds{1};
+  off_thread<tcp_reach> probe;
+
+  /// The probe's result once it is in; starts one when due and none is running.
+  std::optional<tcp_reach> poll(clock::time_point now) {
+    if (auto done = probe.take())
+      return done;
+    if (!probe.running() && now >= next)
+      probe.start([to = where] { return reach_tcp(to, timeouts::connect); });
+    return std::nullopt;
+  }
+
+  /// After a try that failed: the next one waits longer.
+  void failed(clock::time_point now) {
+    next = now + wait;
+    wait = std::min<clock::duration>(2 * wait, std::chrono::seconds{60});
+  }
+};
 
 struct cluster::impl {
   impl(runtime& r, std::vector<node_actor> handles, std::vector<connected_node> connected)
@@ -165,8 +198,11 @@ struct cluster::impl {
     std::chrono::milliseconds every{};
     std::chrono::steady_clock::time_point next{};
     std::string last;             // the list, or the error, seen last
+    off_thread<result<std::string>> listing;  // a look in progress
   };
   std::vector<node_source> sources;
+  std::vector<address_retry> retries;  // per node: its address while it is lost
+  std::vector<address_retry> arriving;  // addresses the sources list that are not nodes yet
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;
   std::size_t fan_in = 0;         // children per tree node; 0: automatic
@@ -183,9 +219,14 @@ using spawn_fn = std::function<result<shard_actor>(cluster::impl&, std::size_t n
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
                      std::function<void(const std::string&)> log);
 
-/// Admits the nodes a watched source lists that the cluster does not know yet, when its list
-/// changed since the last look (cluster::watch_nodes); `log` hears of each.
-void admit_new_nodes(cluster::impl& c, const std::function<void(const std::string&)>& log);
+/// At an evaluation boundary, without waiting on the network (cluster_reach.cpp): starts what is
+/// due off the driver's thread (looks at the watched sources, probes of lost nodes' addresses and
+/// of listed addresses that are not nodes yet) and takes what finished since the last boundary.
+/// An address that answered is connected and greeted here: a lost node that passes the hello is
+/// alive again and returned (its peers are the caller's to move back); a new one is admitted
+/// (cluster::watch_nodes). `log` hears of each.
+std::vector<std::size_t> reach_nodes(cluster::impl& c,
+                                     const std::function<void(const std::string&)>& log);
 
 /// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`
 /// gets each shard's block count.

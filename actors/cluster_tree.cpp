@@ -2,7 +2,6 @@
 // child, and asking each node, leaves first, to make its part of the tree.
 
 #include "actors/cluster_impl.hpp"
-#include "io/nodes_file.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -33,92 +32,6 @@ std::size_t cluster::rejoined_nodes() const {
 
 std::size_t cluster::joined_nodes() const {
   return impl_->joined;
-}
-
-void cluster::watch_nodes(std::string name, std::function<result<std::string>()> list,
-                          std::chrono::milliseconds every) {
-  // The first look compares with nothing: nodes listed since the start are admitted then (the
-  // ones the cluster knows are skipped).
-  impl::node_source source{std::move(name), std::move(list), every, {}, {}};
-  source.next = std::chrono::steady_clock::now() + every;
-  impl_->sources.push_back(std::move(source));
-}
-
-void cluster::watch_nodes_file(std::string path) {
-  watch_nodes(path, [path] { return io::read_nodes_file(path); }, std::chrono::seconds{1});
-}
-
-void cluster::watch_nodes_dns(std::string name_port) {
-  watch_nodes(name_port, [name_port] { return io::resolve_nodes(name_port); },
-              std::chrono::seconds{5});
-}
-
-/// Connects, checks and admits the nodes among `endpoints` that the cluster does not know yet;
-/// false when one of them could not be connected to (its source is then looked at again).
-static bool admit(cluster::impl& c, const std::vector<endpoint>& endpoints,
-                  const std::function<void(const std::string&)>& log);
-
-void admit_new_nodes(cluster::impl& c, const std::function<void(const std::string&)>& log) {
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& source : c.sources) {
-    if (now < source.next)
-      continue;
-    source.next = now + source.every;
-    auto listed = source.list();
-    auto endpoints = listed ? parse_endpoints(*listed, source.name)
-                            : result<std::vector<endpoint>>{listed.error()};
-    const auto seen = listed ? *listed : "error: " + listed.error().message();
-    if (seen == source.last)
-      continue;
-    source.last = seen;
-    if (!endpoints) {
-      if (log)
-        log("nodes from " + source.name + " not used: " + endpoints.error().message());
-      continue;
-    }
-    if (!admit(c, *endpoints, log))
-      source.last.clear();  // not reached yet (a pod not listening yet): tried again next look
-  }
-}
-
-static bool admit(cluster::impl& c, const std::vector<endpoint>& endpoints,
-                  const std::function<void(const std::string&)>& log) {
-  bool all = true;
-  for (const auto& where : endpoints) {
-    const bool known = std::any_of(c.info.begin(), c.info.end(), [&](const connected_node& node) {
-      return node.endpoint.text() == where.text();
-    });
-    if (known)
-      continue;
-    auto handle = connect_to<node_actor>(c.rt, where, "a shardopt node");
-    if (!handle) {
-      if (log)
-        log("node " + where.text() + " not joined: " + handle.error().message());
-      all = false;
-      continue;
-    }
-    c.nodes.add(*handle, where.text());
-    c.info.push_back(connected_node{where, 0, {}});
-    c.alive.push_back(false);
-    c.load.push_back(0);
-    const auto j = c.info.size() - 1;
-    auto hello = c.ask<node_info>(j, "hello", [&](std::uint64_t round) {
-      c.self->send(c.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
-    });
-    auto ok = hello ? cluster::impl::check_info(*hello) : result<void>{hello.error()};
-    if (!ok) {
-      if (log)
-        log("node " + where.text() + " not joined: " + ok.error().message());
-      continue;  // stays in the list as lost; tried again like any lost node
-    }
-    c.info[j].threads = hello->threads;
-    c.info[j].host = hello->host.substr(0, 255);
-    c.alive[j] = true;
-    ++c.joined;
-    if (log)
-      log("node " + where.text() + " joined");
-  }
-  return all;
 }
 
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,

@@ -8,8 +8,15 @@
 #include <algorithm>
 
 #include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 namespace shardopt::actors {
 
@@ -60,6 +67,49 @@ caf::io::middleman_actor middleman_of(runtime& rt) {
 
 } // namespace
 
+tcp_reach reach_tcp(const endpoint& where, std::chrono::milliseconds timeout) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + timeout;
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (const int error = ::getaddrinfo(where.host.c_str(), std::to_string(where.port).c_str(),
+                                      &hints, &found);
+      error != 0)
+    return {false, false, where.host + " does not resolve: " + ::gai_strerror(error)};
+  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned{found, &::freeaddrinfo};
+  std::string why = "no address";
+  bool all_refused = true;
+  for (const auto* entry = found; entry != nullptr; entry = entry->ai_next) {
+    const int fd = ::socket(entry->ai_family, entry->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+                            entry->ai_protocol);
+    if (fd < 0) {
+      why = std::strerror(errno);
+      all_refused = false;
+      continue;
+    }
+    int error = ::connect(fd, entry->ai_addr, entry->ai_addrlen) == 0 ? 0 : errno;
+    if (error == EINPROGRESS) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+      pollfd ready{fd, POLLOUT, 0};
+      if (left.count() > 0 && ::poll(&ready, 1, static_cast<int>(left.count())) > 0) {
+        socklen_t size = sizeof error;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+      } else {
+        error = ETIMEDOUT;
+      }
+    }
+    ::close(fd);
+    if (error == 0)
+      return {true, false, {}};
+    why = error == ETIMEDOUT ? "no answer within " + std::to_string(timeout.count() / 1000) + " s"
+                             : std::string{std::strerror(error)};
+    all_refused = all_refused && error == ECONNREFUSED;
+  }
+  return {false, all_refused && why != "no address", why};
+}
+
 result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
                                             const std::set<std::string>& interface,
                                             const std::string& kind,
@@ -75,6 +125,12 @@ result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
     result<caf::strong_actor_ptr> out = fail_runtime(
       prefix + "no answer within " + std::to_string(timeouts::connect.count() / 1000) + " s");
     bool retry = false;
+    if (const auto reached = reach_tcp(where, timeouts::connect); !reached.open) {
+      if (!reached.refused || std::chrono::steady_clock::now() >= give_up_at)
+        return fail_runtime(prefix + reached.why);
+      std::this_thread::sleep_for(std::chrono::milliseconds{200});
+      continue;
+    }
     self->request(middleman, timeouts::connect, caf::connect_atom::value, where.host, where.port)
       .receive(
         [&](const caf::node_id&, caf::strong_actor_ptr& published,

@@ -45,10 +45,22 @@ result<std::vector<endpoint>> parse_endpoints(const std::string& list,
 /// True for addresses that only this machine can reach (127.0.0.0/8, ::1, localhost).
 bool is_loopback(const std::string& address);
 
+/// Whether a TCP connection to `where` opens: the name resolved, each of its addresses tried
+/// without blocking past `timeout`, the connection closed again at once.
+struct tcp_reach {
+  bool open = false;
+  bool refused = false;  ///< every address refused (nothing listening yet)
+  std::string why;       ///< when not open: why not
+};
+tcp_reach reach_tcp(const endpoint& where, std::chrono::milliseconds timeout);
+
 /// Connects to the actor published at `where` (over TLS when the runtime has TLS options) and
-/// checks that it speaks `interface` (the message types of its typed handle). A refused connection
-/// is tried again until `retry_for` has passed (peers may start after us); a peer that accepts and
-/// then says nothing fails after timeouts::connect. Blocks the calling thread. Errors start with
+/// checks that it speaks `interface` (the message types of its typed handle). The address is
+/// reached with reach_tcp first (within timeouts::connect): CAF 0.17's middleman connects with a
+/// blocking connect() on its one thread, so an address that drops packets would stall every other
+/// connection of the process and its exit for about two minutes. A refused connection is tried
+/// again until `retry_for` has passed (peers may start after us); a peer that accepts and then says
+/// nothing fails after timeouts::connect. Blocks the calling thread. Errors start with
 /// "<where>: cannot connect: " and say why; `kind` names what was expected ("a shardopt node").
 result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
                                             const std::set<std::string>& interface,

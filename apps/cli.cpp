@@ -250,11 +250,11 @@ void add_train_command(CLI::App& app, train_options& o) {
              {{"shipped", data_placement::shipped}, {"node-local", data_placement::node_local}});
   train->add_option("--nodes-file", o.nodes_file,
                     "Nodes listed in a file, one host:port per line (with --nodes or alone); read "
-                    "again when it changes, and nodes new to it join the run at the next evaluation");
+                    "again when it changes; nodes new to it join the run once they answer");
   train->add_option("--nodes-dns", o.nodes_dns,
                     "Nodes at every IPv4 address a DNS name has, as NAME:PORT (a Kubernetes headless "
                     "service; with --nodes or alone); resolved again every 5 s, and new addresses join "
-                    "the run at the next evaluation");
+                    "the run once they answer");
   add_choice(*train, "--topology", o.topology,
              "With --nodes: 'star' (the driver asks every node), 'tree' (a reduction tree among the "
              "nodes; the driver asks the root) or 'auto' (a tree from 3 nodes up; with TLS a star)",

@@ -1,8 +1,8 @@
 #pragma once
 
 // What the hostile tests share (test_hostile_node.cpp, test_hostile_ps.cpp, test_node_wire.cpp): a
-// network runtime, a request sent untyped as a peer on the wire would send it and the error it
-// got, and the model the honest runs train.
+// request sent untyped as a peer on the wire would send it and the error it got, and the honest
+// driver whose bits the attacks must not change.
 
 #include "actors/network.hpp"
 #include "actors/node.hpp"
@@ -23,10 +23,6 @@
 
 namespace shardopt::test {
 
-inline actors::runtime network_runtime() {
-  return actors::runtime{actors::runtime_options{2, true, {}, false}};
-}
-
 /// What a request's error says, or "no error" when it was answered with a value. (Sent untyped,
 /// as a peer on the wire would; the reply handler takes nothing, so any value arrives as CAF's
 /// unexpected_response.)
@@ -45,10 +41,6 @@ std::string error_of(caf::scoped_actor& self, const Handle& to, Ts&&... xs) {
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
-}
-
-inline actors::endpoint endpoint_of(const node_process& node) {
-  return {"127.0.0.1", static_cast<std::uint16_t>(node.port)};
 }
 
 /// The honest runs' model: softmax over 20 features and 3 classes.

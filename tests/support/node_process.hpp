@@ -1,8 +1,10 @@
 #pragma once
 
-// A `shardopt node` process on 127.0.0.1 with an OS-chosen port, for tests that drive nodes.
-// Stopped (SIGKILL) when destroyed, if still running.
+// A `shardopt node` process on 127.0.0.1 with an OS-chosen port, for tests that drive nodes, and
+// a runtime to reach it with. Stopped (SIGKILL) when destroyed, if still running.
 
+#include "actors/network.hpp"
+#include "actors/runtime.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>
@@ -30,5 +32,14 @@ struct node_process {
   std::unique_ptr<background_process> process;
   int port = 0;
 };
+
+inline actors::endpoint endpoint_of(const node_process& node) {
+  return {"127.0.0.1", static_cast<std::uint16_t>(node.port)};
+}
+
+/// A runtime of 2 threads that can reach nodes over the network.
+inline actors::runtime network_runtime() {
+  return actors::runtime{actors::runtime_options{2, true, {}, false}};
+}
 
 } // namespace shardopt::test

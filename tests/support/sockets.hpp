@@ -1,8 +1,9 @@
 #pragma once
 
-// Test and benchmark helper: the bytes this process has moved over its TCP connections to a port,
-// as the kernel counts them (TCP_INFO), so traffic is measured on the socket rather than estimated
-// from message sizes. Linux only; other processes' traffic (tests running alongside) is not counted.
+// Test and benchmark helpers on loopback sockets: the bytes this process has moved over its TCP
+// connections to a port, as the kernel counts them (TCP_INFO), so traffic is measured on the socket
+// rather than estimated from message sizes (other processes' traffic is not counted); and an
+// address whose connections hang, as a host that drops packets does. Linux only.
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace shardopt::test {
 
@@ -52,5 +54,50 @@ inline tcp_bytes connection_bytes(std::uint16_t port) {
   ::closedir(fds);
   return out;
 }
+
+/// 127.0.0.1:`port` (0: the OS picks one) answering no connection, as a host that drops packets:
+/// a listener whose accept queue is full (filled by connections of its own, never accepted), so
+/// the kernel drops every further SYN and a connect there waits until its own timeout. Closed when
+/// destroyed: connects still waiting are then refused.
+class dropping_address {
+public:
+  explicit dropping_address(std::uint16_t at = 0) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int on = 1;
+    ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(at);
+    socklen_t length = sizeof address;
+    ok_ = listener_ >= 0 && ::bind(listener_, reinterpret_cast<sockaddr*>(&address), length) == 0
+          && ::listen(listener_, 0) == 0
+          && ::getsockname(listener_, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+    port_ = ntohs(address.sin_port);
+    for (int i = 0; ok_ && i < 3; ++i) {  // the queue's one place taken, two more SYNs pending
+      const int filler = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      ::connect(filler, reinterpret_cast<sockaddr*>(&address), sizeof address);
+      fillers_.push_back(filler);
+    }
+    ::usleep(100 * 1000);  // the first filler's handshake completes
+  }
+  dropping_address(const dropping_address&) = delete;
+  dropping_address& operator=(const dropping_address&) = delete;
+  ~dropping_address() {
+    for (const int fd : fillers_)
+      ::close(fd);
+    if (listener_ >= 0)
+      ::close(listener_);
+  }
+  bool ok() const { return ok_; }
+  std::uint16_t port() const { return port_; }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+
+private:
+  int listener_ = -1;
+  std::vector<int> fillers_;
+  std::uint16_t port_ = 0;
+  bool ok_ = false;
+};
 
 } // namespace shardopt::test

@@ -1,0 +1,57 @@
+#pragma once
+
+// A blocking call run on a thread of its own and taken once it is done, for a driver whose
+// evaluations must not wait on a name server or on a host that drops packets. The thread is
+// detached, so whoever started the call never waits for it, not even when it ends: the call must
+// own everything it uses (copies, no references, no actor system).
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <utility>
+
+namespace shardopt::actors {
+
+template <class T>
+class off_thread {
+public:
+  /// Whether a call was started and its result not taken yet.
+  bool running() const { return box_ != nullptr; }
+
+  /// Starts `call` on a thread of its own; does nothing while another call is running.
+  void start(std::function<T()> call) {
+    if (box_)
+      return;
+    box_ = std::make_shared<box>();
+    std::thread([box = box_, call = std::move(call)] {
+      auto value = call();
+      const std::lock_guard<std::mutex> lock{box->mutex};
+      box->value = std::move(value);
+    }).detach();
+  }
+
+  /// The call's result once it is done (then a new call may start); nothing before.
+  std::optional<T> take() {
+    if (!box_)
+      return std::nullopt;
+    std::optional<T> out;
+    {
+      const std::lock_guard<std::mutex> lock{box_->mutex};
+      out = std::move(box_->value);
+    }
+    if (out)
+      box_.reset();
+    return out;
+  }
+
+private:
+  struct box {
+    std::mutex mutex;
+    std::optional<T> value;
+  };
+  std::shared_ptr<box> box_;
+};
+
+} // namespace shardopt::actors
