@@ -240,7 +240,7 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
   auto hello = s.nodes.round(
     reply<node_info>{}, timeouts::control, "hello",
     [&](std::size_t j, std::uint64_t round) {
-      s.self->send(s.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+      s.send_hello(j, round);
     },
     [&](std::size_t j, node_info answer) -> result<void> {
       if (auto ok = impl::check_info(answer); !ok)

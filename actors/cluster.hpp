@@ -66,7 +66,8 @@ public:
   /// says where it came from in messages), one that does not is tried again, waiting 1 s doubling
   /// to 60 s, while it is listed. A node that joins holds no shards at first; it takes over the
   /// shards of nodes that are lost (the live node with the fewest shards does) and joins the tree
-  /// when it holds some. Nodes that leave the list are not dropped.
+  /// when it holds some. Nodes that leave the list are not dropped. `list` runs on threads of its
+  /// own, after this cluster may be gone: it must own what it uses (capture by value).
   void watch_nodes(std::string name, std::function<result<std::string>()> list,
                    std::chrono::milliseconds every);
 

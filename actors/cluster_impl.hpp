@@ -34,13 +34,18 @@ struct address_retry {
   clock::time_point next;
   clock::duration wait = std::chrono::seconds{1};
   off_thread<tcp_reach> probe;
+  std::string last_why;  // why the last try failed (logged when it changes)
 
-  /// The probe's result once it is in; starts one when due and none is running.
-  std::optional<tcp_reach> poll(clock::time_point now) {
+  /// The probe's result once it is in; starts one when due, none is running and `slots` (probes
+  /// that may still start at this boundary) allows.
+  std::optional<tcp_reach> poll(clock::time_point now, std::size_t& slots) {
     if (auto done = probe.take())
       return done;
-    if (!probe.running() && now >= next)
-      probe.start([to = where] { return reach_tcp(to, timeouts::connect); });
+    if (!probe.running() && now >= next && slots > 0) {
+      --slots;
+      probe.start([to = where] { return reach_tcp(to, timeouts::connect); },
+                  tcp_reach{false, {}, "the probe failed"});
+    }
     return std::nullopt;
   }
 
@@ -168,17 +173,29 @@ struct cluster::impl {
     });
   }
 
-  /// Whether node j still answers a hello within timeouts::probe (after one of its shards went
-  /// down: a lost shard alone does not make a node dead).
-  bool answers(std::size_t j) {
+  /// Sends node j a hello under `round`.
+  void send_hello(std::size_t j, std::uint64_t round) {
+    self->send(nodes[j], hello_atom::value, round, protocol_version, wire_probe());
+  }
+
+  /// Node j's answer to a hello within timeouts::probe, or why there is none.
+  result<node_info> hello(std::size_t j) {
+    std::optional<node_info> out;
     auto done = nodes.round(
       reply<node_info>{}, j, j + 1, timeouts::probe, "hello",
-      [&](std::size_t, std::uint64_t round) {
-        self->send(nodes[j], hello_atom::value, round, protocol_version, wire_probe());
-      },
-      [](std::size_t, const node_info&) -> result<void> { return {}; });
-    return done.ok();
+      [&](std::size_t, std::uint64_t round) { send_hello(j, round); },
+      [&](std::size_t, node_info answer) -> result<void> {
+        out = std::move(answer);
+        return {};
+      });
+    if (!done)
+      return done.error();
+    return std::move(*out);
   }
+
+  /// Whether node j still answers a hello (after one of its shards went down: a lost shard alone
+  /// does not make a node dead).
+  bool answers(std::size_t j) { return hello(j).ok(); }
 
   runtime& rt;
   caf::scoped_actor self;  // the driver: nodes end its shards when it ends
@@ -199,6 +216,7 @@ struct cluster::impl {
     std::chrono::steady_clock::time_point next{};
     std::string last;             // the list, or the error, seen last
     off_thread<result<std::string>> listing;  // a look in progress
+    std::vector<endpoint> listed;  // what the last good look listed
   };
   std::vector<node_source> sources;
   std::vector<address_retry> retries;  // per node: its address while it is lost

@@ -13,9 +13,11 @@ namespace shardopt::actors {
 
 void cluster::watch_nodes(std::string name, std::function<result<std::string>()> list,
                           std::chrono::milliseconds every) {
+  if (!list)
+    return;
   // The first look compares with nothing: nodes listed since the start are admitted then (the
   // ones the cluster knows are skipped).
-  impl::node_source source{std::move(name), std::move(list), every, {}, {}, {}};
+  impl::node_source source{std::move(name), std::move(list), every, {}, {}, {}, {}};
   source.next = std::chrono::steady_clock::now() + every;
   impl_->sources.push_back(std::move(source));
 }
@@ -34,101 +36,79 @@ namespace {
 using log_fn = std::function<void(const std::string&)>;
 using clock = std::chrono::steady_clock;
 
+/// At most this many probes start per boundary, and at most this many run at once.
+constexpr std::size_t max_probes = 64;
+
 bool known(const cluster::impl& c, const endpoint& where) {
   return std::any_of(c.info.begin(), c.info.end(), [&](const connected_node& node) {
     return node.endpoint.text() == where.text();
   });
 }
 
-/// A source's look that finished: the addresses it lists that are not nodes yet are tried from now
-/// on (those already tried keep their waits); addresses no longer listed are not.
-void take_listing(cluster::impl& c, cluster::impl::node_source& source,
-                  const result<std::string>& listed, const log_fn& log) {
+/// A source's look that finished: what it lists is kept (an error keeps the last good list).
+void take_listing(cluster::impl::node_source& source, const result<std::string>& listed,
+                  const log_fn& log) {
   auto endpoints = listed ? parse_endpoints(*listed, source.name)
                           : result<std::vector<endpoint>>{listed.error()};
   const auto seen = listed ? *listed : "error: " + listed.error().message();
   const bool changed = seen != source.last;
   source.last = seen;
-  if (!endpoints) {
-    if (changed && log)
-      log("nodes from " + source.name + " not used: " + endpoints.error().message());
-    return;
-  }
+  if (endpoints)
+    source.listed = std::move(*endpoints);
+  else if (changed && log)
+    log("nodes from " + source.name + " not used: " + endpoints.error().message());
+}
+
+/// The addresses some source lists that are not nodes yet, each once, tried from now on (those
+/// already tried keep their waits); addresses no source lists any more are not tried.
+void gather_arrivals(cluster::impl& c) {
   std::vector<address_retry> arriving;
-  for (const auto& where : *endpoints) {
-    if (known(c, where))
-      continue;
-    auto tried = std::find_if(c.arriving.begin(), c.arriving.end(), [&](const address_retry& r) {
-      return r.where.text() == where.text();
-    });
-    if (tried != c.arriving.end())
-      arriving.push_back(std::move(*tried));
-    else
-      arriving.push_back(address_retry{where, clock::now()});
-  }
+  for (const auto& source : c.sources)
+    for (const auto& where : source.listed) {
+      const auto same = [&](const address_retry& r) { return r.where.text() == where.text(); };
+      if (known(c, where) || std::any_of(arriving.begin(), arriving.end(), same))
+        continue;
+      auto tried = std::find_if(c.arriving.begin(), c.arriving.end(), same);
+      if (tried != c.arriving.end())
+        arriving.push_back(std::move(*tried));
+      else
+        arriving.push_back(address_retry{where, clock::now()});
+    }
   c.arriving = std::move(arriving);
 }
 
-/// Connects to an address that just answered a probe and asks it hello: the handle and its answer,
-/// checked, or why not.
-result<std::pair<node_actor, node_info>> greet(cluster::impl& c, std::size_t j) {
-  auto hello = c.ask<node_info>(j, "hello", [&](std::uint64_t round) {
-    c.self->send(c.nodes[j], hello_atom::value, round, protocol_version, wire_probe());
-  });
-  if (!hello)
-    return hello.error();
-  if (auto ok = cluster::impl::check_info(*hello); !ok)
-    return ok.error();
-  return std::make_pair(c.nodes[j], std::move(*hello));
+/// Connects to `where`, which `reached` found open; a short deadline, since this runs at an
+/// evaluation boundary.
+result<node_actor> connect_node(cluster::impl& c, const endpoint& where, const tcp_reach& reached) {
+  return connect_reached_to<node_actor>(c.rt, where, reached, "a shardopt node", timeouts::probe);
 }
 
-/// A listed address that answered: connected, added as node j, and admitted if its hello passes
-/// (else it stays as a lost node, tried again like any). False when it could not be connected to.
-bool join(cluster::impl& c, const endpoint& where, const log_fn& log) {
-  auto handle = connect_to<node_actor>(c.rt, where, "a shardopt node");
-  if (!handle) {
+/// Node j, just connected, greeted: alive if its hello passes, counted as joined if it was never
+/// admitted before (a new node, or one whose first hello was refused), else as rejoined.
+bool admit(cluster::impl& c, std::size_t j, const log_fn& log) {
+  auto greeted = c.hello(j);
+  auto ok = greeted ? cluster::impl::check_info(*greeted) : result<void>{greeted.error()};
+  if (!ok) {
     if (log)
-      log("node " + where.text() + " not joined: " + handle.error().message());
+      log("node " + c.info[j].endpoint.text() + " answers but is not admitted: "
+          + ok.error().message());
     return false;
   }
-  c.nodes.add(*handle, where.text());
-  c.info.push_back(connected_node{where, 0, {}});
-  c.alive.push_back(false);
-  c.load.push_back(0);
-  const auto j = c.info.size() - 1;
-  auto greeted = greet(c, j);
-  if (!greeted) {
-    if (log)
-      log("node " + where.text() + " not joined: " + greeted.error().message());
-    return true;
-  }
-  c.info[j].threads = greeted->second.threads;
-  c.info[j].host = greeted->second.host.substr(0, 255);
+  const bool first = c.info[j].threads == 0;
+  c.info[j].threads = greeted->threads;
+  c.info[j].host = greeted->host.substr(0, 255);
   c.alive[j] = true;
-  ++c.joined;
+  ++(first ? c.joined : c.rejoined);
   if (log)
-    log("node " + where.text() + " joined");
+    log("node " + c.info[j].endpoint.text() + (first ? " joined" : " rejoined"));
   return true;
 }
 
-/// A lost node whose address answered: connected again and alive if its hello passes.
-bool rejoin(cluster::impl& c, std::size_t j, const log_fn& log) {
-  auto handle = connect_to<node_actor>(c.rt, c.info[j].endpoint, "a shardopt node");
-  if (!handle)
-    return false;
-  c.nodes.replace(j, *handle);
-  auto greeted = greet(c, j);
-  if (!greeted) {
-    if (log)
-      log("node " + c.info[j].endpoint.text() + " answers again but is refused: "
-          + greeted.error().message());
-    return false;
-  }
-  c.alive[j] = true;
-  ++c.rejoined;
-  if (log)
-    log("node " + c.info[j].endpoint.text() + " rejoined");
-  return true;
+/// Logs why an address is not reached yet, when that changed since its last try.
+void note_failure(address_retry& retry, const tcp_reach& reached, const log_fn& log) {
+  if (reached.why != retry.last_why && log)
+    log("node " + retry.where.text() + " not reached yet: " + reached.why);
+  retry.last_why = reached.why;
 }
 
 } // namespace
@@ -137,39 +117,66 @@ std::vector<std::size_t> reach_nodes(cluster::impl& c, const log_fn& log) {
   const auto now = clock::now();
   for (auto& source : c.sources) {
     if (auto listed = source.listing.take())
-      take_listing(c, source, *listed, log);
+      take_listing(source, *listed, log);
     if (!source.listing.running() && now >= source.next) {
       source.next = now + source.every;
-      source.listing.start(source.list);
+      source.listing.start(source.list, fail_runtime(source.name + ": the look failed"));
     }
   }
+  gather_arrivals(c);
+  while (c.retries.size() < c.info.size())
+    c.retries.emplace_back(c.info[c.retries.size()].endpoint);
+  std::size_t running = 0;
+  for (const auto* list : {&c.arriving, &c.retries})
+    for (const auto& retry : *list)
+      running += retry.probe.running() ? 1 : 0;
+  std::size_t slots = max_probes - std::min(running, max_probes);
   for (std::size_t a = 0; a < c.arriving.size();) {
     auto& arrival = c.arriving[a];
-    const auto reached = arrival.poll(now);
-    if (reached && reached->open && join(c, arrival.where, log)) {
-      c.arriving.erase(c.arriving.begin() + static_cast<std::ptrdiff_t>(a));
-      continue;
+    auto reached = arrival.poll(now, slots);
+    if (reached && reached->open) {
+      auto handle = connect_node(c, arrival.where, *reached);
+      if (handle) {  // a node from now on: admitted now, or tried again like a lost one
+        c.nodes.add(*handle, arrival.where.text());
+        c.info.push_back(connected_node{arrival.where, 0, {}});
+        c.alive.push_back(false);
+        c.load.push_back(0);
+        c.retries.emplace_back(arrival.where);
+        admit(c, c.info.size() - 1, log);
+        c.arriving.erase(c.arriving.begin() + static_cast<std::ptrdiff_t>(a));
+        continue;
+      }
+      reached = tcp_reach{false, {}, handle.error().message()};
     }
-    if (reached)
-      arrival.failed(now);  // not listening yet (a pod starting): tried again
+    if (reached) {  // not listening yet (a pod starting): tried again
+      note_failure(arrival, *reached, log);
+      arrival.failed(now);
+    }
     ++a;
   }
   std::vector<std::size_t> back;
   for (std::size_t j = 0; j < c.info.size(); ++j) {
-    if (j >= c.retries.size())
-      c.retries.push_back(address_retry{c.info[j].endpoint});
     auto& retry = c.retries[j];
     if (c.alive[j]) {  // a fresh loss waits 1 s
       retry = address_retry{c.info[j].endpoint};
       continue;
     }
-    const auto reached = retry.poll(now);
+    const auto reached = retry.poll(now, slots);
     if (!reached)
       continue;
-    if (reached->open && rejoin(c, j, log))
-      back.push_back(j);
-    else
-      retry.failed(now);
+    const bool came_back = c.info[j].threads != 0;
+    if (reached->open) {
+      auto handle = connect_node(c, c.info[j].endpoint, *reached);
+      if (handle) {
+        c.nodes.replace(j, *handle);
+        if (admit(c, j, log)) {
+          if (came_back)
+            back.push_back(j);
+          continue;
+        }
+      }
+    }
+    retry.failed(now);
   }
   return back;
 }

@@ -77,75 +77,99 @@ tcp_reach reach_tcp(const endpoint& where, std::chrono::milliseconds timeout) {
   if (const int error = ::getaddrinfo(where.host.c_str(), std::to_string(where.port).c_str(),
                                       &hints, &found);
       error != 0)
-    return {false, false, where.host + " does not resolve: " + ::gai_strerror(error)};
+    return {false, {}, where.host + " does not resolve: " + ::gai_strerror(error)};
   const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> owned{found, &::freeaddrinfo};
   std::string why = "no address";
-  bool all_refused = true;
   for (const auto* entry = found; entry != nullptr; entry = entry->ai_next) {
     const int fd = ::socket(entry->ai_family, entry->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
                             entry->ai_protocol);
     if (fd < 0) {
       why = std::strerror(errno);
-      all_refused = false;
       continue;
     }
     int error = ::connect(fd, entry->ai_addr, entry->ai_addrlen) == 0 ? 0 : errno;
-    if (error == EINPROGRESS) {
+    while (error == EINPROGRESS || error == EINTR) {  // a signal cuts a wait short: wait the rest
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
       pollfd ready{fd, POLLOUT, 0};
-      if (left.count() > 0 && ::poll(&ready, 1, static_cast<int>(left.count())) > 0) {
+      const int polled = left.count() > 0 ? ::poll(&ready, 1, static_cast<int>(left.count())) : 0;
+      if (polled > 0) {
         socklen_t size = sizeof error;
         ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
       } else {
-        error = ETIMEDOUT;
+        error = polled == 0 ? ETIMEDOUT : errno;
       }
     }
     ::close(fd);
-    if (error == 0)
-      return {true, false, {}};
+    if (error == 0) {
+      char numeric[NI_MAXHOST] = {};
+      ::getnameinfo(entry->ai_addr, entry->ai_addrlen, numeric, sizeof numeric, nullptr, 0,
+                    NI_NUMERICHOST);
+      return {true, numeric, {}};
+    }
     why = error == ETIMEDOUT ? "no answer within " + std::to_string(timeout.count() / 1000) + " s"
                              : std::string{std::strerror(error)};
-    all_refused = all_refused && error == ECONNREFUSED;
   }
-  return {false, all_refused && why != "no address", why};
+  return {false, {}, why};
+}
+
+namespace {
+
+/// connect_reached, saying in `retry` whether trying again may help (CAF could not connect, as
+/// opposed to a peer that is not what was expected).
+result<caf::strong_actor_ptr> connect_via_middleman(runtime& rt, const endpoint& where,
+                                                    const tcp_reach& reached,
+                                                    const std::set<std::string>& interface,
+                                                    const std::string& kind,
+                                                    std::chrono::milliseconds deadline, bool& retry) {
+  auto& system = rt.system();
+  // Through the middleman actor, with a deadline: CAF's own remote_actor waits without one, so a
+  // peer that accepts and then says nothing would hang us.
+  const auto prefix = where.text() + ": cannot connect: ";
+  result<caf::strong_actor_ptr> out = fail_runtime(
+    prefix + "no answer within " + std::to_string(deadline.count() / 1000) + " s");
+  retry = false;
+  caf::scoped_actor self{system};
+  const auto& host = reached.address.empty() ? where.host : reached.address;
+  self->request(middleman_of(rt), deadline, caf::connect_atom::value, host, where.port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& published, const std::set<std::string>& ifs) {
+        if (!published)
+          out = fail_runtime(prefix + "nothing is published on that port");
+        else if (ifs != interface)
+          out = fail_runtime(prefix + "the actor there is not " + kind + " of this version");
+        else
+          out = std::move(published);
+      },
+      [&](caf::error& err) {
+        out = fail_runtime(prefix + describe(err, system));
+        retry = err == caf::sec::cannot_connect_to_node;
+      });
+  return out;
+}
+
+} // namespace
+
+result<caf::strong_actor_ptr> connect_reached(runtime& rt, const endpoint& where,
+                                              const tcp_reach& reached,
+                                              const std::set<std::string>& interface,
+                                              const std::string& kind,
+                                              std::chrono::milliseconds deadline) {
+  bool retry = false;
+  return connect_via_middleman(rt, where, reached, interface, kind, deadline, retry);
 }
 
 result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
                                             const std::set<std::string>& interface,
                                             const std::string& kind,
                                             std::chrono::milliseconds retry_for) {
-  auto& system = rt.system();
-  // Through the middleman actor, with a deadline: CAF's own remote_actor waits without one, so a
-  // peer that accepts and then says nothing would hang us.
-  const auto middleman = middleman_of(rt);
-  const auto prefix = where.text() + ": cannot connect: ";
   const auto give_up_at = std::chrono::steady_clock::now() + retry_for;
-  caf::scoped_actor self{system};
   for (;;) {
-    result<caf::strong_actor_ptr> out = fail_runtime(
-      prefix + "no answer within " + std::to_string(timeouts::connect.count() / 1000) + " s");
-    bool retry = false;
-    if (const auto reached = reach_tcp(where, timeouts::connect); !reached.open) {
-      if (!reached.refused || std::chrono::steady_clock::now() >= give_up_at)
-        return fail_runtime(prefix + reached.why);
-      std::this_thread::sleep_for(std::chrono::milliseconds{200});
-      continue;
-    }
-    self->request(middleman, timeouts::connect, caf::connect_atom::value, where.host, where.port)
-      .receive(
-        [&](const caf::node_id&, caf::strong_actor_ptr& published,
-            const std::set<std::string>& ifs) {
-          if (!published)
-            out = fail_runtime(prefix + "nothing is published on that port");
-          else if (ifs != interface)
-            out = fail_runtime(prefix + "the actor there is not " + kind + " of this version");
-          else
-            out = std::move(published);
-        },
-        [&](caf::error& err) {
-          out = fail_runtime(prefix + describe(err, system));
-          retry = err == caf::sec::cannot_connect_to_node;
-        });
+    const auto reached = reach_tcp(where, timeouts::connect);
+    bool retry = true;
+    auto out = reached.open
+                 ? connect_via_middleman(rt, where, reached, interface, kind, timeouts::connect, retry)
+                 : result<caf::strong_actor_ptr>{
+                     fail_runtime(where.text() + ": cannot connect: " + reached.why)};
     if (out || !retry || std::chrono::steady_clock::now() >= give_up_at)
       return out;
     // Waiting for a peer that has not started listening yet: there is no event to wait for.

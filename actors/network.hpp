@@ -46,26 +46,48 @@ result<std::vector<endpoint>> parse_endpoints(const std::string& list,
 bool is_loopback(const std::string& address);
 
 /// Whether a TCP connection to `where` opens: the name resolved, each of its addresses tried
-/// without blocking past `timeout`, the connection closed again at once.
+/// without blocking past `timeout` in all, the connection closed again at once.
 struct tcp_reach {
   bool open = false;
-  bool refused = false;  ///< every address refused (nothing listening yet)
-  std::string why;       ///< when not open: why not
+  std::string address;  ///< when open: the numeric address that answered (connect there)
+  std::string why;      ///< when not open: why not
 };
 tcp_reach reach_tcp(const endpoint& where, std::chrono::milliseconds timeout);
 
 /// Connects to the actor published at `where` (over TLS when the runtime has TLS options) and
 /// checks that it speaks `interface` (the message types of its typed handle). The address is
-/// reached with reach_tcp first (within timeouts::connect): CAF 0.17's middleman connects with a
-/// blocking connect() on its one thread, so an address that drops packets would stall every other
-/// connection of the process and its exit for about two minutes. A refused connection is tried
-/// again until `retry_for` has passed (peers may start after us); a peer that accepts and then says
-/// nothing fails after timeouts::connect. Blocks the calling thread. Errors start with
-/// "<where>: cannot connect: " and say why; `kind` names what was expected ("a shardopt node").
+/// reached with reach_tcp first (within timeouts::connect), and CAF connects to the numeric address
+/// that answered: CAF 0.17's middleman connects with a blocking connect() on its one thread, so an
+/// address that drops packets would stall every other connection of the process and its exit for
+/// about two minutes. A connection that fails is tried again until `retry_for` has passed (peers,
+/// or their DNS names, may appear after us); a peer that accepts and then says nothing fails after
+/// timeouts::connect. Blocks the calling thread. Errors start with "<where>: cannot connect: " and
+/// say why; `kind` names what was expected ("a shardopt node").
 result<caf::strong_actor_ptr> connect_actor(runtime& rt, const endpoint& where,
                                             const std::set<std::string>& interface,
                                             const std::string& kind,
                                             std::chrono::milliseconds retry_for = {});
+
+/// The CAF half of connect_actor, once reach_tcp found `where` open at `reached.address`: no
+/// probe, no retry, at most `deadline` for CAF's handshake (for a driver that probed off its
+/// thread and must not wait long on a peer that accepts and says nothing).
+result<caf::strong_actor_ptr> connect_reached(runtime& rt, const endpoint& where,
+                                              const tcp_reach& reached,
+                                              const std::set<std::string>& interface,
+                                              const std::string& kind,
+                                              std::chrono::milliseconds deadline);
+
+/// Typed form of connect_reached.
+template <class Handle>
+result<Handle> connect_reached_to(runtime& rt, const endpoint& where, const tcp_reach& reached,
+                                  const std::string& kind, std::chrono::milliseconds deadline) {
+  auto ptr = connect_reached(rt, where, reached,
+                             rt.system().message_types(caf::detail::type_list<Handle>{}), kind,
+                             deadline);
+  if (!ptr)
+    return ptr.error();
+  return caf::actor_cast<Handle>(std::move(*ptr));
+}
 
 /// Typed form of connect_actor.
 template <class Handle>

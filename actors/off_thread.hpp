@@ -20,13 +20,19 @@ public:
   /// Whether a call was started and its result not taken yet.
   bool running() const { return box_ != nullptr; }
 
-  /// Starts `call` on a thread of its own; does nothing while another call is running.
-  void start(std::function<T()> call) {
+  /// Starts `call` on a thread of its own (its result is `failed` if it throws); does nothing
+  /// while another call is running.
+  void start(std::function<T()> call, T failed) {
     if (box_)
       return;
     box_ = std::make_shared<box>();
-    std::thread([box = box_, call = std::move(call)] {
-      auto value = call();
+    std::thread([box = box_, call = std::move(call), failed = std::move(failed)]() mutable {
+      std::optional<T> value;
+      try {
+        value = call();
+      } catch (...) {  // nothing escapes a detached thread
+        value = std::move(failed);
+      }
       const std::lock_guard<std::mutex> lock{box->mutex};
       box->value = std::move(value);
     }).detach();

@@ -9,6 +9,7 @@
 
 #include "support/bits.hpp"
 #include "support/problems.hpp"
+#include "support/tree_answers.hpp"
 #include "support/shard_set.hpp"
 
 #include <doctest/doctest.h>
@@ -20,6 +21,7 @@
 
 namespace actors = shardopt::actors;
 namespace model = shardopt::model;
+using shardopt::test::ask;
 using namespace std::chrono_literals;
 
 namespace {
@@ -56,32 +58,6 @@ actors::tree_actor::behavior_type lying_root(actors::tree_actor::pointer, lie ho
   };
 }
 
-struct answers {
-  double value = 0;
-  Eigen::VectorXd grad, hv;
-  double correct = 0;
-};
-
-answers ask(actors::sharded_objective& objective, const Eigen::VectorXd& theta,
-            const Eigen::VectorXd& v) {
-  answers out;
-  auto f = objective.evaluate(theta, out.grad);
-  REQUIRE_MESSAGE(f.ok(), f.error().message());
-  out.value = *f;
-  REQUIRE(objective.hessian_vector(v, out.hv).ok());
-  auto q = objective.quality(theta);
-  REQUIRE(q.ok());
-  out.correct = q->correct;
-  return out;
-}
-
-void check_same_bits(const answers& a, const answers& b) {
-  CHECK(std::memcmp(&a.value, &b.value, sizeof(double)) == 0);
-  CHECK(shardopt::test::same_bits(a.grad, b.grad));
-  CHECK(shardopt::test::same_bits(a.hv, b.hv));
-  CHECK(a.correct == b.correct);
-}
-
 } // namespace
 
 TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) the driver gets the bits of asking its shards directly, and a root that repeats a slice or answers with the wrong length is dropped for direct asks with the same bits") {
@@ -115,7 +91,7 @@ TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) th
     roots.push_back(caf::actor_cast<caf::actor>(root));
     return root;
   });
-  check_same_bits(ask(real, theta, v), direct);
+  CHECK(ask(real, theta, v).same_bits(direct));
 
   for (const auto how : {lie::repeat_first, lie::wrong_length}) {
     CAPTURE(static_cast<int>(how));
@@ -125,7 +101,7 @@ TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) th
       roots.push_back(caf::actor_cast<caf::actor>(root));
       return caf::actor_cast<actors::tree_actor>(root);
     });
-    check_same_bits(ask(lying, theta, v), direct);
+    CHECK(ask(lying, theta, v).same_bits(direct));
     CHECK(asked->load() >= 2);  // the root was sent slices, two per request
   }
   caf::scoped_actor stopper{rt.system()};
@@ -157,18 +133,23 @@ TEST_CASE("a child that answers its slices with the wrong length is left out alo
   };
   auto through_tree = actors::make_sharded_objective(rt, shape, 0.01, set.shards, set.shares,
                                                      set.bounds, token, 30s, {}, tree);
-  answers got;
-  auto f = through_tree.evaluate(theta, got.grad);
+  // Each request checked on its own: the tree's answer covered every shard.
+  shardopt::test::answers got;
+  Eigen::VectorXd grad, hv;
+  auto f = through_tree.evaluate(theta, grad);
   REQUIRE_MESSAGE(f.ok(), f.error().message());
-  got.value = *f;
   CHECK_FALSE(actors::asked_directly(through_tree));
-  REQUIRE(through_tree.hessian_vector(v, got.hv).ok());
+  REQUIRE(through_tree.hessian_vector(v, hv).ok());
   CHECK_FALSE(actors::asked_directly(through_tree));
   auto q = through_tree.quality(theta);
   REQUIRE(q.ok());
-  got.correct = q->correct;
   CHECK_FALSE(actors::asked_directly(through_tree));
-  check_same_bits(got, direct);
+  got.add(*f);
+  got.add(grad);
+  got.add(hv);
+  got.add(q->correct);
+  got.add(q->squared_error);
+  CHECK(got.same_bits(direct));
   CHECK(asked->load() >= 3);  // the liar was sent slices of each request
   caf::scoped_actor stopper{rt.system()};
   for (const auto& tree_part : {caf::actor_cast<caf::actor>(root), caf::actor_cast<caf::actor>(sibling),

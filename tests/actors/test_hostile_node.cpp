@@ -31,7 +31,6 @@ using shardopt::test::endpoint_of;
 using shardopt::test::honest_run;
 using shardopt::test::layout;
 using shardopt::test::node_serves;
-using shardopt::test::make_problem;
 using shardopt::test::error_of;
 using shardopt::test::network_runtime;
 using shardopt::test::node_process;
@@ -70,7 +69,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
   std::optional<node_process> second_node;  // the forwarding node's child
   if (how == layout::forwarding)
     nodes.push_back(endpoint_of(second_node.emplace()));
-  const auto data = make_problem(1, 600, 20, 3);
+  const auto data = shardopt::test::random_problem(1, 600, 20, 3);
   auto rt = network_runtime();
   const auto undisturbed = honest_run(rt, nodes, how, data, {});
 
@@ -231,7 +230,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         }
         CHECK(more == 11 - 6 - (how == layout::star ? 4 : 2));
         CHECK(contains(full, "limit of 11 shards"));
-        const auto big_data = make_problem(2, 4000, 20, 3);
+        const auto big_data = shardopt::test::random_problem(2, 4000, 20, 3);
         caf::scoped_actor third{rt.system()};
         evil.reset();  // this driver goes away: the node frees its 6 shards
         const actors::shard_spec big{shape, actors::data_block{big_data, {0, 4000}}, {}};
@@ -270,7 +269,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
                        "1073741824 non-zeros in 20 rows of 20 features"));
         CHECK(contains(append(20, 5, data, {5, 10}, token), "it starts at row 5, but no data is arriving"));
         CHECK(append(20, 0, data, {0, 10}, token) == "received 10");
-        const auto wider = make_problem(4, 20, 21, 3);
+        const auto wider = shardopt::test::random_problem(4, 20, 21, 3);
         CHECK(contains(append(20, 10, wider, {10, 20}, token), "a piece of 21 dense features, the data has 20 dense"));
         CHECK(contains(append(20, 10, data, {10, 20}, token), "no data is arriving"));  // the refusal dropped rows 0-9
         CHECK(append(20, 0, data, {0, 10}, token) == "received 10");

@@ -59,8 +59,8 @@ TEST_CASE("a node killed, restarted on its port and re-admitted at an evaluation
   CHECK(ask(*objective, thetas[1], v).same_bits(ask(local, thetas[1], v)));
   CHECK(cluster->lost_nodes() == 1);
   nodes[2] = node_process{{"--threads", "1"}, port};  // the same address, a new process
-  // The driver tries lost nodes at evaluation boundaries, at most once a second: evaluate, each
-  // answer keeping the bits, until it re-admitted the node.
+  // The driver probes lost nodes' addresses off its thread and re-admits one that answers at an
+  // evaluation boundary: evaluate, each answer keeping the bits, until it re-admitted the node.
   const auto rejoin_by = std::chrono::steady_clock::now() + 30s;
   do {
     CHECK(ask(*objective, thetas[2], v).same_bits(ask(local, thetas[2], v)));
@@ -77,7 +77,7 @@ TEST_CASE("a node killed, restarted on its port and re-admitted at an evaluation
   CHECK(ask(*objective, thetas[0], v).same_bits(ask(local, thetas[0], v)));
 }
 
-TEST_CASE("a node added to the watched nodes file joins at the next evaluation boundary, takes over a lost node's shards, and the answers keep their bits") {
+TEST_CASE("a node added to the watched nodes file joins at an evaluation boundary once it answers, takes over a lost node's shards, and the answers keep their bits") {
   std::vector<node_process> nodes;
   for (int j = 0; j < 3; ++j)
     nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
@@ -176,8 +176,8 @@ TEST_CASE("addresses that drop packets, a listed node's and a lost node's, hold 
   CHECK(cluster->joined_nodes() == 0);
   CHECK(cluster->rejoined_nodes() == 0);
   CHECK(longest < 10s);
-  // Nodes answer at both addresses now: the waiting probes are refused, tried again, and the nodes
-  // admitted at an evaluation boundary.
+  // Nodes answer at both addresses now: the waiting probes end (refused, or answered by the new
+  // node), are tried again if need be, and the nodes are admitted at an evaluation boundary.
   listed.reset();
   lost.reset();
   node_process arrived{{"--threads", "1"}, listed_port};

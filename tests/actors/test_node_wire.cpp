@@ -22,7 +22,6 @@ namespace actors = shardopt::actors;
 namespace model = shardopt::model;
 using shardopt::test::contains;
 using shardopt::test::endpoint_of;
-using shardopt::test::make_problem;
 using shardopt::test::error_of;
 using shardopt::test::network_runtime;
 using shardopt::test::node_process;
@@ -39,7 +38,7 @@ TEST_CASE("2 nodes x 4 shards: per evaluation each node's sockets carry 1.0-1.1x
   node_process second;
   auto rt = network_runtime();
   const model::model_shape wide{model::model_kind::softmax, 1000, 100};  // 100,100 parameters
-  const auto data = make_problem(3, 1024, 1000, 100);
+  const auto data = shardopt::test::random_problem(3, 1024, 1000, 100);
   auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
   const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(wide.dimension(), -0.01, 0.01);
@@ -143,7 +142,7 @@ TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in 
 
 TEST_CASE("data a driver stops sending in pieces holds a node's room only until --staging-timeout, "
           "and its next piece is refused saying so") {
-  const auto data = make_problem(6, 40, 20, 3);
+  const auto data = shardopt::test::random_problem(6, 40, 20, 3);
   const actors::shard_spec small{shape, actors::data_block{data, {0, 10}}, {}};
   auto rt = network_runtime();
   caf::scoped_actor stalled{rt.system()};

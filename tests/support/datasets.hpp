@@ -10,7 +10,9 @@
 #include <doctest/doctest.h>
 
 #include <filesystem>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardopt::test {
 
@@ -33,6 +35,21 @@ inline std::string require_sklearn_csv(const std::string& name) {
   const auto path = sklearn_data + "/" + name;
   require_dataset(path, "python3-sklearn");
   return path;
+}
+
+/// The bytes of an IDX file: big-endian magic and sizes, then `payload`.
+inline std::string idx_bytes(std::uint32_t magic, const std::vector<std::uint32_t>& sizes,
+                      const std::vector<unsigned char>& payload) {
+  std::string bytes;
+  const auto put = [&](std::uint32_t v) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      bytes.push_back(static_cast<char>((v >> shift) & 0xff));
+  };
+  put(magic);
+  for (auto s : sizes)
+    put(s);
+  bytes.append(payload.begin(), payload.end());
+  return bytes;
 }
 
 } // namespace shardopt::test

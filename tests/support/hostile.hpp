@@ -46,12 +46,6 @@ inline bool contains(const std::string& text, const std::string& part) {
 /// The honest runs' model: softmax over 20 features and 3 classes.
 inline const model::model_shape hostile_shape{model::model_kind::softmax, 20, 3};
 
-/// A random softmax problem's rows, for the honest runs.
-inline std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n,
-                                                         std::int64_t d, std::int64_t classes) {
-  return random_problem(seed, n, d, classes);
-}
-
 /// A node's hello answered with a node_info: it is alive and serving.
 inline bool node_serves(caf::scoped_actor& self, const actors::node_actor& node) {
   bool ok = false;
@@ -94,6 +88,8 @@ inline std::vector<double> honest_run(actors::runtime& rt, const std::vector<act
     Eigen::VectorXd grad;
     auto f = objective->evaluate(theta, grad);
     REQUIRE_MESSAGE(f.ok(), f.error().message());
+    if (how == layout::forwarding)  // the tree's answer covered every peer
+      CHECK_FALSE(actors::asked_directly(*objective));
     bits.push_back(*f);
     bits.insert(bits.end(), grad.data(), grad.data() + grad.size());
   }

@@ -6,7 +6,9 @@
 #include "actors/shard.hpp"
 #include "model/block_bounds.hpp"
 
+#include <algorithm>
 #include <memory>
+#include <random>
 #include <vector>
 
 namespace shardopt::test {
@@ -36,5 +38,29 @@ inline shard_set spawn_shards(actors::runtime& rt, const model::model_shape& sha
   }
   return out;
 }
+
+/// K contiguous blocks with random cut points (at least one row each).
+inline std::vector<model::row_range> random_blocks(std::mt19937& rng, std::int64_t n, std::int64_t k) {
+  std::vector<std::int64_t> cuts(static_cast<std::size_t>(n - 1));
+  for (std::int64_t i = 0; i < n - 1; ++i)
+    cuts[static_cast<std::size_t>(i)] = i + 1;
+  std::shuffle(cuts.begin(), cuts.end(), rng);
+  cuts.resize(static_cast<std::size_t>(k - 1));
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<model::row_range> blocks;
+  std::int64_t begin = 0;
+  for (auto cut : cuts) {
+    blocks.push_back({begin, cut});
+    begin = cut;
+  }
+  blocks.push_back({begin, n});
+  return blocks;
+}
+
+/// |a - b| relative to |b| (at least 1).
+inline double relative_error(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+  return (a - b).norm() / std::max(1.0, b.norm());
+}
+
 
 } // namespace shardopt::test

@@ -1,0 +1,214 @@
+// Hessian-vector products over shard actors: equal to the local objective's for any split, the
+// same bits for K = 1..7 shards of whole blocks for every model, a shard lost before a product
+// recreated with its curvature, and the products a shard refuses.
+
+#include "actors/node.hpp"
+#include "actors/shard.hpp"
+#include "io/partition.hpp"
+#include "model/block_bounds.hpp"
+#include "model/local_objective.hpp"
+#include "optimizer/lbfgs.hpp"
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+
+#include "support/problems.hpp"
+#include "support/shard_set.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A random softmax problem (see support/problems.hpp).
+std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
+                                                  std::int64_t classes, bool sparse) {
+  return shardopt::test::random_problem(seed, n, d, classes, sparse);
+}
+
+using shardopt::test::random_blocks;
+using shardopt::test::relative_error;
+using shardopt::test::shard_set;
+using shardopt::test::spawn_shards;
+
+} // namespace
+
+TEST_CASE("Hessian-vector products over K shard actors equal the local objective's, K = 1..7, dense and sparse") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  for (const auto kind : {model::model_kind::softmax, model::model_kind::svm})
+  for (bool sparse : {false, true}) {
+    const model::model_shape shape{kind, 13, 4};
+    INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
+    std::mt19937 rng{20261123};
+    const auto data = make_problem(8, 701, 13, 4, sparse);
+    std::normal_distribution<double> normal;
+    const Eigen::VectorXd theta =
+      Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.3 * normal(rng); });
+    const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return normal(rng); });
+    model::local_objective whole{shape, data, 0.01};
+    Eigen::VectorXd grad;
+    whole.evaluate(theta, grad);
+    Eigen::VectorXd expected;
+    REQUIRE(whole.hessian_vector(v, expected).ok());
+    for (std::int64_t k = 1; k <= 7; ++k) {
+      INFO("K = " << k);
+      const auto blocks = random_blocks(rng, 701, k);
+      auto sharded = actors::sharded_objective::local(rt, shape, 0.01, data, blocks, 30s);
+      Eigen::VectorXd hv;
+      CHECK_FALSE(sharded.hessian_vector(v, hv).ok());  // no evaluation yet
+      REQUIRE(sharded.evaluate(theta, grad).ok());
+      REQUIRE(sharded.hessian_vector(v, hv).ok());
+      CHECK(relative_error(hv, expected) <= 1e-12);
+      // The local objective over the same blocks adds them in the same order: the same bits.
+      model::local_objective same_blocks{shape, data, 0.01, blocks};
+      same_blocks.evaluate(theta, grad);
+      Eigen::VectorXd local_hv;
+      REQUIRE(same_blocks.hessian_vector(v, local_hv).ok());
+      CHECK(std::memcmp(hv.data(), local_hv.data(), sizeof(double) * hv.size()) == 0);
+    }
+  }
+}
+
+TEST_CASE("a shard lost before a product is recreated, rebuilds its curvature at the evaluated theta, and the product is unchanged") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const auto data = make_problem(9, 150, 5, 3, true);
+  const model::model_shape shape{model::model_kind::softmax, 5, 3};
+  const std::vector<model::row_range> blocks{{0, 50}, {50, 100}, {100, 150}};
+  const auto token = actors::access_token::random();
+  auto set = spawn_shards(rt, shape, data, blocks, token);
+  const auto& shards = set.shards;
+  auto objective = actors::make_sharded_objective(
+    rt, shape, 0.01, set.shards, set.shares, set.bounds, token, 10s,
+    [&](std::size_t i) -> shardopt::result<actors::shard_actor> {
+      return actors::spawn_shard(rt.system(), shape, data, blocks[i], set.layouts[i], token);
+    });
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.2, 0.3);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, -0.5);
+  Eigen::VectorXd grad;
+  REQUIRE(objective.evaluate(theta, grad).ok());
+  Eigen::VectorXd before;
+  REQUIRE(objective.hessian_vector(v, before).ok());
+
+  caf::scoped_actor killer{rt.system()};
+  killer->monitor(shards[1]);
+  killer->send_exit(shards[1], caf::exit_reason::kill);
+  killer->receive([](const caf::down_msg&) {});
+  Eigen::VectorXd after;
+  REQUIRE(objective.hessian_vector(v, after).ok());
+  CHECK(objective.recreated_shards() == 1);
+  CHECK(std::memcmp(before.data(), after.data(), sizeof(double) * before.size()) == 0);
+  // The fresh shard served the product: the next one needs no theta, and still agrees.
+  Eigen::VectorXd again;
+  REQUIRE(objective.hessian_vector(v, again).ok());
+  CHECK(std::memcmp(before.data(), again.data(), sizeof(double) * before.size()) == 0);
+}
+
+TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wrong size, and for networks") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const auto data = make_problem(10, 60, 4, 3, false);
+  const auto token = actors::access_token::random();
+  caf::scoped_actor self{rt.system()};
+  auto ask = [&](const actors::shard_actor& shard, auto... request) {
+    std::string error;
+    self->request(shard, 10s, request...).receive(
+      [](std::uint64_t, const actors::block_sums&) {},
+      [&](const caf::error& e) { error = actors::describe(e, rt.system()); });
+    return error;
+  };
+  const model::model_shape shape{model::model_kind::softmax, 4, 3};
+  const auto shard = actors::spawn_shard(rt.system(), shape, data, {0, 60}, {0, 1}, token);
+  const actors::exact_grid grid{-40, std::vector<std::uint8_t>(shape.dimension(), 0)};
+  const actors::dense_vector v{Eigen::VectorXd::Ones(shape.dimension())};
+  const actors::dense_vector none;
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{7}, grid, none, v)
+          .find("kept nothing") != std::string::npos);
+  self->request(shard, 10s, actors::eval_atom::value, token, std::uint64_t{7}, grid, v).receive(
+    [](std::uint64_t, const actors::block_sums&) {}, [](const caf::error&) {});
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{8}, std::uint64_t{7}, grid, none, v).empty());
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{9}, std::uint64_t{6}, grid, none, v)
+          .find("was round 7") != std::string::npos);
+  const actors::dense_vector short_v{Eigen::VectorXd::Ones(3)};
+  CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{10}, std::uint64_t{7}, grid, none, short_v)
+          .find("v has 3 entries") != std::string::npos);
+  CHECK(ask(shard, actors::hessvec_atom::value, actors::access_token::random(), std::uint64_t{11},
+            std::uint64_t{7}, grid, none, v).find("another driver") != std::string::npos);
+
+  const model::model_shape network{model::model_kind::softmax, 4, 3, {5}};
+  const auto net_shard = actors::spawn_shard(rt.system(), network, data, {0, 60}, {0, 1}, token);
+  const actors::dense_vector net_v{Eigen::VectorXd::Ones(network.dimension())};
+  CHECK(ask(net_shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{1}, grid, net_v, net_v)
+          .find("linear models") != std::string::npos);
+  for (const auto& s : {shard, net_shard})
+    self->send_exit(s, caf::exit_reason::user_shutdown);
+}
+
+TEST_CASE("the objective, gradient and products are the same bits for K = 1..7 shards of whole blocks and equal the local objective's, for every model") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const std::vector<model::model_shape> shapes{
+    {model::model_kind::linear, 13, 1},
+    {model::model_kind::logistic, 13, 1},
+    {model::model_kind::softmax, 13, 4},
+    {model::model_kind::svm, 13, 4},
+    {model::model_kind::softmax, 13, 4, {7, 5}, model::activation::tanh},
+  };
+  for (const auto& shape : shapes)
+  for (bool sparse : {false, true}) {
+    INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
+    // 1,500 rows: 300 blocks of 5 rows; labels fit every model (softmax/svm classes, +-1 binary).
+    auto data = std::make_shared<model::dataset>(*make_problem(11, 1500, 13, shape.outputs > 1 ? 4 : 2, sparse));
+    if (shape.outputs == 1)
+      data->y = (2.0 * data->y.array() - 1.0).matrix();
+    std::mt19937 rng{7};
+    std::normal_distribution<double> normal;
+    const Eigen::VectorXd theta =
+      Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.5 * normal(rng); });
+    const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return normal(rng); });
+    model::local_objective whole{shape, data, 0.01};
+    Eigen::VectorXd expected_grad;
+    const double expected = whole.evaluate(theta, expected_grad);
+    Eigen::VectorXd expected_hv;
+    const bool products = model::has_hessian(shape);
+    if (products)
+      REQUIRE(whole.hessian_vector(v, expected_hv).ok());
+    for (std::int64_t k = 1; k <= 7; ++k) {
+      INFO("K = " << k);
+      auto sharded = actors::sharded_objective::local(
+        rt, shape, 0.01, data, shardopt::io::partition_blocks(data->rows(), k), 30s);
+      Eigen::VectorXd grad;
+      auto f = sharded.evaluate(theta, grad);
+      REQUIRE(f.ok());
+      CHECK(std::memcmp(&*f, &expected, sizeof(double)) == 0);
+      CHECK(std::memcmp(grad.data(), expected_grad.data(), sizeof(double) * grad.size()) == 0);
+      if (products) {
+        Eigen::VectorXd hv;
+        REQUIRE(sharded.hessian_vector(v, hv).ok());
+        CHECK(std::memcmp(hv.data(), expected_hv.data(), sizeof(double) * hv.size()) == 0);
+      }
+    }
+    // And the exact sums are accurate: within 1e-13 of a plain double sum over all rows (dense
+    // data, rounded once per block on 62-bit grids); sparse data rounds every term on 55-bit grids
+    // (exact_sum.hpp), so each entry is within half a unit per row (divided by the rows) of it.
+    Eigen::VectorXd plain(shape.dimension());
+    const double loss = model::loss_grad_sum(shape, *data, model::row_range{0, data->rows()}, theta, plain);
+    const double plain_f = model::finish_objective(shape, 0.01, data->rows(), loss, theta, plain);
+    CHECK(std::abs(plain_f - expected) <= 1e-13 * std::abs(expected));
+    if (!sparse || shape.is_network()) {
+      CHECK(relative_error(expected_grad, plain) <= 1e-13);
+    } else {
+      const auto block_rows = model::block_rows_for(data->rows());
+      const model::exact_sum grid{model::gradient_grid(
+        shape, model::bounds_of(*data, {0, data->rows()}, block_rows), theta)};
+      for (Eigen::Index i = 0; i < plain.size(); ++i)
+        CHECK(std::abs(expected_grad[i] - plain[i])
+              <= std::ldexp(0.5, grid.exponent(static_cast<std::size_t>(i))) + 1e-13 * plain.norm());
+    }
+  }
+}
