@@ -196,3 +196,38 @@ TEST_CASE("addresses that drop packets, a listed node's and a lost node's, hold 
   CHECK(log.find("node " + endpoint_of(nodes[1]).text() + " rejoined") != std::string::npos);
   CHECK(ask(*objective, theta, v).same_bits(reference));
 }
+
+TEST_CASE("two watched sources: each one's new nodes join, an address listed twice or by both joins once") {
+  std::vector<node_process> nodes;
+  for (int j = 0; j < 3; ++j)
+    nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
+  auto rt = network_runtime();
+  const model::model_shape shape{model::model_kind::softmax, 20, 3};
+  const auto data = shardopt::test::random_problem(17, 60, 20, 3);
+  auto local = actors::sharded_objective::local(rt, shape, 1e-3, data,
+                                                shardopt::io::partition_blocks(60, 1), 60s);
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.1, 0.2);
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(shape.dimension(), 1.0, 0.0);
+  const auto reference = ask(local, theta, v);
+  shardopt::test::temp_dir dir;
+  const auto file = (dir.path() / "nodes").string();
+  const auto second = endpoint_of(nodes[1]).text();
+  const auto third = endpoint_of(nodes[2]).text();
+  std::ofstream(file) << second << "\n" << second << "\n";  // listed twice
+  auto cluster = actors::cluster::connect(rt, {endpoint_of(nodes[0])});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  cluster->watch_nodes_file(file);  // looked at every second
+  cluster->watch_nodes("a second source", [second, third] { return shardopt::result<std::string>{third + "," + second}; },
+                       3s);
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(60, 2), {0, 0}, 60s, {});
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  const auto by = std::chrono::steady_clock::now() + 30s;
+  do {
+    CHECK(ask(*objective, theta, v).same_bits(reference));
+  } while (cluster->joined_nodes() < 2 && std::chrono::steady_clock::now() < by);
+  CHECK(cluster->joined_nodes() == 2);
+  for (int k = 0; k < 3; ++k)  // a few more looks at both sources: nothing joins again
+    CHECK(ask(*objective, theta, v).same_bits(reference));
+  REQUIRE(cluster->nodes().size() == 3);
+  CHECK(cluster->nodes()[1].endpoint.text() != cluster->nodes()[2].endpoint.text());
+}
