@@ -28,12 +28,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A random softmax problem (see support/problems.hpp).
-std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
-                                                  std::int64_t classes, bool sparse) {
-  return shardopt::test::random_problem(seed, n, d, classes, sparse);
-}
-
 using shardopt::test::random_blocks;
 using shardopt::test::relative_error;
 using shardopt::test::shard_set;
@@ -48,7 +42,7 @@ TEST_CASE("Hessian-vector products over K shard actors equal the local objective
     const model::model_shape shape{kind, 13, 4};
     INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
     std::mt19937 rng{20261123};
-    const auto data = make_problem(8, 701, 13, 4, sparse);
+    const auto data = shardopt::test::random_problem(8, 701, 13, 4, sparse);
     std::normal_distribution<double> normal;
     const Eigen::VectorXd theta =
       Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.3 * normal(rng); });
@@ -79,7 +73,7 @@ TEST_CASE("Hessian-vector products over K shard actors equal the local objective
 
 TEST_CASE("a shard lost before a product is recreated, rebuilds its curvature at the evaluated theta, and the product is unchanged") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(9, 150, 5, 3, true);
+  const auto data = shardopt::test::random_problem(9, 150, 5, 3, true);
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   const std::vector<model::row_range> blocks{{0, 50}, {50, 100}, {100, 150}};
   const auto token = actors::access_token::random();
@@ -113,7 +107,7 @@ TEST_CASE("a shard lost before a product is recreated, rebuilds its curvature at
 
 TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wrong size, and for networks") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(10, 60, 4, 3, false);
+  const auto data = shardopt::test::random_problem(10, 60, 4, 3, false);
   const auto token = actors::access_token::random();
   caf::scoped_actor self{rt.system()};
   auto ask = [&](const actors::shard_actor& shard, auto... request) {
@@ -163,7 +157,7 @@ TEST_CASE("the objective, gradient and products are the same bits for K = 1..7 s
   for (bool sparse : {false, true}) {
     INFO(model::describe(shape) << (sparse ? " sparse" : " dense"));
     // 1,500 rows: 300 blocks of 5 rows; labels fit every model (softmax/svm classes, +-1 binary).
-    auto data = std::make_shared<model::dataset>(*make_problem(11, 1500, 13, shape.outputs > 1 ? 4 : 2, sparse));
+    auto data = std::make_shared<model::dataset>(*shardopt::test::random_problem(11, 1500, 13, shape.outputs > 1 ? 4 : 2, sparse));
     if (shape.outputs == 1)
       data->y = (2.0 * data->y.array() - 1.0).matrix();
     std::mt19937 rng{7};

@@ -27,12 +27,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-/// A random softmax problem (see support/problems.hpp).
-std::shared_ptr<const model::dataset> make_problem(std::uint32_t seed, std::int64_t n, std::int64_t d,
-                                                  std::int64_t classes, bool sparse) {
-  return shardopt::test::random_problem(seed, n, d, classes, sparse);
-}
-
 using shardopt::test::random_blocks;
 using shardopt::test::relative_error;
 using shardopt::test::shard_set;
@@ -48,7 +42,7 @@ TEST_CASE("K shard actors give the single-block objective for random partitions,
     const std::uint32_t seed = 20261122;
     INFO("seed " << seed << (sparse ? " sparse " : " dense ") << model::describe(shape));
     std::mt19937 rng{seed};
-    const auto data = make_problem(seed, 701, 13, 4, sparse);
+    const auto data = shardopt::test::random_problem(seed, 701, 13, 4, sparse);
     const double lambda = 0.01;
     model::local_objective whole{shape, data, lambda};
     std::normal_distribution<double> normal;
@@ -84,7 +78,7 @@ TEST_CASE("K shard actors give the single-block objective for random partitions,
 
 TEST_CASE("the same L-BFGS run over shard actors twice gives identical bits") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(5, 400, 9, 3, false);
+  const auto data = shardopt::test::random_problem(5, 400, 9, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 9, 3};
   auto run = [&] {
     auto objective = actors::sharded_objective::local(rt, shape, 1e-3, data,
@@ -103,7 +97,7 @@ TEST_CASE("the same L-BFGS run over shard actors twice gives identical bits") {
 
 TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(1, 50, 4, 2, false);
+  const auto data = shardopt::test::random_problem(1, 50, 4, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 4, 2};
   auto objective = actors::sharded_objective::local(rt, shape, 0, data, {{0, 25}, {25, 50}}, 10s);
   Eigen::VectorXd grad;
@@ -127,7 +121,7 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
 
 TEST_CASE("a dead shard makes the evaluation fail, naming the shard, without hanging") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(2, 90, 5, 3, false);
+  const auto data = shardopt::test::random_problem(2, 90, 5, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   auto objective =
     actors::sharded_objective::local(rt, shape, 0, data, {{0, 30}, {30, 60}, {60, 90}}, 10s);
@@ -190,7 +184,7 @@ actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer sel
 
 TEST_CASE("a shard that answers with an error fails the evaluation with its message") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(3, 40, 3, 2, false);
+  const auto data = shardopt::test::random_problem(3, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
   const auto token = actors::access_token::random();
   auto set = spawn_shards(rt, shape, data, {{0, 20}, {20, 40}}, token);
@@ -205,7 +199,7 @@ TEST_CASE("a shard that answers with an error fails the evaluation with its mess
 
 TEST_CASE("a shard that never answers fails the evaluation after the timeout") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(4, 40, 3, 2, false);
+  const auto data = shardopt::test::random_problem(4, 40, 3, 2, false);
   const model::model_shape shape{model::model_kind::softmax, 3, 2};
   const auto token = actors::access_token::random();
   auto set = spawn_shards(rt, shape, data, {{0, 20}, {20, 40}}, token);
@@ -263,7 +257,7 @@ TEST_CASE("dense_vector crosses the wire as one raw block and rejects bad input"
 
 TEST_CASE("a shard that goes down is recreated through the factory and the result is unchanged") {
   actors::runtime rt{actors::runtime_options::local(2)};
-  const auto data = make_problem(6, 120, 5, 3, false);
+  const auto data = shardopt::test::random_problem(6, 120, 5, 3, false);
   const model::model_shape shape{model::model_kind::softmax, 5, 3};
   const std::vector<model::row_range> blocks{{0, 40}, {40, 80}, {80, 120}};
   const auto token = actors::access_token::random();
