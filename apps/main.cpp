@@ -6,15 +6,31 @@
 #include "apps/experiments.hpp"
 #include "apps/report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <new>
 
+#include <sys/resource.h>
+
 namespace {
+
+/// A driver holds a connection to every node, a node one to each driver and tree child: the soft
+/// limit on open files (often 1,024, too few for a driver of 1,000 nodes) is raised to the hard
+/// limit, at most 65,536 (CAF's epoll multiplexer has no lower bound of its own).
+void raise_open_files_limit() {
+  constexpr rlim_t most = 65536;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= std::min(limit.rlim_max, most))
+    return;
+  limit.rlim_cur = std::min(limit.rlim_max, most);
+  ::setrlimit(RLIMIT_NOFILE, &limit);
+}
 
 int dispatch(int argc, char** argv) {
   using namespace shardopt::apps;
+  raise_open_files_limit();
   CLI::App app{"shardopt: distributed optimization over sharded data on the actor model"};
   app.require_subcommand(1);
   command_line options;

@@ -10,6 +10,7 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -99,5 +100,38 @@ private:
   std::uint16_t port_ = 0;
   bool ok_ = false;
 };
+
+/// Connects to 127.0.0.1:port, sends `bytes`, and closes; false when it could not connect.
+inline bool send_raw(int port, const std::string& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return false;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<std::uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    ::close(fd);
+    return false;
+  }
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    const auto n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0)
+      break;  // the node may close the connection on the first bad byte: that is fine
+    sent += static_cast<std::size_t>(n);
+  }
+  // Wait until the node has read everything: it closes the connection, or says nothing more
+  // once we close our side (bounded by a receive timeout, so a node that hangs fails the test
+  // later, when a driver cannot use it).
+  ::shutdown(fd, SHUT_WR);
+  timeval limit{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  char sink[256];
+  while (::recv(fd, sink, sizeof sink, 0) > 0) {
+  }
+  ::close(fd);
+  return true;
+}
 
 } // namespace shardopt::test
