@@ -8,6 +8,8 @@
 #include "io/nodes_file.hpp"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace shardopt::actors {
 
@@ -39,17 +41,13 @@ using clock = std::chrono::steady_clock;
 /// At most this many probes start per boundary, and at most this many run at once.
 constexpr std::size_t max_probes = 64;
 
-bool known(const cluster::impl& c, const endpoint& where) {
-  return std::any_of(c.info.begin(), c.info.end(), [&](const connected_node& node) {
-    return node.endpoint.text() == where.text();
-  });
-}
-
 /// A source's look that finished: what it lists is kept (an error keeps the last good list).
 void take_listing(cluster::impl::node_source& source, const result<std::string>& listed,
                   const log_fn& log) {
-  auto endpoints = listed ? parse_endpoints(*listed, source.name)
-                          : result<std::vector<endpoint>>{listed.error()};
+  const bool empty = listed && listed->find_first_not_of(" \t\r\n,") == std::string::npos;
+  auto endpoints = empty    ? result<std::vector<endpoint>>{std::vector<endpoint>{}}
+                   : listed ? parse_endpoints(*listed, source.name)
+                            : result<std::vector<endpoint>>{listed.error()};
   const auto seen = listed ? *listed : "error: " + listed.error().message();
   const bool changed = seen != source.last;
   source.last = seen;
@@ -62,15 +60,21 @@ void take_listing(cluster::impl::node_source& source, const result<std::string>&
 /// The addresses some source lists that are not nodes yet, each once, tried from now on (those
 /// already tried keep their waits); addresses no source lists any more are not tried.
 void gather_arrivals(cluster::impl& c) {
+  std::unordered_set<std::string> taken;
+  for (const auto& node : c.info)
+    taken.insert(node.endpoint.text());
+  std::unordered_map<std::string, std::size_t> tried;
+  for (std::size_t a = 0; a < c.arriving.size(); ++a)
+    tried.emplace(c.arriving[a].where.text(), a);
   std::vector<address_retry> arriving;
   for (const auto& source : c.sources)
     for (const auto& where : source.listed) {
-      const auto same = [&](const address_retry& r) { return r.where.text() == where.text(); };
-      if (known(c, where) || std::any_of(arriving.begin(), arriving.end(), same))
+      const auto text = where.text();
+      if (!taken.insert(text).second)
         continue;
-      auto tried = std::find_if(c.arriving.begin(), c.arriving.end(), same);
-      if (tried != c.arriving.end())
-        arriving.push_back(std::move(*tried));
+      const auto before = tried.find(text);
+      if (before != tried.end())
+        arriving.push_back(std::move(c.arriving[before->second]));
       else
         arriving.push_back(address_retry{where, clock::now()});
     }
@@ -89,9 +93,10 @@ bool admit(cluster::impl& c, std::size_t j, const log_fn& log) {
   auto greeted = c.hello(j);
   auto ok = greeted ? cluster::impl::check_info(*greeted) : result<void>{greeted.error()};
   if (!ok) {
-    if (log)
-      log("node " + c.info[j].endpoint.text() + " answers but is not admitted: "
-          + ok.error().message());
+    const auto why = "answers but is not admitted: " + ok.error().message();
+    if (why != c.retries[j].last_why && log)  // once per reason, not on every try
+      log("node " + c.info[j].endpoint.text() + " " + why);
+    c.retries[j].last_why = why;
     return false;
   }
   const bool first = c.info[j].threads == 0;
@@ -131,11 +136,48 @@ std::vector<std::size_t> reach_nodes(cluster::impl& c, const log_fn& log) {
     for (const auto& retry : *list)
       running += retry.probe.running() ? 1 : 0;
   std::size_t slots = max_probes - std::min(running, max_probes);
-  for (std::size_t a = 0; a < c.arriving.size();) {
+  // Connecting and greeting what answered runs here, on the driver's thread, within 5 s each: at
+  // most this long in all per boundary (the rest is taken at the next one).
+  const auto budget_end = now + timeouts::probe;
+  const auto within_budget = [&] { return clock::now() < budget_end; };
+  // Lost nodes first: listed addresses that never answer must not take every probe.
+  std::vector<std::size_t> back;
+  for (std::size_t j = 0; j < c.info.size() && within_budget(); ++j) {
+    auto& retry = c.retries[j];
+    if (c.alive[j]) {  // a fresh loss waits 1 s
+      retry = address_retry{c.info[j].endpoint};
+      continue;
+    }
+    const auto reached = retry.poll(now, slots);
+    if (!reached)
+      continue;
+    const bool came_back = c.info[j].threads != 0;
+    if (reached->open) {
+      auto handle = connect_node(c, c.info[j].endpoint, *reached);
+      if (handle) {
+        c.nodes.replace(j, *handle);
+        if (admit(c, j, log)) {
+          retry.last_why.clear();
+          if (came_back)
+            back.push_back(j);
+          continue;
+        }
+      }
+    }
+    retry.failed(now);
+  }
+  for (std::size_t a = 0; a < c.arriving.size() && within_budget();) {
     auto& arrival = c.arriving[a];
     auto reached = arrival.poll(now, slots);
     if (reached && reached->open) {
       auto handle = connect_node(c, arrival.where, *reached);
+      const auto& handles = c.nodes.handles();
+      if (handle && std::find(handles.begin(), handles.end(), *handle) != handles.end()) {
+        if (log)  // another name of a node the run has (a host name and its address)
+          log("node " + arrival.where.text() + " is a node this run has under another name");
+        c.arriving.erase(c.arriving.begin() + static_cast<std::ptrdiff_t>(a));
+        continue;
+      }
       if (handle) {  // a node from now on: admitted now, or tried again like a lost one
         c.nodes.add(*handle, arrival.where.text());
         c.info.push_back(connected_node{arrival.where, 0, {}});
@@ -153,30 +195,6 @@ std::vector<std::size_t> reach_nodes(cluster::impl& c, const log_fn& log) {
       arrival.failed(now);
     }
     ++a;
-  }
-  std::vector<std::size_t> back;
-  for (std::size_t j = 0; j < c.info.size(); ++j) {
-    auto& retry = c.retries[j];
-    if (c.alive[j]) {  // a fresh loss waits 1 s
-      retry = address_retry{c.info[j].endpoint};
-      continue;
-    }
-    const auto reached = retry.poll(now, slots);
-    if (!reached)
-      continue;
-    const bool came_back = c.info[j].threads != 0;
-    if (reached->open) {
-      auto handle = connect_node(c, c.info[j].endpoint, *reached);
-      if (handle) {
-        c.nodes.replace(j, *handle);
-        if (admit(c, j, log)) {
-          if (came_back)
-            back.push_back(j);
-          continue;
-        }
-      }
-    }
-    retry.failed(now);
   }
   return back;
 }

@@ -94,7 +94,8 @@ tcp_reach reach_tcp(const endpoint& where, std::chrono::milliseconds timeout) {
       const int polled = left.count() > 0 ? ::poll(&ready, 1, static_cast<int>(left.count())) : 0;
       if (polled > 0) {
         socklen_t size = sizeof error;
-        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size);
+        if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) != 0)
+          error = errno;
       } else {
         error = polled == 0 ? ETIMEDOUT : errno;
       }

@@ -25,17 +25,22 @@ public:
   void start(std::function<T()> call, T failed) {
     if (box_)
       return;
-    box_ = std::make_shared<box>();
-    std::thread([box = box_, call = std::move(call), failed = std::move(failed)]() mutable {
-      std::optional<T> value;
-      try {
-        value = call();
-      } catch (...) {  // nothing escapes a detached thread
-        value = std::move(failed);
-      }
-      const std::lock_guard<std::mutex> lock{box->mutex};
-      box->value = std::move(value);
-    }).detach();
+    auto fresh = std::make_shared<box>();
+    try {
+      std::thread([box = fresh, call = std::move(call), failed]() mutable {
+        std::optional<T> value;
+        try {
+          value = call();
+        } catch (...) {  // nothing escapes a detached thread
+          value = std::move(failed);
+        }
+        const std::lock_guard<std::mutex> lock{box->mutex};
+        box->value = std::move(value);
+      }).detach();
+    } catch (...) {  // no thread to be had (a process at its limit): the call failed
+      fresh->value = std::move(failed);
+    }
+    box_ = std::move(fresh);
   }
 
   /// The call's result once it is done (then a new call may start); nothing before.

@@ -197,7 +197,7 @@ TEST_CASE("addresses that drop packets, a listed node's and a lost node's, hold 
   CHECK(ask(*objective, theta, v).same_bits(reference));
 }
 
-TEST_CASE("two watched sources: each one's new nodes join, an address listed twice or by both joins once") {
+TEST_CASE("two watched sources: each one's new nodes join, an address listed twice or by both joins once, and another name of a node the run has is not added") {
   std::vector<node_process> nodes;
   for (int j = 0; j < 3; ++j)
     nodes.emplace_back(std::vector<std::string>{"--threads", "1"});
@@ -217,9 +217,13 @@ TEST_CASE("two watched sources: each one's new nodes join, an address listed twi
   auto cluster = actors::cluster::connect(rt, {endpoint_of(nodes[0])});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
   cluster->watch_nodes_file(file);  // looked at every second
-  cluster->watch_nodes("a second source", [second, third] { return shardopt::result<std::string>{third + "," + second}; },
-                       3s);
-  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(60, 2), {0, 0}, 60s, {});
+  const auto first_by_name = "localhost:" + std::to_string(nodes[0].port);  // the run's first node
+  cluster->watch_nodes("a second source", [second, third, first_by_name] {
+    return shardopt::result<std::string>{third + "," + second + "," + first_by_name};
+  }, 3s);
+  std::vector<std::string> events;
+  auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(60, 2), {0, 0}, 60s,
+                                 [&](const std::string& event) { events.push_back(event); });
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   const auto by = std::chrono::steady_clock::now() + 30s;
   do {
@@ -230,4 +234,14 @@ TEST_CASE("two watched sources: each one's new nodes join, an address listed twi
     CHECK(ask(*objective, theta, v).same_bits(reference));
   REQUIRE(cluster->nodes().size() == 3);
   CHECK(cluster->nodes()[1].endpoint.text() != cluster->nodes()[2].endpoint.text());
+  const auto named = [&] {
+    return std::any_of(events.begin(), events.end(), [&](const std::string& event) {
+      return event == "node " + first_by_name + " is a node this run has under another name";
+    });
+  };
+  const auto by_name = std::chrono::steady_clock::now() + 10s;
+  while (!named() && std::chrono::steady_clock::now() < by_name)  // probed off the driver's thread
+    CHECK(ask(*objective, theta, v).same_bits(reference));
+  CHECK(named());
+  CHECK(cluster->nodes().size() == 3);
 }
