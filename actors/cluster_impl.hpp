@@ -221,6 +221,7 @@ struct cluster::impl {
   std::vector<node_source> sources;
   std::vector<address_retry> retries;  // per node: its address while it is lost
   std::vector<address_retry> arriving;  // addresses the sources list that are not nodes yet
+  std::vector<std::string> aliases;     // listed addresses found to be other names of nodes
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;
   std::size_t fan_in = 0;         // children per tree node; 0: automatic

@@ -60,7 +60,7 @@ void take_listing(cluster::impl::node_source& source, const result<std::string>&
 /// The addresses some source lists that are not nodes yet, each once, tried from now on (those
 /// already tried keep their waits); addresses no source lists any more are not tried.
 void gather_arrivals(cluster::impl& c) {
-  std::unordered_set<std::string> taken;
+  std::unordered_set<std::string> taken(c.aliases.begin(), c.aliases.end());
   for (const auto& node : c.info)
     taken.insert(node.endpoint.text());
   std::unordered_map<std::string, std::size_t> tried;
@@ -128,7 +128,8 @@ std::vector<std::size_t> reach_nodes(cluster::impl& c, const log_fn& log) {
       source.listing.start(source.list, fail_runtime(source.name + ": the look failed"));
     }
   }
-  gather_arrivals(c);
+  if (!c.sources.empty())
+    gather_arrivals(c);
   while (c.retries.size() < c.info.size())
     c.retries.emplace_back(c.info[c.retries.size()].endpoint);
   std::size_t running = 0;
@@ -157,7 +158,6 @@ std::vector<std::size_t> reach_nodes(cluster::impl& c, const log_fn& log) {
       if (handle) {
         c.nodes.replace(j, *handle);
         if (admit(c, j, log)) {
-          retry.last_why.clear();
           if (came_back)
             back.push_back(j);
           continue;
@@ -175,6 +175,7 @@ std::vector<std::size_t> reach_nodes(cluster::impl& c, const log_fn& log) {
       if (handle && std::find(handles.begin(), handles.end(), *handle) != handles.end()) {
         if (log)  // another name of a node the run has (a host name and its address)
           log("node " + arrival.where.text() + " is a node this run has under another name");
+        c.aliases.push_back(arrival.where.text());  // not tried again
         c.arriving.erase(c.arriving.begin() + static_cast<std::ptrdiff_t>(a));
         continue;
       }
