@@ -86,10 +86,13 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
   if (!objective)
     return objective.error();
   std::int64_t feature_bytes = 0;
-  for (const auto& summary : summaries)
+  bool sparse = false;
+  for (const auto& summary : summaries) {
     feature_bytes += static_cast<std::int64_t>(summary.bounds.stored.sum()) * (summary.bounds.sparse ? 8 : 4);
+    sparse = sparse || summary.bounds.sparse;
+  }
   return node_local_run{std::move(*objective), shape, fitted->labels, fitted->scaling,
-                        fitted->rows, feature_bytes};
+                        fitted->rows, feature_bytes, sparse};
 }
 
 } // namespace shardopt::actors

@@ -25,6 +25,8 @@ using gatherer_actor = caf::typed_actor<
   caf::reacts_to<hessvec_atom, access_token, access_token, std::uint64_t, std::uint64_t, exact_grid,
                  dense_vector, dense_vector>,
   caf::reacts_to<quality_atom, access_token, access_token, std::uint64_t, dense_vector>,
+  caf::reacts_to<line_atom, access_token, access_token, std::uint64_t, std::uint64_t, std::uint64_t,
+                 dense_vector, dense_vector, dense_vector>,
   caf::reacts_to<part_atom, access_token, access_token, std::uint64_t, tree_slice, exact_grid,
                  dense_vector, dense_vector>>;
 

@@ -115,6 +115,14 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
         return self->request(member, caf::infinite, atom, token, round, theta);
       });
     },
+    [self, gather, from_group](line_atom atom, const access_token& ticket, const access_token& token,
+                   std::uint64_t round, std::uint64_t from, std::uint64_t to, const dense_vector& alphas,
+                   const dense_vector& theta_from, const dense_vector& theta_to) {
+      if (from_group())
+        gather(ticket, [=](const shard_actor& member) {
+        return self->request(member, caf::infinite, atom, token, round, from, to, alphas, theta_from, theta_to);
+      });
+    },
     [](part_atom, const access_token&, const access_token&, std::uint64_t, const tree_slice&,
        const exact_grid&, const dense_vector&, const dense_vector&) {
       // never sent: a group's front refuses slices
@@ -172,6 +180,15 @@ public:
           return err;
         return forward(round, [&](const access_token& ticket) {
           send(gatherer_, atom, ticket, token, round, theta);
+        });
+      },
+      [this](line_atom atom, const access_token& token, std::uint64_t round, std::uint64_t from,
+             std::uint64_t to, const dense_vector& alphas, const dense_vector& theta_from,
+             const dense_vector& theta_to) -> sums_result {
+        if (auto err = check_whole(token))
+          return err;
+        return forward(round, [&](const access_token& ticket) {
+          send(gatherer_, atom, ticket, token, round, from, to, alphas, theta_from, theta_to);
         });
       },
       [this](part_atom atom, const access_token& token, std::uint64_t round,

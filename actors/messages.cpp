@@ -172,13 +172,111 @@ caf::error load_raw(caf::deserializer& f, std::vector<T>& values, const char* wh
 
 } // namespace
 
+void put_sums(block_sums& out, model::entry_sums sums, std::uint64_t length) {
+  out.words = std::move(sums.words);
+  out.entries = std::move(sums.entries);
+  out.length = length;
+  out.max_units = sums.max_units;
+}
+
+bool sums_fit(const block_sums& sums) {
+  if (sums.length > 2 * max_wire_elements)
+    return false;
+  if (!sums.entries)
+    return sums.words.size() == sums.length;
+  const auto& entries = *sums.entries;
+  if (entries.size() != sums.words.size())
+    return false;
+  for (std::size_t k = 0; k < entries.size(); ++k)
+    if (entries[k] < 0 || static_cast<std::uint64_t>(entries[k]) >= sums.length
+        || (k > 0 && entries[k] <= entries[k - 1]))
+      return false;
+  return true;
+}
+
+namespace {
+
+/// a + b for two's-complement words, wrapping (exact while the true total fits its grid).
+std::int64_t add_word(std::int64_t a, std::int64_t b) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
+}
+
+/// `sums` as dense words of its length.
+void densify(block_sums& sums) {
+  if (!sums.entries)
+    return;
+  std::vector<std::int64_t> dense(static_cast<std::size_t>(sums.length), 0);
+  const auto& entries = *sums.entries;
+  for (std::size_t k = 0; k < entries.size(); ++k)
+    dense[static_cast<std::size_t>(entries[k])] = sums.words[k];
+  sums.words = std::move(dense);
+  sums.entries.reset();
+}
+
+} // namespace
+
 result<void> merge(block_sums& total, block_sums&& part) {
-  if (total.words.size() != part.words.size())
-    return fail_invalid("sums of " + std::to_string(part.words.size())
-                + " entries cannot be added to sums of " + std::to_string(total.words.size()));
+  if (total.length != part.length)
+    return fail_invalid("sums of " + std::to_string(part.length)
+                + " entries cannot be added to sums of " + std::to_string(total.length));
+  if (!sums_fit(part))
+    return fail_invalid("malformed sums: their entries do not fit a vector of "
+                        + std::to_string(part.length));
   total.runs.insert(total.runs.end(), part.runs.begin(), part.runs.end());
   total.values.insert(total.values.end(), part.values.begin(), part.values.end());
-  model::add_words(total.words.data(), part.words.data(), total.words.size());
+  if (part.entries && total.entries) {
+    // Both sparse: the union of their entries, dense once it is more than half of the vector.
+    const auto& a = *total.entries;
+    const auto& b = *part.entries;
+    std::size_t both = 0;
+    for (std::size_t i = 0, j = 0; i < a.size() || j < b.size(); ++both) {
+      if (j == b.size() || (i < a.size() && a[i] < b[j]))
+        ++i;
+      else if (i == a.size() || b[j] < a[i])
+        ++j;
+      else
+        ++i, ++j;
+    }
+    if (2 * both > total.length) {
+      densify(total);
+    } else if (both == a.size()) {  // part's entries are among total's
+      for (std::size_t i = 0, j = 0; j < b.size(); ++i)
+        if (a[i] == b[j])
+          total.words[i] = add_word(total.words[i], part.words[j++]);
+    } else {
+      auto entries = std::make_shared<std::vector<std::int32_t>>();
+      std::vector<std::int64_t> words;
+      entries->reserve(both);
+      words.reserve(both);
+      for (std::size_t i = 0, j = 0; i < a.size() || j < b.size();) {
+        if (j == b.size() || (i < a.size() && a[i] < b[j])) {
+          entries->push_back(a[i]);
+          words.push_back(total.words[i++]);
+        } else if (i == a.size() || b[j] < a[i]) {
+          entries->push_back(b[j]);
+          words.push_back(part.words[j++]);
+        } else {
+          entries->push_back(a[i]);
+          words.push_back(add_word(total.words[i++], part.words[j++]));
+        }
+      }
+      total.entries = std::move(entries);
+      total.words = std::move(words);
+    }
+  } else if (total.entries) {  // a dense part: the total becomes dense too
+    densify(total);
+  }
+  if (!total.entries) {
+    if (part.entries) {
+      const auto& entries = *part.entries;
+      for (std::size_t k = 0; k < entries.size(); ++k) {
+        auto& word = total.words[static_cast<std::size_t>(entries[k])];
+        word = add_word(word, part.words[k]);
+      }
+    } else {
+      model::add_words(total.words.data(), part.words.data(), total.words.size());
+    }
+  }
   if (std::isnan(part.max_units) || part.max_units > total.max_units)
     total.max_units = part.max_units;
   total.correct += part.correct;
@@ -187,17 +285,32 @@ result<void> merge(block_sums& total, block_sums&& part) {
 }
 
 caf::error inspect(caf::serializer& f, block_sums& x) {
+  std::uint8_t sparse = x.entries ? 1 : 0;
+  static const std::vector<std::int32_t> none;
+  auto& entries = x.entries ? const_cast<std::vector<std::int32_t>&>(*x.entries) : const_cast<std::vector<std::int32_t>&>(none);
   return caf::error::eval([&] { return save_raw(f, x.runs); },
                           [&] { return save_raw(f, x.values); },
                           [&] { return save_raw(f, x.words); },
-                          [&] { return f(x.max_units, x.correct, x.count); });
+                          [&] { return f(sparse); },
+                          [&] { return save_raw(f, entries); },
+                          [&] { return f(x.length, x.max_units, x.correct, x.count); });
 }
 
 caf::error inspect(caf::deserializer& f, block_sums& x) {
-  return caf::error::eval([&] { return load_raw(f, x.runs, "block runs"); },
-                          [&] { return load_raw(f, x.values, "block values"); },
-                          [&] { return load_raw(f, x.words, "exact sums"); },
-                          [&] { return f(x.max_units, x.correct, x.count); });
+  std::uint8_t sparse = 0;
+  std::vector<std::int32_t> entries;
+  auto err = caf::error::eval([&] { return load_raw(f, x.runs, "block runs"); },
+                              [&] { return load_raw(f, x.values, "block values"); },
+                              [&] { return load_raw(f, x.words, "exact sums"); },
+                              [&] { return f(sparse); },
+                              [&] { return load_raw(f, entries, "the sums' entries"); },
+                              [&] { return f(x.length, x.max_units, x.correct, x.count); });
+  if (err)
+    return err;
+  if (sparse > 1 || (sparse == 0 && !entries.empty()))
+    return make_error(errc::dimension_mismatch, "malformed sums: a dense answer with entries");
+  x.entries = sparse ? std::make_shared<const std::vector<std::int32_t>>(std::move(entries)) : nullptr;
+  return {};
 }
 
 std::pair<std::uint64_t, std::uint64_t> slice_bounds(std::uint64_t size, std::uint32_t index,
@@ -207,31 +320,31 @@ std::pair<std::uint64_t, std::uint64_t> slice_bounds(std::uint64_t size, std::ui
 }
 
 exact_grid encode_grid(const std::vector<int>& exponents) {
-  exact_grid grid;
-  grid.base = exponents.empty() ? 0 : *std::max_element(exponents.begin(), exponents.end());
-  grid.below.reserve(exponents.size());
-  for (const int e : exponents)
-    grid.below.push_back(static_cast<std::uint8_t>(std::min(grid.base - e, 255)));
-  return grid;
+  return exact_grid::of(model::make_grid(exponents));
 }
 
-result<std::vector<int>> decode_grid(const exact_grid& grid) {
+result<void> check_grid(const exact_grid& grid) {
   if (grid.base < model::lowest_grid || grid.base > model::highest_grid)
     return fail_invalid("no grid 2^" + std::to_string(grid.base));
-  std::vector<int> exponents;
-  exponents.reserve(grid.below.size());
-  for (const auto below : grid.below)
-    exponents.push_back(std::max(grid.base - static_cast<int>(below), model::lowest_grid));
-  return exponents;
+  if (grid.entries > 0 && (!grid.table || grid.table->size() < grid.entries))
+    return fail_invalid("a grid of " + std::to_string(grid.entries) + " entries without its table");
+  return {};
 }
 
 caf::error inspect(caf::serializer& f, exact_grid& x) {
-  return caf::error::eval([&] { return f(x.base); }, [&] { return save_raw(f, x.below); });
+  auto length = static_cast<std::size_t>(x.entries);
+  return caf::error::eval([&] { return f(x.base); }, [&] { return f.begin_sequence(length); },
+                          [&] { return apply_raw_block(f, x.below(), length); },
+                          [&] { return f.end_sequence(); });
 }
 
 caf::error inspect(caf::deserializer& f, exact_grid& x) {
-  return caf::error::eval([&] { return f(x.base); },
-                          [&] { return load_raw(f, x.below, "grid"); });
+  std::vector<std::uint8_t> below;
+  if (auto err = caf::error::eval([&] { return f(x.base); }, [&] { return load_raw(f, below, "grid"); }))
+    return err;
+  x.entries = below.size();
+  x.table = std::make_shared<const std::vector<std::uint8_t>>(std::move(below));
+  return {};
 }
 
 void add_message_types(caf::actor_system_config& config) {

@@ -14,6 +14,15 @@
 //   (hessvec_atom, access_token, uint64 round, uint64 at, exact_grid grid, dense_vector theta,
 //    dense_vector v)
 //       -> (uint64 round, block_sums)   Hessian-vector sums on the grids
+//   (line_atom, access_token, uint64 round, uint64 from, uint64 to, dense_vector alphas,
+//    dense_vector theta_from, dense_vector theta_to)
+//       -> (uint64 round, block_sums)   per block and alpha, the loss sum at the scores
+//                                       z_from + alpha (z_to - z_from) (Newton's line search)
+//
+// An evaluation whose grid has twice theta's entries also returns the Hessian's diagonal (linear
+// models): its sums follow the gradient's, at entries dimension + i (Newton's preconditioner).
+// Exact sums travel dense (one word per entry) or sparse (the entries answered for, increasing,
+// and one word each): a shard of sparse rows answers for the features its rows touch.
 //
 // A node's part of a reduction tree (shard.hpp, spawn_tree) takes its requests in slices
 // (protocol 10), from its parent in the tree or, at a root, from the driver, so that long vectors
@@ -29,11 +38,13 @@
 //
 // The product (linear models only) is the Hessian of the shard's loss sum at the theta of the
 // evaluation of round `at`, times v, from the per-example curvature that evaluation kept: one pass,
-// no exp or log. A shard keeps that curvature from its first product request on (a run that never
-// asks for products never pays for it). With an empty theta the shard must have served that
-// evaluation last, keeping the curvature (else the request is refused, errc::bad_request); with a
-// theta (the first product of a run, or to a shard recreated after its node went down) it first
-// rebuilds the curvature at that theta.
+// no exp or log. A shard of a linear model keeps its last two evaluations' scores and the last
+// one's curvature. With an empty theta the shard must have served that evaluation last (else the
+// request is refused, errc::bad_request); with a theta (to a shard recreated after its node went
+// down) it first rebuilds the curvature at that theta. A line request names the rounds of the two
+// evaluations it runs between (the driver's last two), and brings their thetas to a shard that did
+// not serve them; it asks at most `max_line_alphas` alphas, costing a pass over the shard's
+// examples (not its features) each.
 //
 // Replies carry *sums* over the shard's blocks: scalars per block, vectors as exact fixed-point
 // sums (integers on per-entry grids the driver chose from the data and theta), so a node's *group* actor
@@ -45,6 +56,7 @@
 // A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
 #include "actors/node_counters.hpp"
+#include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
 #include "base/result.hpp"
 
@@ -65,6 +77,10 @@ using eval_atom = caf::atom_constant<caf::atom("eval")>;
 using quality_atom = caf::atom_constant<caf::atom("quality")>;
 using hessvec_atom = caf::atom_constant<caf::atom("hessvec")>;
 using part_atom = caf::atom_constant<caf::atom("part")>;
+using line_atom = caf::atom_constant<caf::atom("line")>;
+
+/// The most step lengths one line request may ask (each costs a pass over a shard's examples).
+constexpr std::size_t max_line_alphas = 64;
 
 /// The project's error category for caf::error.
 constexpr caf::atom_value error_category = caf::atom("shardopt");
@@ -81,7 +97,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 11;  // 11: a node answers status requests
+constexpr std::uint32_t protocol_version = 12;  // 12: sparse sums, the diagonal, line requests
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.
@@ -205,20 +221,30 @@ typename Inspector::result_type inspect(Inspector& f, block_layout& x) {
   return f(caf::meta::type_name("block_layout"), x.first_block, x.block_rows);
 }
 
-/// The grids of an evaluation's exact sums (model/exact_sum.hpp): entry i on multiples of
-/// 2^(base - below[i]). One byte per entry on the wire (a grid more than 255 binades under the
-/// coarsest is sent as that one: coarser, still exact).
+/// The grids of an evaluation's exact sums (model::grid, model/exact_sum.hpp) on the wire: entry i
+/// on multiples of 2^(base - below[i]), one byte per entry (a grid more than 255 binades under the
+/// coarsest is sent as that one: coarser, still exact). Inside a process the table is shared,
+/// never copied: every request of a run refers to the one table its driver planned, of which a
+/// grid is the first `entries` entries.
 struct exact_grid {
   std::int32_t base = 0;
-  std::vector<std::uint8_t> below;
+  std::shared_ptr<const std::vector<std::uint8_t>> table;
+  std::uint64_t entries = 0;
+
+  std::size_t size() const { return static_cast<std::size_t>(entries); }
+  const std::uint8_t* below() const { return table ? table->data() : nullptr; }
+
+  /// The grid as the model layer takes it, and back.
+  model::grid model() const { return model::grid{base, table, static_cast<std::size_t>(entries)}; }
+  static exact_grid of(const model::grid& grid) { return {grid.base, grid.below, grid.entries}; }
 };
 
-/// Encodes per-entry grid exponents.
+/// Encodes per-entry grid exponents (model::make_grid).
 exact_grid encode_grid(const std::vector<int>& exponents);
 
-/// The per-entry exponents of a grid: what both the shards and the driver use. Fails on a base
-/// outside the grids a double allows.
-result<std::vector<int>> decode_grid(const exact_grid& grid);
+/// Checks a grid from a peer: its base among the grids a double allows and its table as long as
+/// it says; the failure names what is wrong.
+result<void> check_grid(const exact_grid& grid);
 
 caf::error inspect(caf::serializer& f, exact_grid& x);
 caf::error inspect(caf::deserializer& f, exact_grid& x);
@@ -228,7 +254,7 @@ std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
                    && !std::is_base_of_v<caf::deserializer, Inspector>,
                  typename Inspector::result_type>
 inspect(Inspector& f, exact_grid& x) {
-  auto entries = x.below.size();
+  auto entries = x.entries;
   return f(caf::meta::type_name("exact_grid"), x.base, entries);
 }
 
@@ -236,15 +262,27 @@ inspect(Inspector& f, exact_grid& x) {
 /// model/exact_sum.hpp). Vectors travel as raw blocks.
 struct block_sums {
   std::vector<std::int64_t> runs;   ///< (first block, block count) pairs, flattened
-  std::vector<double> values;       ///< one scalar per block (loss sum, squared error), runs' order
+  std::vector<double> values;       ///< scalars per block (loss sums, squared errors), runs' order
   std::vector<std::int64_t> words;  ///< exact sums on the request's grids; empty for quality
+  /// Sparse sums: the entries `words` are for (increasing); null: dense, words[i] entry i's.
+  /// Shared inside a process (a shard's list serves every pass), a raw block on the wire.
+  std::shared_ptr<const std::vector<std::int32_t>> entries;
+  std::uint64_t length = 0;         ///< entries of the whole vector (dense: words.size())
   double max_units = 0;             ///< largest |block sum entry| in grid units; NaN: not finite
   double correct = 0;               ///< quality: correctly predicted examples
   std::int64_t count = 0;           ///< examples covered
 };
 
-/// Adds `part` to `total`: runs and values appended, exact sums added (on the same grids), counts
-/// added. Fails when their sizes differ.
+/// A reply's sums from a shard's exact sums over a vector of `length` entries.
+void put_sums(block_sums& out, model::entry_sums sums, std::uint64_t length);
+
+/// Whether a reply's exact sums are well formed: `length` within the wire's limit, dense with
+/// `length` words or sparse with as many increasing entries below `length` as words.
+bool sums_fit(const block_sums& sums);
+
+/// Adds `part` to `total`: runs and values appended, exact sums added (on the same grids; sparse
+/// and dense alike, the result dense once it would be more than half full), counts added. Fails
+/// when their lengths differ or `part`'s sums are malformed.
 result<void> merge(block_sums& total, block_sums&& part);
 
 /// Serialises the vectors as lengths and raw blocks.
@@ -274,7 +312,9 @@ struct tree_slice {
   std::int32_t grid_base = 0;    ///< the grid's coarsest exponent
 };
 
-enum class tree_kind : std::uint8_t { eval = 0, quality = 1, hessvec = 2 };
+/// The kinds of request; lines never travel in slices (a tree refuses them: they carry no long
+/// vector to pipeline, only the thetas a fresh shard needs, and go to every peer directly).
+enum class tree_kind : std::uint8_t { eval = 0, quality = 1, hessvec = 2, line = 3 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, tree_slice& x) {
@@ -300,6 +340,8 @@ using shard_actor = caf::typed_actor<
   caf::replies_to<quality_atom, access_token, std::uint64_t, dense_vector>::with<std::uint64_t,
                                                                                  block_sums>,
   caf::replies_to<hessvec_atom, access_token, std::uint64_t, std::uint64_t, exact_grid,
+                  dense_vector, dense_vector>::with<std::uint64_t, block_sums>,
+  caf::replies_to<line_atom, access_token, std::uint64_t, std::uint64_t, std::uint64_t, dense_vector,
                   dense_vector, dense_vector>::with<std::uint64_t, block_sums>>;
 
 /// A node's part of a reduction tree: the shard protocol's handle, taking slices (see above).

@@ -44,6 +44,7 @@ struct node_counters {
   std::atomic<std::int64_t> evaluations{0};   ///< losses and gradients
   std::atomic<std::int64_t> products{0};      ///< Hessian-vector products
   std::atomic<std::int64_t> qualities{0};     ///< accuracy and squared-error passes
+  std::atomic<std::int64_t> lines{0};         ///< line-search losses (a pass over the examples)
   std::atomic<std::int64_t> busy_nanoseconds{0};          ///< time shards spent computing them
   std::atomic<std::int64_t> last_evaluation_nanoseconds{0};  ///< the latest one's computing time
   std::atomic<std::int64_t> last_evaluation_unix_ms{0};   ///< when it finished (0: none yet)

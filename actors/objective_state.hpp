@@ -10,8 +10,11 @@
 #include "actors/shard.hpp"
 #include "actors/sharded_objective.hpp"
 #include "actors/tree_slices.hpp"
+#include "model/block_bounds.hpp"
+#include "optimizer/vector_pool.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -19,13 +22,26 @@
 
 namespace shardopt::actors {
 
+/// Adds the seconds of its lifetime to a total: the time a round waits for the peers.
+class round_clock {
+public:
+  explicit round_clock(double& total) : total_(total) {}
+  ~round_clock() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
+  round_clock(const round_clock&) = delete;
+  round_clock& operator=(const round_clock&) = delete;
+
+private:
+  double& total_;
+  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+};
+
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
        std::vector<peer_share> peer_shares, model::data_bounds data, access_token run_token,
        std::chrono::milliseconds limit, shard_factory make_peer)
     : system(rt.system()), self(system), shape(std::move(model_shape)), lambda(l2),
       peers(self.ptr(), std::move(handles), peer_names(peer_shares)),
-      shares(std::move(peer_shares)), bounds(data), token(run_token), timeout(limit),
+      shares(std::move(peer_shares)), bounds(data), plan(shape, data), token(run_token), timeout(limit),
       replace(std::move(make_peer)) {
     for (const auto& share : shares)
       rows += share.rows;
@@ -56,8 +72,7 @@ struct sharded_objective::impl {
     peers.replace(i, std::move(*fresh));
     ++recreated;
     tree_stale = true;
-    if (i < needs_theta.size())
-      needs_theta[i] = true;  // it has served no evaluation: products must bring the theta
+    mark_fresh(i);
     return down_action::resend;
   }
 
@@ -71,23 +86,40 @@ struct sharded_objective::impl {
         continue;
       peers.replace(i, std::move(fresh));
       tree_stale = true;
-      if (i < needs_theta.size())
-        needs_theta[i] = true;
+      mark_fresh(i);
     }
   }
 
-  /// Starts a round's totals: exact sums on the grids `exponents` (none for quality).
-  void begin(std::vector<int> exponents) {
-    round_exponents = exponents;
-    block_values.assign(static_cast<std::size_t>(bounds.blocks), 0.0);
+  /// Peer i was put in place since the last evaluations: it has served neither, so products and
+  /// lines bring their thetas.
+  void mark_fresh(std::size_t i) {
+    if (i < needs_theta.size())
+      needs_theta[i] = true;
+    if (i < needs_previous.size())
+      needs_previous[i] = true;
+  }
+
+  /// Starts a round's totals: exact sums on grid `g` (none for quality and lines), and `per_block`
+  /// values per block.
+  void begin(const model::grid& g, std::size_t per_block = 1) {
+    values_per_block = per_block;
+    block_values.assign(static_cast<std::size_t>(bounds.blocks) * per_block, 0.0);
     seen.assign(static_cast<std::size_t>(bounds.blocks), 0);
-    total = model::exact_sum(std::move(exponents));
+    total.reset(g, false);
+    pool().for_chunks(static_cast<Eigen::Index>(total.size()),
+                      [&](Eigen::Index begin, Eigen::Index end) { total.zero(begin, end); });
     correct = 0;
   }
 
+  /// The driver's threads for work over the dimension (the calling thread alone without any).
+  optimizer::vector_pool& pool() {
+    static thread_local optimizer::vector_pool alone{1};
+    return threads ? *threads : alone;
+  }
+
   /// Checks peer i's reply and adds it to the round's totals: its example count, its blocks (in
-  /// range, each once in the round, as many as its share), one finite value per block when
-  /// `values`, and `words` finite exact sums on the round's grid.
+  /// range, each once in the round, as many as its share), finite values per block when
+  /// `values`, and well-formed finite exact sums on the round's grid.
   result<void> take(std::size_t i, block_sums sums, bool values) {
     return take_share(shares[i], std::move(sums), values);
   }
@@ -97,9 +129,9 @@ struct sharded_objective::impl {
     if (sums.count != share.rows)
       return fail_runtime("answered for " + std::to_string(sums.count) + " examples, it holds "
                   + std::to_string(share.rows));
-    if (sums.words.size() != total.size())
-      return fail_runtime("returned " + std::to_string(sums.words.size()) + " sums, expected "
-                  + std::to_string(total.size()));
+    if (sums.length != total.size() || !sums_fit(sums))
+      return fail_runtime("returned sums of " + std::to_string(sums.length) + " entries, expected "
+                  + std::to_string(total.size()) + (sums_fit(sums) ? "" : " (malformed)"));
     if (sums.runs.size() % 2 != 0)
       return fail_runtime("returned a malformed list of blocks");
     if (!detail::runs_match(sums.runs, share.runs))
@@ -119,11 +151,13 @@ struct sharded_objective::impl {
           return fail_runtime("answered for block " + std::to_string(b) + ", which another reply covers");
         seen[static_cast<std::size_t>(b)] = 1;
         if (values) {
-          if (next >= sums.values.size())
-            return fail_runtime("returned fewer values than blocks");
-          if (!std::isfinite(sums.values[next]))
-            return fail_runtime("returned a non-finite sum for block " + std::to_string(b));
-          block_values[static_cast<std::size_t>(b)] = sums.values[next++];
+          for (std::size_t k = 0; k < values_per_block; ++k) {
+            if (next >= sums.values.size())
+              return fail_runtime("returned fewer values than blocks");
+            if (!std::isfinite(sums.values[next]))
+              return fail_runtime("returned a non-finite sum for block " + std::to_string(b));
+            block_values[static_cast<std::size_t>(b) * values_per_block + k] = sums.values[next++];
+          }
         }
       }
       covered += count;
@@ -137,9 +171,52 @@ struct sharded_objective::impl {
     if (std::isnan(sums.max_units) || sums.max_units < 0 || !std::isfinite(sums.correct)
         || sums.correct < 0 || sums.correct > static_cast<double>(sums.count))
       return fail_runtime("returned a non-finite gradient or impossible counts");
-    total.merge(sums.words.data(), sums.max_units);
+    add(sums);
     correct += sums.correct;
     return {};
+  }
+
+  /// Adds a reply's exact sums to the round's total, on the driver's threads: dense words chunk by
+  /// chunk, sparse ones in chunks of their entries (which touch distinct words).
+  void add(const block_sums& sums) {
+    const auto* entries = sums.entries ? sums.entries->data() : nullptr;
+    pool().for_chunks(static_cast<Eigen::Index>(sums.words.size()), [&](Eigen::Index begin, Eigen::Index end) {
+      if (entries)
+        total.merge(entries + begin, sums.words.data() + begin, static_cast<std::size_t>(end - begin), 0.0);
+      else
+        total.merge_range(sums.words.data(), begin, end);
+    });
+    total.note_units(sums.max_units);
+  }
+
+  /// The round's total as a linear model's full vector (model::finish_part), entries [first,
+  /// first + out.size()), on the driver's threads; returns the squared norm of `weights`' weights,
+  /// added chunk by chunk.
+  double total_to(Eigen::Ref<Eigen::VectorXd> out, Eigen::Index first, const Eigen::VectorXd* weights) {
+    return pool().sum_chunks(out.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      return model::finish_part(shape, total, out, first, begin, end, lambda, rows, weights);
+    });
+  }
+
+  /// A copy of x in shared storage for this round's requests, in a buffer no message and no kept
+  /// evaluation holds any more where there is one (no allocation, and so no page faults, from the
+  /// second request of a run on), copied on the driver's threads.
+  dense_vector shared_copy(const Eigen::VectorXd& x) {
+    std::shared_ptr<Eigen::VectorXd> buffer;
+    for (const auto& candidate : send_buffers)
+      if (candidate.use_count() == 1 && candidate->size() == x.size()) {
+        buffer = candidate;
+        break;
+      }
+    if (!buffer) {
+      buffer = std::make_shared<Eigen::VectorXd>(x.size());
+      if (send_buffers.size() < max_send_buffers)
+        send_buffers.push_back(buffer);
+    }
+    pool().for_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      buffer->segment(begin, end - begin) = x.segment(begin, end - begin);
+    });
+    return dense_vector{std::shared_ptr<const Eigen::VectorXd>(std::move(buffer))};
   }
 
   /// Whether every block was answered for; the first missing one otherwise.
@@ -150,11 +227,11 @@ struct sharded_objective::impl {
     return {};
   }
 
-  /// The per-block values added in block order: the same bits whatever the peers.
-  double value_sum() const {
+  /// Value k of every block, added in block order: the same bits whatever the peers.
+  double value_sum(std::size_t k = 0) const {
     double sum = 0;
-    for (const double value : block_values)
-      sum += value;
+    for (std::size_t b = k; b < block_values.size(); b += values_per_block)
+      sum += block_values[b];
     return sum;
   }
 
@@ -165,6 +242,7 @@ struct sharded_objective::impl {
   /// bits whichever way each block came.
   template <class SpecOf>
   result<void> gather(const std::string& what, bool values, SpecOf spec_of) {
+    const round_clock clock{round_seconds};
     std::vector<char> done(peers.size(), 0);
     fell_back = false;
     if (build_tree && tree_stale) {
@@ -189,7 +267,7 @@ struct sharded_objective::impl {
     if (tree) {
       auto via_tree = ask_tree(what, values, spec_of, done);
       if (!via_tree) {  // nothing of it is kept: every peer is asked directly
-        begin(round_exponents);
+        begin(total.grids(), values_per_block);
         std::fill(done.begin(), done.end(), 0);
       }
     }
@@ -218,6 +296,8 @@ struct sharded_objective::impl {
         return self->send(to, hessvec_atom::value, token, round, spec.at, grid, spec.theta, spec.v);
       case tree_kind::quality:
         return self->send(to, quality_atom::value, token, round, spec.theta);
+      case tree_kind::line:
+        return self->send(to, line_atom::value, token, round, spec.at, spec.to, spec.v, spec.theta, spec.theta_to);
       default:
         return self->send(to, eval_atom::value, token, round, grid, spec.theta);
     }
@@ -246,7 +326,7 @@ struct sharded_objective::impl {
         const auto spec = spec_of(round, tree->under[r]);
         const auto& grid = spec.grid_or_none();
         auto slice = tree_slice{static_cast<std::uint8_t>(spec.kind), spec.at, 0, count,
-                                spec.theta.size(), spec.v.size(), grid.below.size(), grid.base};
+                                spec.theta.size(), spec.v.size(), grid.entries, grid.base};
         shapes[r] = slice;
         const auto& to = (*roots)[r];
         for (slice.index = 0; slice.index < count; ++slice.index)
@@ -325,18 +405,16 @@ struct sharded_objective::impl {
   }
 
   /// Runs rounds of `ask(round, grid, under)` (a request_spec for a peer or root answering for the
-  /// peers `under`) on the grids `exponents` until every block sum fits them: the grids come from
-  /// bounds, so a second round means a bound failed, and is on grids coarser by what the largest
-  /// block sum needs (a function of the data, like the bounds).
+  /// peers `under`) on grid `g` until every block sum fits it: the grids come from bounds, so a
+  /// second round means a bound failed, and is on grids coarser by what the largest block sum
+  /// needs (a function of the data, like the bounds).
   template <class Ask>
-  result<void> exact_round(const std::string& what, std::vector<int> exponents, bool values,
-                           Ask ask) {
+  result<void> exact_round(const std::string& what, model::grid g, bool values, Ask ask) {
     for (int attempt = 0;; ++attempt) {
-      const auto grid = encode_grid(exponents);
-      auto decoded = decode_grid(grid);
-      if (!decoded)
-        return decoded.error();
-      begin(std::move(*decoded));
+      const auto grid = exact_grid::of(g);
+      if (auto ok = check_grid(grid); !ok)
+        return ok.error();
+      begin(g);
       auto done = gather(what, values, [&](std::uint64_t round, const std::vector<std::size_t>& under) {
         return ask(round, grid, under);
       });
@@ -348,9 +426,7 @@ struct sharded_objective::impl {
         return {};
       if (attempt > 0)
         return fail_runtime(what + ": block sums overflow their grids");
-      const auto shift = model::grid_shift(total.max_units(), bounds.blocks);
-      for (auto& e : exponents)
-        e = std::min(e + shift, model::highest_grid);
+      g = model::grid_plan::coarser(std::move(g), model::grid_shift(total.max_units(), bounds.blocks));
     }
   }
 
@@ -361,11 +437,14 @@ struct sharded_objective::impl {
   peer_group<shard_actor> peers;
   std::vector<peer_share> shares;
   model::data_bounds bounds;
+  model::grid_plan plan;
+  optimizer::vector_pool* threads = nullptr;
   std::int64_t rows = 0;
   access_token token;
   std::chrono::milliseconds timeout;
   shard_factory replace;
   std::size_t recreated = 0;
+  double round_seconds = 0;  // waiting for the peers (see round_clock)
   // The reduction tree over the peers, if any: built by `build_tree`, again after a loss.
   tree_builder build_tree;
   boundary_hook boundary;
@@ -376,15 +455,19 @@ struct sharded_objective::impl {
   bool fell_back = false;  // the last round asked some peers directly
   // A round's totals.
   std::vector<double> block_values;
+  std::size_t values_per_block = 1;
   std::vector<char> seen;
   model::exact_sum total;
-  std::vector<int> round_exponents;
   double correct = 0;
-  // The last successful evaluation, where products are taken, and which peers have not served it.
-  dense_vector evaluated_theta;
-  std::uint64_t evaluated_round = 0;
-  std::vector<bool> needs_theta;
-  bool products_asked = false;  // shards keep their curvature from their first product on
+  // The last two successful evaluations (products are taken at the last, lines run between the
+  // two), and which peers have not served them.
+  dense_vector evaluated_theta, previous_theta;
+  std::uint64_t evaluated_round = 0, previous_round = 0;
+  std::vector<bool> needs_theta, needs_previous;
+  // Buffers for the vectors requests carry, reused once no message holds them (two evaluations
+  // kept, the one being sent, and a product's v).
+  static constexpr std::size_t max_send_buffers = 4;
+  std::vector<std::shared_ptr<Eigen::VectorXd>> send_buffers;
 };
 
 } // namespace shardopt::actors

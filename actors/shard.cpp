@@ -1,6 +1,7 @@
 #include "actors/shard.hpp"
 
 #include "actors/guard.hpp"
+#include "model/block_evaluator.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,88 +17,110 @@ std::string dimension_message(std::size_t got, std::int64_t expected) {
          + std::to_string(expected);
 }
 
-/// An exact sum on a request's grids, or the error to answer with.
-caf::expected<model::exact_sum> sum_on(const exact_grid& grid, std::int64_t dimension) {
-  if (static_cast<std::int64_t>(grid.below.size()) != dimension)
-    return make_error(errc::dimension_mismatch, "the grid has " + std::to_string(grid.below.size())
+/// Checks a request's grid against the shard's model: the gradient's entries (`pairs` 1), or with
+/// the Hessian's diagonal twice them (`pairs` 2, linear models), and a base a double allows.
+caf::error grid_error(const exact_grid& grid, const model::model_shape& shape, bool diagonal_allowed) {
+  const auto dimension = static_cast<std::uint64_t>(shape.dimension());
+  const bool diagonal = diagonal_allowed && model::has_hessian(shape) && grid.entries == 2 * dimension;
+  if (grid.entries != dimension && !diagonal)
+    return make_error(errc::dimension_mismatch, "the grid has " + std::to_string(grid.entries)
                                                   + " entries, the shard's model expects "
-                                                  + std::to_string(dimension));
-  auto exponents = decode_grid(grid);
-  if (!exponents)
-    return make_error(errc::bad_request, exponents.error().message());
-  return model::exact_sum{std::move(*exponents)};
+                                                  + std::to_string(dimension)
+                                                  + (diagonal_allowed && model::has_hessian(shape)
+                                                       ? " (or twice that, with the diagonal)" : ""));
+  if (auto ok = check_grid(grid); !ok)
+    return make_error(errc::bad_request, ok.error().message());
+  return {};
 }
 
 using sums_result = caf::result<std::uint64_t, block_sums>;
 
-/// A shard: consecutive canonical blocks of a shared dataset, served to the holder of one token.
-/// Guarded (guard.hpp): a peer's exit message cannot end it; its node or its driver's objective
-/// (or its group) ends it.
+/// A shard: consecutive canonical blocks of a shared dataset, served to the holder of one token,
+/// through a model::block_evaluator (which keeps what products and lines need of its
+/// evaluations). Guarded (guard.hpp): a peer's exit message cannot end it; its node or its
+/// driver's objective (or its group) ends it.
 class shard_impl : public guarded<shard_actor::base> {
 public:
   shard_impl(caf::actor_config& config, model::model_shape shape,
              std::shared_ptr<const model::dataset> data, model::row_range rows,
              block_layout layout, access_token token, std::shared_ptr<node_counters> counters)
-    : guarded<shard_actor::base>(config), shape_(std::move(shape)), data_(std::move(data)),
-      rows_(rows), blocks_(model::blocks_of(rows, layout.block_rows)), block_rows_(layout.block_rows),
-      first_(layout.first_block),
-      token_(token), counters_(std::move(counters)) {}
+    : guarded<shard_actor::base>(config),
+      evaluator_(std::move(shape), std::move(data), rows, layout.block_rows),
+      rows_(rows), first_(layout.first_block), token_(token), counters_(std::move(counters)) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
-    const auto dimension = shape_.dimension();
+    const auto& shape = evaluator_.shape();
+    const auto dimension = shape.dimension();
     return {
-      [this, dimension](eval_atom, const access_token& token, std::uint64_t round,
-                        const exact_grid& grid, const dense_vector& theta) -> sums_result {
+      [this, &shape, dimension](eval_atom, const access_token& token, std::uint64_t round,
+                                const exact_grid& grid, const dense_vector& theta) -> sums_result {
         return counted(&node_counters::evaluations, [&]() -> sums_result {
           if (token != token_)
             return refused("this shard belongs to another driver");
           if (static_cast<std::int64_t>(theta.size()) != dimension)
             return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-          auto grad = sum_on(grid, dimension);
-          if (!grad)
-            return std::move(grad.error());
-          const bool keep = keep_curvature_;
+          if (auto err = grid_error(grid, shape, true))
+            return err;
           block_sums out = sums();
-          model::block_loss_grad(shape_, *data_, blocks_, block_rows_, theta.map(), out.values,
-                                 *grad, keep ? &curvature_ : nullptr);
-          cached_ = keep;
-          cached_round_ = round;
-          return {round, finish(std::move(out), *grad)};
+          auto exact = evaluator_.loss_grad(theta.map(), grid.model(), out.values, round);
+          put_sums(out, std::move(exact), grid.entries);
+          return {round, std::move(out)};
         });
       },
-      [this, dimension](hessvec_atom, const access_token& token, std::uint64_t round,
-                        std::uint64_t at, const exact_grid& grid, const dense_vector& theta,
-                        const dense_vector& v) -> sums_result {
+      [this, &shape, dimension](hessvec_atom, const access_token& token, std::uint64_t round,
+                                std::uint64_t at, const exact_grid& grid, const dense_vector& theta,
+                                const dense_vector& v) -> sums_result {
         return counted(&node_counters::products, [&]() -> sums_result {
           if (token != token_)
             return refused("this shard belongs to another driver");
-          if (!model::has_hessian(shape_))
+          if (!model::has_hessian(shape))
             return make_error(errc::bad_request, "Hessian-vector products are defined for the linear "
-                                                 "models, not " + model::describe(shape_));
+                                                 "models, not " + model::describe(shape));
           if (static_cast<std::int64_t>(v.size()) != dimension)
             return make_error(errc::dimension_mismatch, "the product's v has " + std::to_string(v.size())
                                                           + " entries, the shard's model expects "
                                                           + std::to_string(dimension));
-          auto hv = sum_on(grid, dimension);
-          if (!hv)
-            return std::move(hv.error());
-          // From the first product on, evaluations keep the curvature (L-BFGS never pays for it).
-          keep_curvature_ = true;
-          if (theta.size() != 0) {
-            if (static_cast<std::int64_t>(theta.size()) != dimension)
-              return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
-            curvature_ = model::block_curvature(shape_, *data_, blocks_, theta.map());
-            cached_ = true;
-            cached_round_ = at;
+          if (auto err = grid_error(grid, shape, false))
+            return err;
+          if (auto err = have(at, theta, "a product at the evaluation of round "))
+            return err;
+          block_sums out = sums();
+          put_sums(out, evaluator_.hessian_vector(v.map(), grid.model()), grid.entries);
+          return {round, std::move(out)};
+        });
+      },
+      [this, &shape, dimension](line_atom, const access_token& token, std::uint64_t round,
+                                std::uint64_t from, std::uint64_t to, const dense_vector& alphas,
+                                const dense_vector& theta_from, const dense_vector& theta_to) -> sums_result {
+        return counted(&node_counters::lines, [&]() -> sums_result {
+          if (token != token_)
+            return refused("this shard belongs to another driver");
+          if (!model::has_hessian(shape))
+            return make_error(errc::bad_request, "line requests are defined for the linear models, not "
+                                                   + model::describe(shape));
+          if (alphas.size() == 0 || alphas.size() > max_line_alphas || !alphas.map().allFinite())
+            return make_error(errc::bad_request, "a line request asks 1 to " + std::to_string(max_line_alphas)
+                                                   + " finite step lengths, not "
+                                                   + std::to_string(alphas.size()));
+          if (from == to)
+            return make_error(errc::bad_request, "a line runs between two evaluations");
+          // A shard that did not serve both evaluations rebuilds their scores from the thetas.
+          if (evaluator_.previous() != from || evaluator_.latest() != to) {
+            if (theta_from.size() == 0 || theta_to.size() == 0)
+              return make_error(errc::bad_request,
+                                "a line between the evaluations of rounds " + std::to_string(from) + " and "
+                                  + std::to_string(to) + ", but this shard did not serve both");
+            for (const auto* theta : {&theta_from, &theta_to})
+              if (static_cast<std::int64_t>(theta->size()) != dimension)
+                return make_error(errc::dimension_mismatch, dimension_message(theta->size(), dimension));
+            evaluator_.recall(theta_from.map(), from);
+            evaluator_.recall(theta_to.map(), to);
           }
-          if (!cached_ || cached_round_ != at)
-            return make_error(errc::bad_request,
-                              "a product at the evaluation of round " + std::to_string(at)
-                                + ", but this shard's last evaluation "
-                                + (cached_ ? "was round " + std::to_string(cached_round_) : "kept nothing"));
-          model::block_hessian_vector(shape_, *data_, blocks_, block_rows_, curvature_, v.map(), *hv);
-          return {round, finish(sums(), *hv)};
+          block_sums out = sums();
+          const std::vector<double> steps(alphas.data(), alphas.data() + alphas.size());
+          evaluator_.line_losses(steps, out.values);
+          return {round, std::move(out)};
         });
       },
       [this, dimension](quality_atom, const access_token& token, std::uint64_t round,
@@ -108,8 +131,7 @@ public:
           if (static_cast<std::int64_t>(theta.size()) != dimension)
             return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
           block_sums out = sums();
-          for (const auto& block : blocks_) {
-            const auto part = model::quality(shape_, *data_, block, theta.map());
+          for (const auto& part : evaluator_.quality(theta.map())) {
             out.values.push_back(part.squared_error);
             out.correct += part.correct;
           }
@@ -120,6 +142,24 @@ public:
   }
 
 private:
+  /// Whether the evaluator holds the evaluation of round `at` as its latest, rebuilding it from
+  /// `theta` when one is given; the error to answer with otherwise.
+  caf::error have(std::uint64_t at, const dense_vector& theta, const char* what) {
+    const auto dimension = evaluator_.shape().dimension();
+    if (theta.size() != 0) {
+      if (static_cast<std::int64_t>(theta.size()) != dimension)
+        return make_error(errc::dimension_mismatch, dimension_message(theta.size(), dimension));
+      if (evaluator_.latest() != at)
+        evaluator_.recall(theta.map(), at);
+    }
+    if (evaluator_.latest() != at)
+      return make_error(errc::bad_request,
+                        what + std::to_string(at) + ", but this shard's last evaluation "
+                          + (evaluator_.latest() ? "was round " + std::to_string(*evaluator_.latest())
+                                                 : std::string{"kept nothing"}));
+    return {};
+  }
+
   /// Serves a request with `body`, counting it in the node's counters (if any): the request and
   /// its computing time when answered, its reason when refused.
   template <class Body>
@@ -149,28 +189,15 @@ private:
   /// The shard's blocks and count, with no sums yet.
   block_sums sums() const {
     block_sums out;
-    out.runs = {first_, static_cast<std::int64_t>(blocks_.size())};
+    out.runs = {first_, static_cast<std::int64_t>(evaluator_.blocks().size())};
     out.count = rows_.size();
     return out;
   }
 
-  static block_sums finish(block_sums out, model::exact_sum& exact) {
-    out.max_units = exact.max_units();
-    out.words = exact.take_words();
-    return out;
-  }
-
-  model::model_shape shape_;
-  std::shared_ptr<const model::dataset> data_;
+  model::block_evaluator evaluator_;
   model::row_range rows_;
-  std::vector<model::row_range> blocks_;
-  std::int64_t block_rows_;
   std::int64_t first_;
   access_token token_;
-  std::vector<model::curvature> curvature_;  // of the last evaluation, per block, for products
-  bool keep_curvature_ = false;              // set by the first product request
-  bool cached_ = false;
-  std::uint64_t cached_round_ = 0;           // the round of that evaluation
   std::shared_ptr<node_counters> counters_;  // its node's, or null
 };
 

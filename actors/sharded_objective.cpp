@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace shardopt::actors {
 
@@ -49,7 +51,21 @@ std::size_t sharded_objective::recreated_shards() const {
   return impl_->recreated;
 }
 
+double sharded_objective::round_seconds() const {
+  return impl_->round_seconds;
+}
+
 result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+  return evaluate_at(theta, grad, nullptr);
+}
+
+result<double> sharded_objective::evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+                                                    Eigen::VectorXd& diagonal) {
+  return evaluate_at(theta, grad, &diagonal);
+}
+
+result<double> sharded_objective::evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+                                              Eigen::VectorXd* diagonal) {
   auto& s = *impl_;
   const auto dimension = s.shape.dimension();
   if (theta.size() != dimension)
@@ -57,31 +73,44 @@ result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::
                 + std::to_string(dimension));
   if (s.rows <= 0)
     return fail_invalid("the shards hold no examples");
-  const dense_vector shared_theta{theta};  // one copy, shared by every request in this process
-  s.evaluated_theta = dense_vector{};
+  const bool with_diagonal = diagonal && model::has_hessian(s.shape);
+  const dense_vector shared_theta = s.shared_copy(theta);  // shared by every request in this process
+  // The last evaluation becomes the one before it (a line runs between the two).
+  s.previous_theta = std::exchange(s.evaluated_theta, dense_vector{});
+  s.previous_round = s.evaluated_round;
+  s.needs_previous = s.needs_theta;
+  if (s.needs_previous.size() != s.peers.size())
+    s.needs_previous.assign(s.peers.size(), true);
   s.needs_theta.assign(s.peers.size(), false);
   s.cross_boundary();
   std::uint64_t this_round = 0;
-  auto done = s.exact_round("evaluation", model::gradient_grid(s.shape, s.bounds, theta), true,
-                            [&](std::uint64_t round, const exact_grid& on,
-                                const std::vector<std::size_t>& under) {
+  auto done = s.exact_round("evaluation", s.plan.gradient(theta, with_diagonal), true,
+                            [&](std::uint64_t round, const exact_grid& on, const std::vector<std::size_t>&) {
                               this_round = round;
-                              // Shards keep the curvature once they were asked for a product:
-                              // until then, products bring the theta, as they do to a peer
-                              // recreated in this round (`recreate` marks it).
-                              for (const auto i : under)
-                                s.needs_theta[i] = s.needs_theta[i] || !s.products_asked;
-                              return request_spec{tree_kind::eval, 0, &on, shared_theta, {}};
+                              return request_spec{tree_kind::eval, 0, &on, shared_theta, {}, 0, {}};
                             });
-  if (!done)
+  if (!done) {
+    s.previous_theta = dense_vector{};  // no line runs across a failed evaluation
     return done.error();
+  }
   if (s.fell_back)  // some peers answered another round's number: products bring the theta
     s.needs_theta.assign(s.peers.size(), true);
   s.evaluated_theta = shared_theta;
   s.evaluated_round = this_round;
   grad.resize(dimension);
-  s.total.to_doubles(grad);
-  return model::finish_objective(s.shape, s.lambda, s.rows, s.value_sum(), theta, grad);
+  if (diagonal) {
+    diagonal->resize(dimension);
+    if (with_diagonal)
+      s.total_to(*diagonal, dimension, nullptr);
+    else
+      diagonal->setConstant(std::numeric_limits<double>::quiet_NaN());
+  }
+  if (s.shape.is_network()) {
+    s.total.to_doubles(grad);
+    return model::finish_objective(s.shape, s.lambda, s.rows, s.value_sum(), theta, grad);
+  }
+  const double squared_weights = s.total_to(grad, 0, &theta);
+  return s.value_sum() * (1.0 / static_cast<double>(s.rows)) + 0.5 * s.lambda * squared_weights;
 }
 
 result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
@@ -95,33 +124,76 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
   if (v.size() != dimension)
     return fail_invalid("v has " + std::to_string(v.size()) + " entries, the model expects "
                 + std::to_string(dimension));
-  const dense_vector shared_v{v};
+  const dense_vector shared_v = s.shared_copy(v);
   const auto at = s.evaluated_round;
-  auto done = s.exact_round("Hessian-vector product", model::hessian_vector_grid(s.shape, s.bounds, v),
-                            false, [&](std::uint64_t, const exact_grid& on,
-                                       const std::vector<std::size_t>& under) {
+  auto done = s.exact_round("Hessian-vector product", s.plan.hessian_vector(v), false,
+                            [&](std::uint64_t, const exact_grid& on,
+                                const std::vector<std::size_t>& under) {
                               const bool theta = std::any_of(under.begin(), under.end(),
                                                              [&](auto i) { return s.needs_theta[i]; });
                               return request_spec{tree_kind::hessvec, at, &on,
                                                   theta ? s.evaluated_theta : dense_vector{},
-                                                  shared_v};
+                                                  shared_v, 0, {}};
                             });
   if (!done)
     return done.error();
   s.needs_theta.assign(s.peers.size(), false);  // every peer now keeps the curvature
-  s.products_asked = true;
   hv.resize(dimension);
-  s.total.to_doubles(hv);
-  model::finish_hessian_vector(s.shape, s.lambda, s.rows, v, hv);
+  s.total_to(hv, 0, &v);
   return {};
+}
+
+result<void> sharded_objective::line_values(const std::vector<double>& alphas, std::vector<double>& values) {
+  auto& s = *impl_;
+  if (!model::has_hessian(s.shape))
+    return fail_invalid("line values are defined for the linear models, not " + model::describe(s.shape));
+  if (s.evaluated_theta.size() == 0 || s.previous_theta.size() == 0)
+    return fail_invalid("line values need two successful evaluations first");
+  if (alphas.empty() || alphas.size() > max_line_alphas)
+    return fail_invalid("a line asks 1 to " + std::to_string(max_line_alphas) + " steps, not "
+                        + std::to_string(alphas.size()));
+  const dense_vector steps{Eigen::Map<const Eigen::VectorXd>(alphas.data(), static_cast<Eigen::Index>(alphas.size()))};
+  s.begin(model::grid{}, alphas.size());
+  std::vector<std::size_t> every(s.peers.size());
+  for (std::size_t i = 0; i < every.size(); ++i)
+    every[i] = i;
+  // Every peer directly (a line carries no long vector for a tree to pipeline); a peer that has
+  // not served both evaluations gets their thetas to rebuild them.
+  const round_clock clock{s.round_seconds};
+  auto done = s.peers.round(
+    reply<block_sums>{}, every, s.timeout, "line search",
+    [&](std::size_t i, std::uint64_t round) {
+      const bool fresh = s.needs_theta[i] || s.needs_previous[i];
+      request_spec spec{tree_kind::line, s.previous_round, nullptr,
+                        fresh ? s.previous_theta : dense_vector{}, steps, s.evaluated_round,
+                        fresh ? s.evaluated_theta : dense_vector{}};
+      s.send_whole(s.peers[i], round, spec);
+    },
+    [&](std::size_t i, block_sums sums) { return s.take(i, std::move(sums), true); },
+    [&](std::size_t i) { return s.recreate(i); });
+  if (!done)
+    return done.error();
+  if (auto all = s.covered(); !all)
+    return all.error();
+  s.needs_theta.assign(s.peers.size(), false);  // every peer now holds both evaluations
+  s.needs_previous.assign(s.peers.size(), false);
+  const auto along = model::line_terms(s.shape, s.previous_theta.map(), s.evaluated_theta.map());
+  values.resize(alphas.size());
+  for (std::size_t a = 0; a < alphas.size(); ++a)
+    values[a] = s.value_sum(a) / static_cast<double>(s.rows) + along.penalty(s.lambda, alphas[a]);
+  return {};
+}
+
+void sharded_objective::use_threads(optimizer::vector_pool* pool) {
+  impl_->threads = pool;
 }
 
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {
   auto& s = *impl_;
   const dense_vector shared_theta{theta};
-  s.begin({});
+  s.begin(model::grid{});
   auto done = s.gather("quality", true, [&](std::uint64_t, const std::vector<std::size_t>&) {
-    return request_spec{tree_kind::quality, 0, nullptr, shared_theta, {}};
+    return request_spec{tree_kind::quality, 0, nullptr, shared_theta, {}, 0, {}};
   });
   if (!done)
     return done.error();

@@ -12,6 +12,10 @@
 #include <memory>
 #include <vector>
 
+namespace shardopt::optimizer {
+class vector_pool;
+}
+
 namespace shardopt::actors {
 
 /// The full objective of a model over data split across shard actors:
@@ -41,14 +45,33 @@ public:
   /// How many shards were recreated after going down (remote shards with a factory only).
   std::size_t recreated_shards() const;
 
+  /// Seconds spent in rounds, waiting for the peers' answers (adding those that arrived while
+  /// others computed): the rest of a solve's time is the driver's alone, its serial share.
+  double round_seconds() const;
+
   /// The objective at theta; overwrites grad.
   result<double> evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad);
+
+  /// `evaluate`, and the Hessian's diagonal at theta (linear models; lambda at the weights
+  /// included): the shards sum it in the same pass, on grids of its own after the gradient's.
+  result<double> evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+                                   Eigen::VectorXd& diagonal);
 
   /// The Hessian of the objective at the theta of the last successful `evaluate`, times v, into hv
   /// (linear models only): one request per shard, summed in shard order, so the same bits whatever
   /// order replies arrive in. A shard recreated since that evaluation is sent its theta with the
   /// request and rebuilds what it needs first, so a lost shard costs a resend, not the run.
   result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv);
+
+  /// The objective at theta_a + alpha (theta_b - theta_a) for each alpha, theta_b and theta_a being
+  /// the last two successful evaluations' points (linear models): each shard sums its losses at
+  /// the scores it kept of both, a pass over its examples, not its features. One request per peer
+  /// (directly, also in a tree), summed in block order.
+  result<void> line_values(const std::vector<double>& alphas, std::vector<double>& values);
+
+  /// Work over the dimension (adding the shards' sums, turning them into doubles) on `pool`'s
+  /// threads (null: the calling thread's alone); the results are the same bits.
+  void use_threads(optimizer::vector_pool* pool);
 
   /// Accuracy counts / squared errors over all shards' examples at theta.
   result<model::quality_sums> quality(const Eigen::VectorXd& theta);
@@ -60,6 +83,8 @@ public:
   const impl& state() const { return *impl_; }
 
 private:
+  result<double> evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd* diagonal);
+
   std::unique_ptr<impl> impl_;
 };
 

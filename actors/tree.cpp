@@ -43,6 +43,8 @@ public:
          const exact_grid&, const dense_vector&, const dense_vector&) {},
       [](quality_atom, const access_token&, const access_token&, std::uint64_t,
          const dense_vector&) {},
+      [](line_atom, const access_token&, const access_token&, std::uint64_t, std::uint64_t,
+         std::uint64_t, const dense_vector&, const dense_vector&, const dense_vector&) {},
       [this](part_atom, const access_token& ticket, const access_token& token, std::uint64_t round,
              const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
              const dense_vector& v) {
@@ -106,7 +108,7 @@ private:
     r->tickets[slice.index] = ticket;
     r->theta_parts[slice.index] = theta;
     r->v_parts[slice.index] = v;
-    r->grid_parts[slice.index] = grid.below;
+    r->grid_parts[slice.index] = grid;
     ask_children(r, slice, grid, theta, v);
     if (++r->arrivals == slice.count) {
       const auto whole_grid = join_grid(r->grid_parts, slice);
@@ -163,7 +165,7 @@ private:
             // so is one of another slice or length, before it can spoil its siblings' sum.
             const auto [first, last] = slice_bounds(r->shape.grid_size, c, r->shape.count);
             if (current_sender() != caf::actor_cast<caf::strong_actor_ptr>(children_[k])
-                || index != c || part.words.size() != last - first)
+                || index != c || part.length != last - first || !sums_fit(part))
               return leave_out_child(r, c, k);
             if (s.children && !merge(*s.children, std::move(part)))
               return leave_out_child(r, c, k);
@@ -250,9 +252,9 @@ private:
     const auto [first, last] = slice_bounds(r->shape.grid_size, c, r->shape.count);
     std::optional<block_sums> out;
     if (r->own) {
-      if (r->own->words.size() != r->shape.grid_size)
+      if (r->own->length != r->shape.grid_size)
         return fail(r, make_error(errc::shard_failed, "this node's peers answered sums of "
-                                                        + std::to_string(r->own->words.size())
+                                                        + std::to_string(r->own->length)
                                                         + " entries, not "
                                                         + std::to_string(r->shape.grid_size)));
       out = share_of(*r->own, first, last);
@@ -265,7 +267,7 @@ private:
     }
     if (!out)
       return fail(r, make_error(errc::shard_failed, "no member of this node's tree answered"));
-    if (out->words.size() != last - first)
+    if (out->length != last - first)
       return fail(r, make_error(errc::shard_failed, "a child answered slice " + std::to_string(c)
                                                       + " with sums of the wrong length"));
     s.done = true;

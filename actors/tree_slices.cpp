@@ -26,7 +26,7 @@ caf::error check_slice(const tree_slice& slice, const exact_grid& grid, const de
     return last - first;
   };
   if (theta.size() != length(slice.theta_size) || v.size() != length(slice.v_size)
-      || grid.below.size() != length(slice.grid_size) || grid.base != slice.grid_base)
+      || grid.entries != length(slice.grid_size) || grid.base != slice.grid_base)
     return refused("invalid slice: slice " + std::to_string(slice.index) + " of "
                    + std::to_string(slice.count) + " does not have its share of the vectors");
   return {};
@@ -46,11 +46,11 @@ dense_vector vector_slice(const dense_vector& values, std::uint64_t size, const 
 }
 
 exact_grid grid_slice(const exact_grid& grid, const tree_slice& slice) {
-  exact_grid part{grid.base, {}};
+  exact_grid part{grid.base, nullptr, 0};
   if (slice.grid_size != 0) {
     const auto [first, last] = slice_bounds(slice.grid_size, slice.index, slice.count);
-    part.below.assign(grid.below.begin() + static_cast<std::ptrdiff_t>(first),
-                      grid.below.begin() + static_cast<std::ptrdiff_t>(last));
+    part.table = std::make_shared<const std::vector<std::uint8_t>>(grid.below() + first, grid.below() + last);
+    part.entries = last - first;
   }
   return part;
 }
@@ -67,18 +67,38 @@ dense_vector join_vectors(const std::vector<dense_vector>& parts, std::uint64_t 
   return dense_vector{std::shared_ptr<const Eigen::VectorXd>(std::move(values))};
 }
 
-exact_grid join_grid(const std::vector<std::vector<std::uint8_t>>& parts, const tree_slice& slice) {
-  exact_grid whole{slice.grid_base, {}};
-  whole.below.reserve(slice.grid_size);
+exact_grid join_grid(const std::vector<exact_grid>& parts, const tree_slice& slice) {
+  auto table = std::make_shared<std::vector<std::uint8_t>>();
+  table->reserve(slice.grid_size);
   for (const auto& part : parts)
-    whole.below.insert(whole.below.end(), part.begin(), part.end());
+    table->insert(table->end(), part.below(), part.below() + part.entries);
+  exact_grid whole{slice.grid_base, nullptr, table->size()};
+  whole.table = std::move(table);
   return whole;
 }
 
 block_sums share_of(const block_sums& sums, std::uint64_t first, std::uint64_t last) {
-  block_sums out{sums.runs, sums.values, {}, sums.max_units, sums.correct, sums.count};
-  out.words.assign(sums.words.begin() + static_cast<std::ptrdiff_t>(first),
-                   sums.words.begin() + static_cast<std::ptrdiff_t>(last));
+  block_sums out;
+  out.runs = sums.runs;
+  out.values = sums.values;
+  out.length = last - first;
+  out.max_units = sums.max_units;
+  out.correct = sums.correct;
+  out.count = sums.count;
+  if (!sums.entries) {
+    out.words.assign(sums.words.begin() + static_cast<std::ptrdiff_t>(first),
+                     sums.words.begin() + static_cast<std::ptrdiff_t>(last));
+    return out;
+  }
+  const auto& entries = *sums.entries;
+  const auto begin = std::lower_bound(entries.begin(), entries.end(), static_cast<std::int64_t>(first));
+  const auto end = std::lower_bound(entries.begin(), entries.end(), static_cast<std::int64_t>(last));
+  auto part = std::make_shared<std::vector<std::int32_t>>();
+  part->reserve(static_cast<std::size_t>(end - begin));
+  for (auto it = begin; it != end; ++it)
+    part->push_back(static_cast<std::int32_t>(*it - static_cast<std::int64_t>(first)));
+  out.words.assign(sums.words.begin() + (begin - entries.begin()), sums.words.begin() + (end - entries.begin()));
+  out.entries = std::move(part);
   return out;
 }
 
@@ -95,21 +115,49 @@ caf::expected<block_sums> put_together(std::vector<block_sums>& slices, std::uin
   auto& first = slices.front();
   const auto covered = runs_of(first);
   std::uint64_t entries = 0;
+  bool sparse = true;
   for (const auto& slice : slices) {
     if (runs_of(slice) != covered || slice.count != first.count)
       return make_error(errc::shard_failed, "a child's sums were lost part-way through the request");
+    if (!sums_fit(slice))
+      return make_error(errc::shard_failed, "a slice's sums are malformed");
     if (std::isnan(slice.max_units) || slice.max_units > first.max_units)
       first.max_units = slice.max_units;
-    entries += slice.words.size();
+    entries += slice.length;
+    sparse = sparse && slice.entries;
   }
   if (entries != size)
     return make_error(errc::shard_failed, "the slices hold " + std::to_string(entries)
                                             + " sums, not " + std::to_string(size));
-  block_sums out{std::move(first.runs), std::move(first.values), {}, first.max_units,
-                 first.correct, first.count};
-  out.words.reserve(size);
-  for (const auto& slice : slices)
-    out.words.insert(out.words.end(), slice.words.begin(), slice.words.end());
+  block_sums out;
+  out.runs = std::move(first.runs);
+  out.values = std::move(first.values);
+  out.length = size;
+  out.max_units = first.max_units;
+  out.correct = first.correct;
+  out.count = first.count;
+  std::uint64_t at = 0;  // the slice's first entry in the whole
+  if (sparse) {
+    auto list = std::make_shared<std::vector<std::int32_t>>();
+    for (const auto& slice : slices) {
+      for (const auto entry : *slice.entries)
+        list->push_back(static_cast<std::int32_t>(static_cast<std::uint64_t>(entry) + at));
+      out.words.insert(out.words.end(), slice.words.begin(), slice.words.end());
+      at += slice.length;
+    }
+    out.entries = std::move(list);
+    return out;
+  }
+  out.words.assign(size, 0);
+  for (const auto& slice : slices) {
+    if (slice.entries) {
+      for (std::size_t k = 0; k < slice.entries->size(); ++k)
+        out.words[at + static_cast<std::uint64_t>((*slice.entries)[k])] = slice.words[k];
+    } else {
+      std::copy(slice.words.begin(), slice.words.end(), out.words.begin() + static_cast<std::ptrdiff_t>(at));
+    }
+    at += slice.length;
+  }
   return out;
 }
 

@@ -32,7 +32,7 @@ struct request_state {
   std::uint32_t arrivals = 0;
   // Slices: kept as they arrive (nothing is allocated ahead of the bytes), joined when all are in.
   std::vector<dense_vector> theta_parts, v_parts;
-  std::vector<std::vector<std::uint8_t>> grid_parts;
+  std::vector<exact_grid> grid_parts;
   bool own_asked = false;
   std::vector<char> own_settled;
   std::size_t own_left = 0;
@@ -56,15 +56,16 @@ exact_grid grid_slice(const exact_grid& grid, const tree_slice& slice);
 
 /// A request's vector, or grid, from all of its slices in order.
 dense_vector join_vectors(const std::vector<dense_vector>& parts, std::uint64_t size);
-exact_grid join_grid(const std::vector<std::vector<std::uint8_t>>& parts, const tree_slice& slice);
+exact_grid join_grid(const std::vector<exact_grid>& parts, const tree_slice& slice);
 
-/// `sums` with only entries [first, last) of its exact sums.
+/// `sums` with only entries [first, last) of its exact sums, counted from `first` (a slice's sums
+/// are its own vector of last - first entries).
 block_sums share_of(const block_sums& sums, std::uint64_t first, std::uint64_t last);
 
 /// A whole answer from its slices' answers, in order: the same blocks, values and counts (the
-/// first slice's), the largest max_units, the slices' sums one after another. Fails when the
-/// slices cover different blocks (a child lost part-way through the request) or the sums do not
-/// add up to `size` entries.
+/// first slice's), the largest max_units, the slices' sums one after another (sparse when every
+/// slice's is). Fails when the slices cover different blocks (a child lost part-way through the
+/// request) or the sums do not add up to `size` entries.
 caf::expected<block_sums> put_together(std::vector<block_sums>& slices, std::uint64_t size);
 
 } // namespace shardopt::actors

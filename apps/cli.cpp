@@ -33,6 +33,29 @@ void add_choice(CLI::App& command, const std::string& name, E& target, const std
     ->default_str(choices.front().first);
 }
 
+/// An option whose value is a number or `auto`, which sets `target` to `automatic` (a value no
+/// number in `range` takes); its results keep what was given, as every option's do.
+template <class T>
+void add_number_or_auto(CLI::App& command, const std::string& name, T& target, T automatic,
+                        const std::string& description, CLI::Range range) {
+  command
+    .add_option_function<std::string>(
+      name,
+      [&target, automatic](const std::string& text) {
+        if (text == "auto") {
+          target = automatic;
+          return;
+        }
+        T value{};
+        CLI::detail::lexical_cast(text, value);
+        target = value;
+      },
+      description)
+    ->check(CLI::IsMember({"auto"}) | (CLI::TypeValidator<T>() & range))
+    ->type_name(std::is_integral_v<T> ? "N|auto" : "X|auto")
+    ->default_str("auto");
+}
+
 void add_data_options(CLI::App& command, data_options& data, bool training) {
   command.add_option("--data", data.data,
                      "Dataset: a CSV or LIBSVM file, a MNIST-layout directory, or 'fashion-mnist'")
@@ -274,16 +297,25 @@ void add_train_command(CLI::App& app, train_options& o) {
   add_choice(*train, "--solver", o.solver,
              "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
              "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "
-             "OWL-QN with --l1), newton-cg (trust-region Newton-CG with Hessian-vector products on "
-             "the shards; linear models) or owlqn (orthant-wise L-BFGS for --l1)",
+             "OWL-QN with --l1), newton-cg (Newton-CG with a line search, LIBLINEAR 2.50's method, with "
+             "Hessian-vector products on the shards; linear models) or owlqn (orthant-wise L-BFGS for --l1)",
              {{"auto", solver_kind::automatic}, {"lbfgs", solver_kind::lbfgs},
               {"newton-cg", solver_kind::newton_cg}, {"owlqn", solver_kind::owlqn}});
-  train->add_option("--cg-tolerance", o.cg_tolerance,
-                    "newton-cg: inner CG stops at this fraction of ||grad||, in (0, 1)")
-    ->capture_default_str()->check(CLI::Range(1e-12, 0.999999));
-  train->add_option("--cg-pairs", o.preconditioner_pairs,
-                    "newton-cg: pairs of the previous CG solve in its L-BFGS preconditioner (0 = none)")
-    ->capture_default_str()->check(CLI::Range(0, 1000));
+  add_choice(*train, "--newton-step", o.newton_step,
+             "newton-cg: auto (line-search for sparse data, trust-region for dense), line-search "
+             "(LIBLINEAR 2.50's: backtracking on the shards' line values, CG preconditioned by the "
+             "Hessian's diagonal) or trust-region (TRON's)",
+             {{"auto", step_kind::automatic}, {"line-search", step_kind::line_search},
+              {"trust-region", step_kind::trust_region}});
+  add_number_or_auto(*train, "--cg-tolerance", o.cg_tolerance, 0.0,
+                     "newton-cg: inner CG's tolerance in (0, 1): with the line search the forcing term's "
+                     "bound (LIBLINEAR's eps_cg; auto 0.5), with the trust region the residual's fraction "
+                     "of ||grad|| (auto 0.1)",
+                     CLI::Range(1e-12, 0.999999));
+  add_number_or_auto(*train, "--cg-pairs", o.preconditioner_pairs, -1,
+                     "newton-cg: pairs of the previous CG solve preconditioning its CG (L-BFGS; 0 = none "
+                     "beyond the line search's diagonal; auto = 20 with the trust region, 0 with the line search)",
+                     CLI::Range(0, 1000));
   train->add_option("--max-cg", o.max_cg, "newton-cg: Hessian-vector products per step (0 = the dimension)")
     ->capture_default_str()->check(CLI::NonNegativeNumber);
   train->add_option("--max-iter", o.lbfgs.max_iterations, "Iteration limit (0 = none)")

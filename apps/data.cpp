@@ -111,6 +111,7 @@ result<prepared_data> prepare(io::raw_dataset train, std::optional<io::raw_datas
   out.train = std::move(*train_data);
   out.train_rows = out.train->rows();
   out.feature_bytes = out.train->nonzeros() * (out.train->is_sparse() ? 8 : 4);
+  out.sparse = out.train->is_sparse();
   if (test) {
     out.test_source = test->source;
     auto test_data = finish(std::move(*test), out.labels, out.scaling);
@@ -170,6 +171,31 @@ result<std::shared_ptr<const model::dataset>> prepare_eval_data(io::raw_dataset 
   if (auto ok = io::match_features(raw, saved.shape.features, "the model"); !ok)
     return ok.error();
   return finish(std::move(raw), saved.labels, saved.scaling);
+}
+
+void leave_out_unused_columns(prepared_data& data) {
+  if (!data.train || data.shape.is_network() || !data.train->is_sparse())
+    return;
+  auto map = io::used_columns(*data.train);
+  if (!map)
+    return;
+  // The prepared data is this run's alone (nothing else holds it yet): renumbered in place.
+  model::dataset train = data.train.use_count() == 1 ? std::move(const_cast<model::dataset&>(*data.train))
+                                                     : model::dataset{*data.train};
+  data.train = std::make_shared<const model::dataset>(io::compact_columns(std::move(train), *map));
+  data.shape.features = static_cast<std::int64_t>(map->used.size());
+  data.columns = std::move(*map);
+}
+
+Eigen::VectorXd theta_for_model(prepared_data& data, const Eigen::VectorXd& theta) {
+  if (!data.columns)
+    return theta;
+  auto full = data.shape;
+  full.features = data.columns->features;
+  Eigen::VectorXd out = io::expand_theta(full, *data.columns, theta);
+  data.shape = full;
+  data.columns.reset();
+  return out;
 }
 
 } // namespace shardopt::apps

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "io/column_map.hpp"
 #include "io/labels.hpp"
 #include "io/model_file.hpp"
 #include "io/readers.hpp"
@@ -38,13 +39,26 @@ struct prepared_data {
   std::shared_ptr<const model::dataset> train;
   std::int64_t train_rows = 0;
   std::int64_t feature_bytes = 0;  ///< what the training features take in memory (wherever they are)
+  bool sparse = false;             ///< the training features are CSR rows
   std::shared_ptr<const model::dataset> test;  ///< null when there is no test set
   std::string train_source;
   std::string test_source;
   io::label_encoding labels;
   io::feature_scaling scaling;
   model::model_shape shape;
+  /// Set while `train` and `shape` cover only the used columns (see `leave_out_unused_columns`).
+  std::optional<io::column_map> columns;
 };
+
+/// For a full-batch solve of a linear model over sparse training data in memory: leaves out the
+/// columns no training row has (io/column_map.hpp), when they are at least a quarter, and narrows
+/// `shape` to the rest; `theta_for_model` puts a solution back into the full columns. Data on the
+/// nodes (node-local) and dense data are left as they are.
+void leave_out_unused_columns(prepared_data& data);
+
+/// A theta of the model `data` was prepared for (all its columns) from one of the model it trains
+/// now; restores `data.shape` to all the columns. Without left-out columns, theta itself.
+Eigen::VectorXd theta_for_model(prepared_data& data, const Eigen::VectorXd& theta);
 
 /// Training (and optional test) data already in memory, as read: raw labels (not yet encoded) and
 /// raw features (not yet scaled). The Python module's arrays arrive this way.

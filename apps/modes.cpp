@@ -19,6 +19,17 @@ std::string_view to_string(solver_kind solver) {
   }
 }
 
+std::string_view to_string(step_kind step) {
+  switch (step) {
+    case step_kind::line_search:
+      return "line-search";
+    case step_kind::trust_region:
+      return "trust-region";
+    default:
+      return "auto";
+  }
+}
+
 std::string_view to_string(data_placement placement) {
   return placement == data_placement::node_local ? "node-local" : "shipped";
 }

@@ -139,7 +139,7 @@ std::vector<MetricFamily> node_metrics(const actors::node_counters& c) {
     .gauge("shardopt_node_draining", "1 while the node drains (takes no new drivers)",
            c.draining.load() ? 1 : 0);
   const std::pair<const char*, const std::atomic<std::int64_t>*> served[] = {
-    {"loss_gradient", &c.evaluations}, {"hessian_vector", &c.products}, {"quality", &c.qualities}};
+    {"loss_gradient", &c.evaluations}, {"hessian_vector", &c.products}, {"quality", &c.qualities}, {"line", &c.lines}};
   for (const auto& [kind, count] : served)
     out.counter("shardopt_node_evaluations_total", "Requests its shards answered, by kind", load(*count),
                 {{"kind", kind}});

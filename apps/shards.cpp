@@ -111,6 +111,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     data.scaling = std::move(run->scaling);
     data.train_rows = run->rows;
     data.feature_bytes = run->feature_bytes;
+    data.sparse = run->sparse;
     data.train_source = source.data + " (read on the nodes)";
     setup.objective = std::move(run->objective);
   } else {

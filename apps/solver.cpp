@@ -39,13 +39,17 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   newton.delta = options.lbfgs.delta;
   newton.max_iterations = options.lbfgs.max_iterations;
   newton.cg_tolerance = options.cg_tolerance;
+  newton.lambda = options.lambda;
+  if (options.newton_step != step_kind::automatic)
+    newton.step = options.newton_step == step_kind::trust_region ? optimizer::newton_step::trust_region
+                                                                 : optimizer::newton_step::line_search;
   newton.preconditioner_pairs = options.preconditioner_pairs;
   newton.max_cg_iterations = options.max_cg;
   return plan;
 }
 
 result<void> size_plan(solver_plan& plan, const train_options& options, const model::model_shape& shape,
-                       std::int64_t feature_bytes) {
+                       std::int64_t feature_bytes, bool sparse) {
   const auto dimension = shape.dimension();
   if (plan.kind == solver_kind::owlqn)
     plan.l1 = options.l1 * model::weight_mask(shape);
@@ -53,6 +57,13 @@ result<void> size_plan(solver_plan& plan, const train_options& options, const mo
     plan.lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
   if (options.upper)
     plan.lbfgs.upper = Eigen::VectorXd::Constant(dimension, *options.upper);
+  // auto: the line search for sparse data (its diagonal preconditioner suits their Hessians, and a
+  // pair would cost four passes over the dimension per CG step); the trust region with 20 pairs for
+  // dense data (whose early CG solves the region truncates: docs/benchmarks.md).
+  if (options.newton_step == step_kind::automatic)
+    plan.newton.step = sparse ? optimizer::newton_step::line_search : optimizer::newton_step::trust_region;
+  if (plan.newton.preconditioner_pairs < 0)
+    plan.newton.preconditioner_pairs = plan.newton.step == optimizer::newton_step::trust_region ? 20 : 0;
   if (feature_bytes > 0) {
     const auto budget = std::max(feature_bytes / 4, std::int64_t{16} << 20);
     plan.newton.replay_bytes = std::min(plan.newton.replay_bytes, budget);

@@ -11,6 +11,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 namespace shardopt::apps {
 
@@ -30,11 +32,12 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
 
 /// Completes a plan for a problem of `shape` whose training features take `feature_bytes` in
 /// memory, wherever they are (so that the solver is the same for every placement), and checks the
-/// solver's options. L-BFGS-B's bounds become vectors; Newton-CG's replayed products and its
-/// preconditioner's pairs each get a quarter of the features' bytes, at least 16 MiB and at most
-/// 256 MiB: a run holds a few dimension-sized vectors beyond the data, as LIBLINEAR's TRON does.
+/// solver's options. L-BFGS-B's bounds become vectors; Newton-CG's replayed products and
+/// preconditioner pairs each get a quarter of the features' bytes, at least 16 MiB and at most 256
+/// MiB; `--newton-step auto` becomes the line search for sparse data and the trust region for
+/// dense data, and `--cg-pairs auto` 20 pairs with the trust region, none with the line search.
 result<void> size_plan(solver_plan& plan, const train_options& options, const model::model_shape& shape,
-                       std::int64_t feature_bytes);
+                       std::int64_t feature_bytes, bool sparse);
 
 /// An objective that stops answering once `flag` is set, so an interrupted run ends at its next
 /// pass over the data (as a failed evaluation, which leaves theta at the last accepted iterate).
@@ -56,6 +59,20 @@ public:
     if (stop_now())
       return fail_runtime("interrupted");
     return f_.hessian_vector(v, hv);
+  }
+
+  template <class G = F, std::enable_if_t<optimizer::has_diagonal<G>::value, int> = 0>
+  result<double> evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
+    if (stop_now())
+      return fail_runtime("interrupted");
+    return f_.evaluate_diagonal(theta, grad, diagonal);
+  }
+
+  template <class G = F, std::enable_if_t<optimizer::has_line_values<G>::value, int> = 0>
+  result<void> line_values(const std::vector<double>& alphas, std::vector<double>& values) {
+    if (stop_now())
+      return fail_runtime("interrupted");
+    return f_.line_values(alphas, values);
   }
 
   /// Whether the run must stop here; remembers that it did.

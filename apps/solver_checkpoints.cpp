@@ -45,8 +45,9 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
   if (solver == solver_kind::owlqn)
     settings.emplace_back("--l1", exact(o.l1));
   if (solver == solver_kind::newton_cg) {
-    settings.emplace_back("--cg-tolerance", exact(o.cg_tolerance));
-    settings.emplace_back("--cg-pairs", std::to_string(o.preconditioner_pairs));
+    settings.emplace_back("--newton-step", std::string{to_string(o.newton_step)});
+    settings.emplace_back("--cg-tolerance", o.cg_tolerance == 0 ? std::string{"auto"} : exact(o.cg_tolerance));
+    settings.emplace_back("--cg-pairs", o.preconditioner_pairs < 0 ? std::string{"auto"} : std::to_string(o.preconditioner_pairs));
     settings.emplace_back("--max-cg", std::to_string(o.max_cg));
   }
   return settings;
@@ -148,7 +149,7 @@ io::solver_checkpoint to_checkpoint(const optimizer::lbfgs_state& state) {
 io::solver_checkpoint to_checkpoint(const optimizer::newton_state& state) {
   auto out = common_checkpoint(state, newton_name);
   out.numbers.emplace_back("products", state.products);
-  out.numbers.emplace_back("radius", state.radius);
+  out.numbers.emplace_back("radius", state.radius);  // the trust region's; 0 for the line search
   return out;
 }
 

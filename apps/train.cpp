@@ -60,8 +60,10 @@ result<shard_setup> shards_for(const train_options& options, actors::runtime& rt
     data.test = std::move(*test);
   }
   if (!options.quiet)
-    std::fprintf(stderr, "data: %lld examples x %lld features from %s%s; model %s, %lld parameters\n",
-                 static_cast<long long>(data.train_rows), static_cast<long long>(data.shape.features),
+    std::fprintf(stderr, "data: %lld examples x %lld features%s from %s%s; model %s, %lld parameters\n",
+                 static_cast<long long>(data.train_rows),
+                 static_cast<long long>(data.columns ? data.columns->features : data.shape.features),
+                 data.columns ? (" (" + std::to_string(data.shape.features) + " used)").c_str() : "",
                  data.train_source.c_str(), data.test ? ", with a test set" : "",
                  model::describe(data.shape).c_str(), static_cast<long long>(data.shape.dimension()));
   return setup;
@@ -101,6 +103,7 @@ nlohmann::json sharded_summary(const train_options& options, solver_kind solver,
                                 {"shards", setup.shards},
                                 {"nodes", setup.cluster ? setup.cluster->nodes().size() : 0},
                                 {"recreated_shards", setup.objective->recreated_shards()},
+                                {"round_seconds", setup.objective->round_seconds()},
                                 {"lost_nodes", setup.cluster ? setup.cluster->lost_nodes() : 0},
                                 {"rejoined_nodes", setup.cluster ? setup.cluster->rejoined_nodes() : 0},
                                 {"joined_nodes", setup.cluster ? setup.cluster->joined_nodes() : 0}});
@@ -144,6 +147,11 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   auto data = training_data(options, controls, *architecture);
   if (!data)
     return data.error();
+  // Columns no training row has (hashed text) are left out of the solve and put back as zeros:
+  // their weights are 0 at every L2 and L1 optimum, and so under bounds only when 0 is within them.
+  const bool bounded = (options.lower && *options.lower > 0) || (options.upper && *options.upper < 0);
+  if (!bounded)
+    leave_out_unused_columns(*data);
   const auto loaded = clock_type::now();
   if (auto ok = io::check_tls_files(options.tls.certificate, options.tls.key, options.tls.ca); !ok)
     return ok.error();
@@ -156,7 +164,7 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   const auto set_up = clock_type::now();
   if (auto fits = check_model_size(data->shape); !fits)
     return fits.error();
-  if (auto ok = size_plan(*plan, options, data->shape, data->feature_bytes); !ok)
+  if (auto ok = size_plan(*plan, options, data->shape, data->feature_bytes, data->sparse); !ok)
     return ok.error();
   auto checkpoints = checkpoints_for(options, plan->kind, *data, setup->shards);
   if (!checkpoints)
@@ -166,6 +174,12 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   if (!options.metrics.empty())
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return ok.error();
+
+  // The driver's work over the dimension (adding the shards' sums, CG's vector updates) on as
+  // many threads as the actors get: the same bits on any number.
+  optimizer::vector_pool pool{static_cast<int>(rt.worker_threads())};
+  setup->objective->use_threads(&pool);
+  plan->newton.pool = &pool;
 
   // The run: each accepted iteration's row is kept (with keep_history) whatever happens next, so
   // the history ends at the run's theta also when an interrupt arrives just before the hook.
@@ -197,6 +211,9 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
                  plan->kind == solver_kind::newton_cg
                    ? (", " + std::to_string(run->products) + " Hessian-vector products").c_str() : "",
                  run->seconds, run->message.empty() || interrupted ? "" : ": ", interrupted ? "" : run->message.c_str());
+  // The left-out columns' weights back, as zeros (training quality is taken on the solve's own).
+  const Eigen::VectorXd solved = theta;
+  theta = theta_for_model(*data, solved);
   trained.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda, options.l1};
   if (run->reason == optimizer::stop_reason::evaluation_failed && !interrupted) {
     if (!options.save.empty() && run->iterations > 0 && io::save_model(options.save, trained.model).ok())
@@ -207,6 +224,8 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
 
   trained.summary = sharded_summary(options, plan->kind, *data, *setup, *run, stop);
   auto& summary = trained.summary;
+  if (plan->kind == solver_kind::newton_cg)
+    summary["newton_step"] = plan->newton.step == optimizer::newton_step::trust_region ? "trust-region" : "line-search";
   summary["load_seconds"] = seconds_between(started, loaded);
   summary["setup_seconds"] = seconds_between(loaded, set_up);
   if (*checkpoints) {
@@ -214,7 +233,7 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
     summary["resumed_from"] = c.resumed_from().empty() ? nlohmann::json() : nlohmann::json(c.resumed_from());
     summary["checkpoint"] = c.last_written().empty() ? nlohmann::json() : nlohmann::json(c.last_written());
   }
-  auto train_quality = setup->objective->quality(theta);
+  auto train_quality = setup->objective->quality(solved);
   if (!train_quality)
     return train_quality.error().with_context("computing training accuracy");
   add_qualities(summary, *data, *train_quality, theta);

@@ -80,8 +80,9 @@ struct train_options {
   std::size_t threads = 0;         ///< actor scheduler threads; 0 = one per hardware thread
   solver_kind solver = solver_kind::automatic;  ///< --mode lbfgs
   optimizer::lbfgs_options lbfgs;  ///< also the stopping tests of newton-cg
-  double cg_tolerance = 0.1;       ///< newton-cg: CG stops at this fraction of ||grad||
-  int preconditioner_pairs = 20;   ///< newton-cg (--cg-pairs): pairs in CG's L-BFGS preconditioner (0 = none)
+  step_kind newton_step = step_kind::automatic;  ///< newton-cg: line search or trust region
+  double cg_tolerance = 0;         ///< newton-cg: CG's stopping test (optimizer::newton_options); 0 auto
+  int preconditioner_pairs = -1;   ///< newton-cg (--cg-pairs): pairs refining CG's diagonal preconditioner; -1 auto
   int max_cg = 0;                  ///< newton-cg: products per step (0 = the dimension)
   std::optional<double> lower;     ///< one bound for every coordinate of theta (L-BFGS-B)
   std::optional<double> upper;

@@ -8,6 +8,7 @@
 // writes JSON (--out FILE). Run: scripts/bench sparse.
 
 #include "model/block_bounds.hpp"
+#include "model/block_evaluator.hpp"
 #include "model/exact_sum.hpp"
 #include "model/kernels.hpp"
 #include "model/linear_model.hpp"
@@ -155,26 +156,36 @@ double floor_pass(const problem& p, bool product, const std::vector<model::curva
   return sum;
 }
 
-/// The curvature an evaluation keeps, for the products.
+/// The curvature an evaluation keeps, for the floor's products.
 const std::vector<model::curvature>& kept_curvature(const problem& p) {
   static std::map<const problem*, std::vector<model::curvature>> kept;
   auto& out = kept[&p];
-  if (out.empty()) {
-    std::vector<double> losses;
-    model::exact_sum grad(model::gradient_grid(p.shape, p.bounds, p.theta));
-    model::block_loss_grad(p.shape, p.data, p.blocks, p.block_rows, p.theta, losses, grad, &out);
-  }
+  if (out.empty())
+    for (const auto& block : p.blocks)
+      out.push_back(model::curvature_at(p.shape, p.data, block, p.theta));
   return out;
+}
+
+/// A shard holding all of a problem's rows, as the shard actor evaluates them (one per problem).
+model::block_evaluator& evaluator_of(const problem& p) {
+  static std::map<const problem*, std::unique_ptr<model::block_evaluator>> made;
+  auto& out = made[&p];
+  if (!out)
+    out = std::make_unique<model::block_evaluator>(
+      p.shape, std::shared_ptr<const model::dataset>(&p.data, [](const model::dataset*) {}),
+      model::row_range{0, p.data.rows()}, p.block_rows);
+  return *out;
 }
 
 void BM_exact_eval(benchmark::State& state) {
   auto& p = get(kinds[state.range(0)]);
+  auto& evaluator = evaluator_of(p);
+  const model::grid_plan plan{p.shape, p.bounds};
   std::vector<double> losses;
-  std::vector<model::curvature> keep;
+  std::uint64_t tag = 0;
   for (auto _ : state) {
-    model::exact_sum grad(model::gradient_grid(p.shape, p.bounds, p.theta));
-    model::block_loss_grad(p.shape, p.data, p.blocks, p.block_rows, p.theta, losses, grad, &keep);
-    benchmark::DoNotOptimize(grad.words().data());
+    const auto grad = evaluator.loss_grad(p.theta, plan.gradient(p.theta), losses, ++tag);
+    benchmark::DoNotOptimize(grad.words.data());
   }
   state.counters["ns_per_nnz"] = benchmark::Counter(static_cast<double>(rows * per_row),
                                                     benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
@@ -182,14 +193,13 @@ void BM_exact_eval(benchmark::State& state) {
 
 void BM_exact_product(benchmark::State& state) {
   auto& p = get(kinds[state.range(0)]);
+  auto& evaluator = evaluator_of(p);
+  const model::grid_plan plan{p.shape, p.bounds};
   std::vector<double> losses;
-  std::vector<model::curvature> keep;
-  model::exact_sum grad(model::gradient_grid(p.shape, p.bounds, p.theta));
-  model::block_loss_grad(p.shape, p.data, p.blocks, p.block_rows, p.theta, losses, grad, &keep);
+  evaluator.loss_grad(p.theta, plan.gradient(p.theta), losses, 0);
   for (auto _ : state) {
-    model::exact_sum hv(model::hessian_vector_grid(p.shape, p.bounds, p.v));
-    model::block_hessian_vector(p.shape, p.data, p.blocks, p.block_rows, keep, p.v, hv);
-    benchmark::DoNotOptimize(hv.words().data());
+    const auto hv = evaluator.hessian_vector(p.v, plan.hessian_vector(p.v));
+    benchmark::DoNotOptimize(hv.words.data());
   }
   state.counters["ns_per_nnz"] = benchmark::Counter(static_cast<double>(rows * per_row),
                                                     benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);

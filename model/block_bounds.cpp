@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 
 namespace shardopt::model {
 
@@ -118,6 +120,115 @@ std::vector<int> hessian_vector_grid(const model_shape& shape, const data_bounds
   std::vector<int> grids(static_cast<std::size_t>(shape.dimension()), highest_grid);
   layer_grids(layer, features, q, bounds, grids);
   return grids;
+}
+
+namespace {
+
+/// floor(log2 x) for x > 0 (x below the smallest normal double counts as it, above the largest
+/// as it).
+int binade(double x) {
+  x = std::clamp(x, std::numeric_limits<double>::min(), std::numeric_limits<double>::max());
+  std::uint64_t pattern;
+  std::memcpy(&pattern, &x, sizeof pattern);
+  return static_cast<int>((pattern >> 52) & 0x7ff) - 1023;
+}
+
+/// The largest bound on a linear model's score over its outputs, max_k (sum_j |W_jk| max_j + |b_k|),
+/// for theta or v: one pass over them, nothing allocated (a request plans its grid with it).
+double score_bound(const model_shape& shape, const data_bounds& bounds, Eigen::Ref<const Eigen::VectorXd> theta) {
+  const bool known = bounds.feature_max.size() == shape.features;
+  double most = 0;
+  for (std::int64_t k = 0; k < shape.outputs; ++k) {
+    double z = std::fabs(theta[shape.weight_count() + k]);
+    if (known)
+      z += theta.segment(k * shape.features, shape.features).cwiseAbs().dot(bounds.feature_max);
+    most = std::max(most, z);
+  }
+  return most;
+}
+
+/// The largest curvature of a loss in one score: what bounds a Hessian diagonal's terms.
+double curvature_bound(model_kind kind) {
+  switch (kind) {
+    case model_kind::linear:
+      return 1.0;
+    case model_kind::svm:
+      return 2.0;
+    default:
+      return 0.25;  // s (1 - s) and p (1 - p)
+  }
+}
+
+} // namespace
+
+grid_plan::grid_plan(const model_shape& shape, const data_bounds& bounds)
+  : shape_(shape), bounds_(bounds) {
+  if (shape.is_network())
+    return;
+  // Per entry: a power of two above slack x rows per block x the entry's largest |feature| (1 for
+  // a bias), squared for the diagonal's entries.
+  const double rows = slack * static_cast<double>(bounds.block_rows);
+  const Eigen::VectorXd features = features_of(shape, bounds);
+  const auto dimension = static_cast<std::size_t>(shape.dimension());
+  const auto weights = static_cast<std::size_t>(shape.weight_count());
+  std::vector<int> part(2 * dimension);
+  for (std::int64_t k = 0; k < shape.outputs; ++k)
+    for (std::int64_t j = 0; j < shape.features; ++j) {
+      const auto entry = static_cast<std::size_t>(k * shape.features + j);
+      part[entry] = binade(rows * features[j]) + 1;
+      part[dimension + entry] = binade(rows * features[j] * features[j]) + 1;
+    }
+  for (std::size_t b = weights; b < dimension; ++b)
+    part[b] = part[dimension + b] = binade(rows) + 1;
+  top_ = *std::max_element(part.begin(), part.end());
+  auto table = std::make_shared<std::vector<std::uint8_t>>(part.size());
+  for (std::size_t i = 0; i < part.size(); ++i)
+    (*table)[i] = static_cast<std::uint8_t>(std::min(top_ - part[i], max_grid_below));
+  table_ = std::move(table);
+}
+
+namespace {
+
+/// The grid whose entry i is the table's part plus `request` (base clamped to the grids there are).
+grid planned(const std::shared_ptr<const std::vector<std::uint8_t>>& table, int top, int request,
+             std::size_t entries) {
+  return grid{std::clamp(top + request, lowest_grid, highest_grid), table, entries};
+}
+
+} // namespace
+
+grid grid_plan::gradient(Eigen::Ref<const Eigen::VectorXd> theta, bool diagonal) const {
+  if (!table_)
+    return make_grid(gradient_grid(shape_, bounds_, theta));
+  // The loss's slope in its scores: 1 for logistic and softmax; |z| + |y| for least squares and
+  // 2 (1 + |z|) for the squared hinge, with |z| bounded as `gradient_grid` bounds it.
+  double slope = 1.0;
+  if (shape_.kind == model_kind::linear || shape_.kind == model_kind::svm) {
+    const double z = score_bound(shape_, bounds_, theta);
+    slope = shape_.kind == model_kind::linear ? z + bounds_.max_label : 2.0 * (1.0 + z);
+  }
+  const auto blocks = static_cast<double>(std::max<std::int64_t>(bounds_.blocks, 1));
+  int request = binade(slope * blocks) + 1 - bounds_.bits;
+  if (diagonal)  // the diagonal's terms: the curvature's bound in place of the slope
+    request = std::max(request, binade(curvature_bound(shape_.kind) * blocks) + 1 - bounds_.bits);
+  const auto dimension = static_cast<std::size_t>(shape_.dimension());
+  return planned(table_, top_, request, diagonal ? 2 * dimension : dimension);
+}
+
+grid grid_plan::hessian_vector(Eigen::Ref<const Eigen::VectorXd> v) const {
+  if (!table_)
+    return make_grid(hessian_vector_grid(shape_, bounds_, v));
+  const double u = score_bound(shape_, bounds_, v);
+  // As `hessian_vector_grid`: softmax's product is at most twice the largest change of a score.
+  const double q = (shape_.kind == model_kind::softmax ? 2.0 : curvature_bound(shape_.kind)) * u;
+  const auto blocks = static_cast<double>(std::max<std::int64_t>(bounds_.blocks, 1));
+  return planned(table_, top_, binade(q * blocks) + 1 - bounds_.bits,
+                 static_cast<std::size_t>(shape_.dimension()));
+}
+
+grid grid_plan::coarser(grid g, int shift) {
+  g.base = std::min(g.base + shift, highest_grid);
+  return g;
 }
 
 } // namespace shardopt::model

@@ -35,6 +35,41 @@ data_bounds bounds_of(const dataset& data, row_range rows, std::int64_t block_ro
 /// must agree).
 data_bounds& operator+=(data_bounds& a, const data_bounds& b);
 
+/// The grids of a run's requests, planned once from the data's bounds. For a linear model an
+/// entry's grid is the sum of a part fixed by the data (its feature's largest |value|, through
+/// the block sizes) and a part each request sets from theta or v (through the loss's slope or
+/// curvature), so one table of binades below the coarsest, shared by every request, serves them
+/// all and a request sets only its base: planning a request costs no pass over the dimension for
+/// logistic and softmax regression, and one dot product for least squares and the squared hinge.
+/// The table covers theta's entries and, after them, those of the Hessian's diagonal (Newton's
+/// preconditioner), whose grids are the gradient's shifted by the curvature's bound. A network's
+/// grids are planned per request, entry by entry (`gradient_grid`).
+///
+/// Every grid is at least as coarse as the bound it comes from needs (a block sum stays below
+/// 2^bits units, see `grid_exponent`): the per-entry and per-request parts are each rounded up to
+/// a power of two, so a grid may be one binade coarser than `gradient_grid`'s.
+class grid_plan {
+public:
+  grid_plan() = default;
+  grid_plan(const model_shape& shape, const data_bounds& bounds);
+
+  /// The grid of a gradient at theta; with `diagonal`, of the gradient followed by the Hessian's
+  /// diagonal (2 x dimension entries).
+  grid gradient(Eigen::Ref<const Eigen::VectorXd> theta, bool diagonal = false) const;
+
+  /// The grid of a Hessian-vector product along v (linear models).
+  grid hessian_vector(Eigen::Ref<const Eigen::VectorXd> v) const;
+
+  /// `g` on grids `shift` binades coarser (an overflowing round's second try).
+  static grid coarser(grid g, int shift);
+
+private:
+  model_shape shape_;
+  data_bounds bounds_;
+  std::shared_ptr<const std::vector<std::uint8_t>> table_;  // linear models: 2 x dimension entries
+  int top_ = 0;  // the largest per-entry part; an entry's is top_ - (*table_)[i]
+};
+
 /// Per entry of theta, the grid exponent of any block's gradient sum at theta: from a bound by
 /// interval arithmetic through the layers (|scores| from the weights' absolute values and the
 /// features' maxima, the loss's |dloss/dscore| (1 for logistic and softmax, |z| + |y| for least

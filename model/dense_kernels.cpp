@@ -26,4 +26,10 @@ void dense_products::backward(const Eigen::MatrixXd& rt, Eigen::Ref<Eigen::Matri
   grad_b += rt.rowwise().sum();
 }
 
+void dense_products::backward_squared(const Eigen::MatrixXd& dt, Eigen::Ref<Eigen::MatrixXd> diag_w,
+                                      Eigen::Ref<Eigen::VectorXd> diag_b) const {
+  diag_w.noalias() += x_chunk_.cwiseAbs2().transpose() * dt.transpose();
+  diag_b += dt.rowwise().sum();
+}
+
 } // namespace shardopt::model::detail

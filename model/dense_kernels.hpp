@@ -29,6 +29,11 @@ public:
   void backward(const Eigen::MatrixXd& rt, Eigen::Ref<Eigen::MatrixXd> grad_w,
                 Eigen::Ref<Eigen::VectorXd> grad_b) const;
 
+  /// Adds (X_c o X_c)^T D (D = dt^T, the curvatures) to diag_w and D's column sums to diag_b: a
+  /// Hessian diagonal's sums, for the chunk of the last `forward`.
+  void backward_squared(const Eigen::MatrixXd& dt, Eigen::Ref<Eigen::MatrixXd> diag_w,
+                        Eigen::Ref<Eigen::VectorXd> diag_b) const;
+
 private:
   using row_major_matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 

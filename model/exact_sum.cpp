@@ -62,18 +62,43 @@ int grid_shift(double units, std::int64_t terms) {
   return log < fixed_bits ? 1 : std::min(log + 1 - fixed_bits, highest_grid - lowest_grid);
 }
 
-exact_sum::exact_sum(const std::vector<int>& exponents)
-  : words_(exponents.size(), 0), below_(exponents.size()) {
-  base_ = lowest_grid;
-  for (const int e : exponents)
-    base_ = std::max(base_, std::clamp(e, lowest_grid, highest_grid));
-  for (std::size_t i = 0; i < exponents.size(); ++i)
-    below_[i] = static_cast<std::uint8_t>(
-      std::min(base_ - std::clamp(exponents[i], lowest_grid, highest_grid), max_grid_below));
+int grid::exponent(std::size_t i) const {
+  return std::max(base - static_cast<int>((*below)[i]), lowest_grid);
 }
 
-int exact_sum::exponent(std::size_t i) const {
-  return std::max(base_ - static_cast<int>(below_[i]), lowest_grid);
+grid make_grid(const std::vector<int>& exponents) {
+  grid out;
+  out.base = exponents.empty() ? 0 : lowest_grid;
+  for (const int e : exponents)
+    out.base = std::max(out.base, std::clamp(e, lowest_grid, highest_grid));
+  auto below = std::make_shared<std::vector<std::uint8_t>>(exponents.size());
+  for (std::size_t i = 0; i < exponents.size(); ++i)
+    (*below)[i] = static_cast<std::uint8_t>(
+      std::min(out.base - std::clamp(exponents[i], lowest_grid, highest_grid), max_grid_below));
+  out.entries = exponents.size();
+  out.below = std::move(below);
+  return out;
+}
+
+bool entries_fit(const entry_sums& sums, std::size_t size) {
+  if (!sums.entries)
+    return sums.words.size() == size;
+  const auto& entries = *sums.entries;
+  if (entries.size() != sums.words.size() || entries.size() > size)
+    return false;
+  for (std::size_t k = 0; k < entries.size(); ++k)
+    if (entries[k] < 0 || static_cast<std::size_t>(entries[k]) >= size || (k > 0 && entries[k] <= entries[k - 1]))
+      return false;
+  return true;
+}
+
+void exact_sum::reset(grid g, bool zero) {
+  grid_ = std::move(g);
+  if (zero)
+    words_.assign(grid_.size(), 0);
+  else
+    words_.resize(grid_.size());
+  max_units_ = 0;
 }
 
 void exact_sum::deposit(std::size_t i, double value) {
@@ -90,11 +115,12 @@ void exact_sum::deposit(std::size_t i, double value) {
 void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> values) {
   const auto n = static_cast<std::size_t>(values.size());
   const double* v = values.data();
-  const std::uint8_t* below = below_.data() + first;
+  const std::uint8_t* below = grid_.below->data() + first;
+  const int base = grid_.base;
   // The common case, in a loop without branches that the compiler can vectorise: every value
   // finite and every grid's power of two a normal double (base - 255 >= -1023). Otherwise entry
   // by entry.
-  bool plain = normal_power(-(base_ - max_grid_below)) && normal_power(-base_);
+  bool plain = normal_power(-(base - max_grid_below)) && normal_power(-base);
   for (std::size_t i = 0; i < n; ++i)
     plain &= std::fabs(v[i]) <= std::numeric_limits<double>::max();
   if (!plain) {
@@ -105,7 +131,7 @@ void exact_sum::deposit(std::size_t first, Eigen::Ref<const Eigen::VectorXd> val
   std::int64_t* w = words_.data() + first;
   double most = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const double units = v[i] * power_of_two(static_cast<int>(below[i]) - base_);  // as scaled()
+    const double units = v[i] * power_of_two(static_cast<int>(below[i]) - base);  // as scaled()
     most = std::max(most, std::fabs(units));
     // nearbyint rounds as llrint does (to nearest, ties to even); the value is an integer in range.
     const double whole = std::nearbyint(std::clamp(units, -unit_limit, unit_limit));
@@ -126,15 +152,39 @@ void exact_sum::merge(const std::int64_t* words, double max_units) {
   note_units(max_units);
 }
 
+void exact_sum::merge(const std::int32_t* entries, const std::int64_t* words, std::size_t count,
+                      double max_units) {
+  if (!entries) {
+    add_words(words_.data(), words, count);
+  } else {
+    for (std::size_t k = 0; k < count; ++k) {  // unsigned: wrapping is defined
+      auto& word = words_[static_cast<std::size_t>(entries[k])];
+      word = static_cast<std::int64_t>(static_cast<std::uint64_t>(word) + static_cast<std::uint64_t>(words[k]));
+    }
+  }
+  note_units(max_units);
+}
+
 void exact_sum::note_units(double units) {
   if (std::isnan(units) || units > max_units_)  // once NaN, it stays NaN
     max_units_ = units;
 }
 
-void exact_sum::to_doubles(Eigen::Ref<Eigen::VectorXd> out) const {
-  for (Eigen::Index i = 0; i < out.size(); ++i)
-    out[i] = scaled(static_cast<double>(words_[static_cast<std::size_t>(i)]),
-                    exponent(static_cast<std::size_t>(i)));
+void exact_sum::to_doubles(Eigen::Ref<Eigen::VectorXd> out, Eigen::Index begin, Eigen::Index end,
+                           Eigen::Index first) const {
+  const std::uint8_t* below = grid_.below->data();
+  const int base = grid_.base;
+  // Every exponent's power of two a normal double: a product with it, in a loop the compiler
+  // vectorises; otherwise entry by entry (ldexp).
+  if (normal_power(base) && normal_power(std::max(base - max_grid_below, lowest_grid))) {
+    for (Eigen::Index i = begin; i < end; ++i)
+      out[i - first] = static_cast<double>(words_[static_cast<std::size_t>(i)])
+                       * power_of_two(std::max(base - static_cast<int>(below[i]), lowest_grid));
+    return;
+  }
+  for (Eigen::Index i = begin; i < end; ++i)
+    out[i - first] = scaled(static_cast<double>(words_[static_cast<std::size_t>(i)]),
+                            exponent(static_cast<std::size_t>(i)));
 }
 
 } // namespace shardopt::model

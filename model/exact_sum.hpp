@@ -40,10 +40,17 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace shardopt::model {
+
+/// Entries of a chunk of a driver's work over the dimension (adding answers, turning sums into
+/// doubles, CG's vector updates): sums over a vector are added chunk by chunk, in chunk order, so
+/// they are the same bits on one thread or on many.
+constexpr Eigen::Index vector_chunk = Eigen::Index{1} << 15;
 
 /// Rows per canonical block of a dataset of `rows` examples: rows / 64, rounded down to a multiple
 /// of the kernels' 256-row chunk and capped at 1,024 rows from 16,384 rows up (so summing block by
@@ -94,26 +101,71 @@ int grid_shift(double units, std::int64_t terms);
 /// fit: see `fits_grid`).
 void add_words(std::int64_t* into, const std::int64_t* from, std::size_t n);
 
+/// The grids of one request's sums, as the wire carries them: entry i is summed in multiples of
+/// 2^(base - below[i]) (never finer than `lowest_grid`). `below` is shared, not copied: for the
+/// linear models it depends on the data alone, and every request of a run shares one table
+/// (block_bounds.hpp, `grid_plan`); a request uses its first `entries` entries (a gradient the
+/// first half of a table that also holds its Hessian's diagonal).
+struct grid {
+  int base = 0;
+  std::shared_ptr<const std::vector<std::uint8_t>> below;
+  std::size_t entries = 0;
+
+  std::size_t size() const { return entries; }
+  /// Entry i's exponent.
+  int exponent(std::size_t i) const;
+};
+
+/// The grid of per-entry exponents (each clamped to lowest_grid..highest_grid; more than
+/// `max_grid_below` binades below the coarsest is used as that one).
+grid make_grid(const std::vector<int>& exponents);
+
+/// The exact sums one peer answers for: words on a request's grid for some entries of the vector
+/// (`entries`, increasing; null: every entry, words[i] being entry i's), and the largest deposit
+/// they hold in grid units (NaN once a value was not finite). A shard of sparse rows answers for
+/// the entries of the features its rows touch, so its answer costs its non-zeros, not the
+/// dimension; the entry list is the shard's for the whole run, so it is shared, not copied.
+struct entry_sums {
+  std::shared_ptr<const std::vector<std::int32_t>> entries;
+  std::vector<std::int64_t> words;
+  double max_units = 0;
+
+  bool dense() const { return !entries; }
+};
+
+/// Whether an answer's entries are valid for a vector of `size` entries: as many words as
+/// entries, entries increasing and below `size` (dense: exactly `size` words).
+bool entries_fit(const entry_sums& sums, std::size_t size);
+
 /// A vector of exact sums, each entry on its own grid: a deposited value is rounded to the nearest
 /// multiple of 2^exponent(i) and added as an integer, so the result is the same whatever order and
-/// grouping the values (or other `exact_sum`s on the same grids) arrive in. Grids are kept as the
-/// wire carries them: the coarsest exponent `base` and, per entry, how many binades below it
-/// (at most `max_grid_below`). Remembers the largest deposit in grid units (NaN once a value was
-/// not finite). Not thread-safe.
+/// grouping the values (or other `exact_sum`s on the same grids) arrive in. Remembers the largest
+/// deposit in grid units (NaN once a value was not finite). Its words are kept when it is reset to
+/// another grid, so a driver's sum of every round reuses one buffer. Not thread-safe, except
+/// `to_doubles` over disjoint ranges.
 class exact_sum {
 public:
   exact_sum() = default;
 
-  /// Sums on the grids `exponents` (each clamped to lowest_grid..highest_grid; one more than
-  /// `max_grid_below` binades below the coarsest is used as that one).
-  explicit exact_sum(const std::vector<int>& exponents);
+  /// Sums on `g`, all zero.
+  explicit exact_sum(grid g) { reset(std::move(g)); }
+
+  /// Sums on the grids `exponents` (see make_grid).
+  explicit exact_sum(const std::vector<int>& exponents) : exact_sum(make_grid(exponents)) {}
+
+  /// Zero sums on the grid `g`, reusing the words' memory; without `zero` the words are left to
+  /// the caller to zero (`zero`, range by range, on several threads).
+  void reset(grid g, bool zero = true);
+
+  /// Zeroes words [begin, end).
+  void zero(std::size_t begin, std::size_t end) { std::fill(words_.begin() + static_cast<std::ptrdiff_t>(begin), words_.begin() + static_cast<std::ptrdiff_t>(end), 0); }
 
   std::size_t size() const { return words_.size(); }
 
-  /// Entry i's grid exponent, and the representation it comes from.
-  int exponent(std::size_t i) const;
-  int base() const { return base_; }
-  const std::vector<std::uint8_t>& below() const { return below_; }
+  /// Entry i's grid exponent, and the grid.
+  int exponent(std::size_t i) const { return grid_.exponent(i); }
+  int base() const { return grid_.base; }
+  const grid& grids() const { return grid_; }
 
   /// The largest |value| / 2^exponent deposited so far: 0 before any, NaN after a non-finite one.
   double max_units() const { return max_units_; }
@@ -128,23 +180,42 @@ public:
   /// Adds another sum's integers (of the same size and grids, checked by the caller).
   void merge(const std::int64_t* words, double max_units);
 
+  /// Adds an answer on the same grids (`entries_fit` checked by the caller).
+  void merge(const entry_sums& part) {
+    merge(part.entries ? part.entries->data() : nullptr, part.words.data(), part.words.size(), part.max_units);
+  }
+
+  /// Adds `count` words for `entries` (increasing; null: entries 0..count-1), on the same grids.
+  void merge(const std::int32_t* entries, const std::int64_t* words, std::size_t count, double max_units);
+
+  /// Adds words[begin, end) of a dense answer to entries [begin, end), without its units (for
+  /// several threads, each on its own range; `note_units` once after).
+  void merge_range(const std::int64_t* words, std::size_t begin, std::size_t end) {
+    add_words(words_.data() + begin, words + begin, end - begin);
+  }
+
   /// Records `units` as a deposit's size in grid units without depositing (NaN: not finite).
   void note_units(double units);
 
   /// The integers, for the wire; `take_words` leaves this sum empty. `word_data` lets a kernel
-  /// add integers it rounded itself (sparse_kernels.cpp).
+  /// add integers it rounded itself.
   const std::vector<std::int64_t>& words() const { return words_; }
   std::vector<std::int64_t> take_words() { return std::move(words_); }
   std::int64_t* word_data() { return words_.data(); }
 
   /// The sums as doubles, into `out` (size() entries): each integer times its 2^exponent, rounded
   /// once.
-  void to_doubles(Eigen::Ref<Eigen::VectorXd> out) const;
+  void to_doubles(Eigen::Ref<Eigen::VectorXd> out) const { to_doubles(out, 0, out.size()); }
+
+  /// Entries [begin, end) of `to_doubles` only, entry i into out[i - first] (for several threads,
+  /// each on its own range; or for a part of the vector, such as a Hessian diagonal after its
+  /// gradient).
+  void to_doubles(Eigen::Ref<Eigen::VectorXd> out, Eigen::Index begin, Eigen::Index end,
+                  Eigen::Index first = 0) const;
 
 private:
   std::vector<std::int64_t> words_;
-  std::vector<std::uint8_t> below_;
-  int base_ = 0;
+  grid grid_;
   double max_units_ = 0;
 };
 

@@ -107,33 +107,6 @@ private:
   row_major rows_;
 };
 
-/// X^T R of dense data summed exactly per canonical block (exact_sum.hpp): a block is summed in
-/// double, then rounded once per entry.
-class dense_block_sums {
-public:
-  dense_block_sums(const model_shape& shape, exact_sum& out)
-    : out_(out), weights_(shape.weight_count()), sums_(Eigen::VectorXd::Zero(shape.dimension())),
-      grad_w_(sums_.data(), shape.features, shape.outputs),
-      grad_b_(sums_.data() + weights_, shape.outputs) {}
-
-  void add(dense_products& products, const Eigen::MatrixXd& rt) {
-    products.backward(rt, grad_w_, grad_b_);
-  }
-
-  /// Rounds the block's sums into the exact sum and clears them.
-  void end_block() {
-    out_.deposit(0, sums_);
-    sums_.setZero();
-  }
-
-private:
-  exact_sum& out_;
-  std::int64_t weights_;
-  Eigen::VectorXd sums_;
-  Eigen::Map<Eigen::MatrixXd> grad_w_;
-  Eigen::Map<Eigen::VectorXd> grad_b_;
-};
-
 } // namespace
 
 double loss_grad_sum(const model_shape& shape, const dataset& data, const row_selection& rows,
@@ -174,63 +147,59 @@ void hessian_vector_sum(const model_shape& shape, const dataset& data, const row
   });
 }
 
-void block_loss_grad(const model_shape& shape, const dataset& data,
-                     const std::vector<row_range>& blocks, std::int64_t block_rows,
-                     Eigen::Ref<const Eigen::VectorXd> theta, std::vector<double>& losses,
-                     exact_sum& grad, std::vector<curvature>* keep) {
-  losses.clear();
-  if (keep)
-    keep->assign(blocks.size(), curvature{});
-  if (shape.is_network()) {
-    Eigen::VectorXd sums(shape.dimension());
-    for (const auto& block : blocks) {
-      losses.push_back(detail::network_loss_grad_sum(shape, data, block, theta, sums));
-      grad.deposit(0, sums);
-    }
-    return;
-  }
-  if (data.is_sparse())
-    return detail::sparse_block_loss_grad(shape, data, blocks, block_rows, theta, losses, grad, keep);
-  dense_products products{shape, data, theta};
-  dense_block_sums sums{shape, grad};
-  for (std::size_t k = 0; k < blocks.size(); ++k) {
-    const row_selection rows = blocks[k];
-    losses.push_back(loss_chunks(shape, data, rows, products, keep ? &(*keep)[k] : nullptr,
-                                 [&](const chunk&, const Eigen::MatrixXd& rt) { sums.add(products, rt); }));
-    sums.end_block();
-  }
-}
-
-std::vector<curvature> block_curvature(const model_shape& shape, const dataset& data,
-                                       const std::vector<row_range>& blocks,
-                                       Eigen::Ref<const Eigen::VectorXd> theta) {
-  std::vector<curvature> out;
-  out.reserve(blocks.size());
-  for (const auto& block : blocks)
-    out.push_back(curvature_at(shape, data, block, theta));
-  return out;
-}
-
-void block_hessian_vector(const model_shape& shape, const dataset& data,
-                          const std::vector<row_range>& blocks, std::int64_t block_rows,
-                          const std::vector<curvature>& at, Eigen::Ref<const Eigen::VectorXd> v,
-                          exact_sum& hv) {
-  if (data.is_sparse())
-    return detail::sparse_block_hessian_vector(shape, data, blocks, block_rows, at, v, hv);
-  dense_products products{shape, data, v};
-  dense_block_sums sums{shape, hv};
-  for (std::size_t k = 0; k < blocks.size(); ++k) {
-    product_chunks(shape, blocks[k], at[k], products,
-                   [&](const chunk&, const Eigen::MatrixXd& qt) { sums.add(products, qt); });
-    sums.end_block();
-  }
-}
-
 void finish_hessian_vector(const model_shape& shape, double lambda, std::int64_t count,
                            Eigen::Ref<const Eigen::VectorXd> v, Eigen::Ref<Eigen::VectorXd> hv) {
   hv *= 1.0 / static_cast<double>(count);
   for (const auto& layer : shape.layers())
     hv.segment(layer.weights, layer.in * layer.out) += lambda * v.segment(layer.weights, layer.in * layer.out);
+}
+
+double finish_part(const model_shape& shape, const exact_sum& sums, Eigen::Ref<Eigen::VectorXd> out,
+                   Eigen::Index first, Eigen::Index begin, Eigen::Index end, double lambda,
+                   std::int64_t count, const Eigen::VectorXd* weights) {
+  sums.to_doubles(out, first + begin, first + end, first);
+  auto part = out.segment(begin, end - begin);
+  part *= 1.0 / static_cast<double>(count);
+  const auto last = std::min<Eigen::Index>(end, shape.weight_count());
+  if (begin >= last)
+    return 0.0;
+  auto regularised = out.segment(begin, last - begin);
+  if (!weights) {
+    regularised.array() += lambda;
+    return 0.0;
+  }
+  const auto w = weights->segment(begin, last - begin);
+  regularised += lambda * w;
+  return w.squaredNorm();
+}
+
+double finish_linear(const model_shape& shape, const exact_sum& sums, Eigen::Ref<Eigen::VectorXd> out,
+                     Eigen::Index first, double lambda, std::int64_t count, const Eigen::VectorXd* weights) {
+  double squared = 0;
+  for (Eigen::Index begin = 0; begin < out.size(); begin += vector_chunk)
+    squared += finish_part(shape, sums, out, first, begin, std::min(out.size(), begin + vector_chunk), lambda,
+                           count, weights);
+  return squared;
+}
+
+void finish_diagonal(const model_shape& shape, double lambda, std::int64_t count, Eigen::Ref<Eigen::VectorXd> d) {
+  d *= 1.0 / static_cast<double>(count);
+  for (const auto& layer : shape.layers())
+    d.segment(layer.weights, layer.in * layer.out).array() += lambda;
+}
+
+line_penalty line_terms(const model_shape& shape, Eigen::Ref<const Eigen::VectorXd> theta_a,
+                        Eigen::Ref<const Eigen::VectorXd> theta_b) {
+  line_penalty out;
+  for (const auto& layer : shape.layers())  // entry by entry: nothing of the dimension's size allocated
+    for (auto i = layer.weights; i < layer.weights + layer.in * layer.out; ++i) {
+      const double a = theta_a[i];
+      const double d = theta_b[i] - a;
+      out.aa += a * a;
+      out.ad += a * d;
+      out.dd += d * d;
+    }
+  return out;
 }
 
 double finish_objective(const model_shape& shape, double lambda, std::int64_t count, double loss_sum,

@@ -58,34 +58,45 @@ void hessian_vector_sum(const model_shape& shape, const dataset& data, const row
                         const curvature& at, Eigen::Ref<const Eigen::VectorXd> v,
                         Eigen::Ref<Eigen::VectorXd> hv_sum);
 
-/// Loss and gradient sums of a shard's canonical blocks (see exact_sum.hpp): `losses` gets one
-/// loss sum per block, in order, and the blocks' gradient sums are rounded into `grad` (size
-/// `shape.dimension()`): per block and entry for dense data, per term for sparse data. The result
-/// is the same whichever shard owns which blocks. `block_rows` is the dataset's canonical block
-/// size (the last block may be shorter). With `keep` (linear models only), (*keep)[k] gets block
-/// k's curvature.
-void block_loss_grad(const model_shape& shape, const dataset& data,
-                     const std::vector<row_range>& blocks, std::int64_t block_rows,
-                     Eigen::Ref<const Eigen::VectorXd> theta, std::vector<double>& losses,
-                     exact_sum& grad, std::vector<curvature>* keep = nullptr);
-
-/// Each block's curvature at theta (see `curvature_at`).
-std::vector<curvature> block_curvature(const model_shape& shape, const dataset& data,
-                                       const std::vector<row_range>& blocks,
-                                       Eigen::Ref<const Eigen::VectorXd> theta);
-
-/// Hessian-vector sums of a shard's blocks at the curvature `at` kept for them, rounded into `hv`
-/// as `block_loss_grad` rounds gradients. Preconditions: `has_hessian(shape)`, one curvature per
-/// block.
-void block_hessian_vector(const model_shape& shape, const dataset& data,
-                          const std::vector<row_range>& blocks, std::int64_t block_rows,
-                          const std::vector<curvature>& at, Eigen::Ref<const Eigen::VectorXd> v,
-                          exact_sum& hv);
-
 /// Turns a Hessian-vector sum over `count` examples into the full objective's product, in place:
 /// hv = hv_sum / count + lambda v_W, with v_W the weights' entries of v (see `finish_objective`).
 void finish_hessian_vector(const model_shape& shape, double lambda, std::int64_t count,
                            Eigen::Ref<const Eigen::VectorXd> v, Eigen::Ref<Eigen::VectorXd> hv);
+
+/// Turns a Hessian diagonal's sums over `count` examples into the full objective's diagonal, in
+/// place: d = d_sum / count + lambda at the weights (see `finish_objective`).
+void finish_diagonal(const model_shape& shape, double lambda, std::int64_t count, Eigen::Ref<Eigen::VectorXd> d);
+
+/// The regulariser along the line from theta_a to theta_b, (lambda/2) ||W_a + alpha (W_b - W_a)||^2,
+/// from three dot products over the weights made once per line.
+struct line_penalty {
+  double aa = 0;  ///< ||W_a||^2
+  double ad = 0;  ///< W_a . (W_b - W_a)
+  double dd = 0;  ///< ||W_b - W_a||^2
+
+  double penalty(double lambda, double alpha) const {
+    return 0.5 * lambda * (aa + 2 * alpha * ad + alpha * alpha * dd);
+  }
+};
+
+/// `line_penalty` between two thetas of `shape`.
+line_penalty line_terms(const model_shape& shape, Eigen::Ref<const Eigen::VectorXd> theta_a,
+                        Eigen::Ref<const Eigen::VectorXd> theta_b);
+
+/// Entries [begin, end) of a linear model's full vector from exact sums over `count` examples,
+/// into out[i - first] for entry i: the sums / count, plus lambda times `weights` at the weights'
+/// entries (theta for a gradient, v for a product; null: lambda itself, for the Hessian's
+/// diagonal, whose entry i is the sums' first + i). Returns the squared norm of `weights`'
+/// weight entries in the range (0 without them). One chunk (`vector_chunk`) of a pass that may run
+/// on several threads; `finish_linear` runs them all in order.
+double finish_part(const model_shape& shape, const exact_sum& sums, Eigen::Ref<Eigen::VectorXd> out,
+                   Eigen::Index first, Eigen::Index begin, Eigen::Index end, double lambda,
+                   std::int64_t count, const Eigen::VectorXd* weights);
+
+/// `finish_part` over every chunk of out's range, on this thread; returns the squared norms added
+/// chunk by chunk, as a driver adds them on several threads.
+double finish_linear(const model_shape& shape, const exact_sum& sums, Eigen::Ref<Eigen::VectorXd> out,
+                     Eigen::Index first, double lambda, std::int64_t count, const Eigen::VectorXd* weights);
 
 /// Turns sums over `count` examples into the full objective, in place:
 /// f = loss_sum / count + (lambda / 2) ||W||^2 and grad = grad_sum / count + lambda W, with W every

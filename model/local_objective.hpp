@@ -1,6 +1,7 @@
 #pragma once
 
 #include "model/block_bounds.hpp"
+#include "model/block_evaluator.hpp"
 #include "model/linear_model.hpp"
 #include "base/result.hpp"
 
@@ -17,13 +18,13 @@ namespace shardopt::model {
 /// The full regularised objective of a model over data held in this process, optionally as a sum
 /// over several blocks (shards) of the same dataset:
 /// f(theta) = (1/n) sum_i loss_i(theta) + (lambda/2) ||W||^2.
-/// Satisfies the optimizer's objective concept, with Hessian-vector products for the linear
-/// models. Sums exactly as the sharded objective does (exact_sum.hpp): each shard is cut into
-/// blocks of `block_rows_for(n)` rows from its first row, losses are added per block in order and
-/// gradients on a fixed-point grid chosen from the data and theta (block_bounds.hpp). So shards of
-/// whole canonical blocks (io::partition_blocks) give the bits of one block holding everything,
-/// and the sharded objective over the same shards gives these bits. The data is shared, never
-/// copied.
+/// Satisfies the optimizer's objective concept, with Hessian-vector products, the Hessian's
+/// diagonal and line values for the linear models. Sums exactly as the sharded objective does
+/// (exact_sum.hpp), through the same block evaluators: each shard is cut into blocks of
+/// `block_rows_for(n)` rows from its first row, losses are added per block in order and gradients
+/// on fixed-point grids planned from the data (block_bounds.hpp). So shards of whole canonical
+/// blocks (io::partition_blocks) give the bits of one block holding everything, and the sharded
+/// objective over the same shards gives these bits. The data is shared, never copied.
 class local_objective {
 public:
   local_objective(model_shape shape, std::shared_ptr<const dataset> data, double lambda,
@@ -35,9 +36,10 @@ public:
       count_ += shard.size();
     bounds_.block_rows = block_rows_for(count_);
     for (const auto& shard : shards) {
-      blocks_.push_back(blocks_of(shard, bounds_.block_rows));
+      evaluators_.emplace_back(shape_, data_, shard, bounds_.block_rows);
       bounds_ += bounds_of(*data_, shard, bounds_.block_rows);
     }
+    plan_ = grid_plan{shape_, bounds_};
   }
 
   std::int64_t dimension() const { return shape_.dimension(); }
@@ -45,29 +47,18 @@ public:
   /// Full objective at theta; overwrites grad. Never fails: a non-finite loss or gradient (or sums
   /// that overflow even the coarser grids) gives a NaN objective and gradient.
   double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
-    const bool keep = products_asked_;
-    curvatures_.resize(keep ? blocks_.size() : 0);
-    last_theta_ = theta;
-    double loss = 0;
-    auto sum = exact([&](std::size_t b, exact_sum& into) {
-      block_loss_grad(shape_, *data_, blocks_[b], bounds_.block_rows, theta, losses_, into,
-                      keep ? &curvatures_[b] : nullptr);
-      for (const double value : losses_)
-        loss += value;
-    }, gradient_grid(shape_, bounds_, theta), loss);
-    grad.resize(shape_.dimension());
-    if (!fits_grid(sum.max_units(), bounds_.blocks)) {
-      grad.setConstant(std::numeric_limits<double>::quiet_NaN());
-      return std::numeric_limits<double>::quiet_NaN();
-    }
-    sum.to_doubles(grad);
-    return finish_objective(shape_, lambda_, count_, loss, theta, grad);
+    return evaluate_at(theta, grad, nullptr);
+  }
+
+  /// `evaluate`, and the diagonal of the Hessian at theta into `diagonal` (linear models; the
+  /// regulariser's lambda on the weights included): Newton's preconditioner.
+  double evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
+    return evaluate_at(theta, grad, &diagonal);
   }
 
   /// The Hessian of the full objective at the theta of the last `evaluate` (full data, not a
-  /// minibatch) times v, into hv, summed as `evaluate` sums. Evaluations keep the per-example
-  /// curvature from the first product on (the first one rebuilds it). Fails for networks (no
-  /// Hessian here), for a v of another size and before any evaluation.
+  /// minibatch) times v, into hv, summed as `evaluate` sums. Fails for networks (no Hessian here),
+  /// for a v of another size and before any evaluation.
   result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
     if (!has_hessian(shape_))
       return fail_invalid("Hessian-vector products are defined for the linear models, not " + describe(shape_));
@@ -76,22 +67,34 @@ public:
     if (v.size() != shape_.dimension())
       return fail_invalid("v has " + std::to_string(v.size()) + " entries, the model expects "
                   + std::to_string(shape_.dimension()));
-    // Evaluations keep the curvature from the first product on; this once, rebuild it.
-    if (!products_asked_) {
-      products_asked_ = true;
-      curvatures_.clear();
-      for (const auto& blocks : blocks_)
-        curvatures_.push_back(block_curvature(shape_, *data_, blocks, last_theta_));
-    }
     double unused = 0;
-    auto sum = exact([&](std::size_t b, exact_sum& into) {
-      block_hessian_vector(shape_, *data_, blocks_[b], bounds_.block_rows, curvatures_[b], v, into);
-    }, hessian_vector_grid(shape_, bounds_, v), unused);
+    const auto& sum = exact([&](block_evaluator& shard, const grid& g) { return shard.hessian_vector(v, g); },
+                            plan_.hessian_vector(v), unused);
     if (!fits_grid(sum.max_units(), bounds_.blocks))
       return fail_runtime("the Hessian-vector product is not finite (or overflows its grids)");
     hv.resize(shape_.dimension());
-    sum.to_doubles(hv);
-    finish_hessian_vector(shape_, lambda_, count_, v, hv);
+    finish_linear(shape_, sum, hv, 0, lambda_, count_, &v);
+    return {};
+  }
+
+  /// The objective at theta_prev + alpha (theta_last - theta_prev) for each alpha, theta_last and
+  /// theta_prev being the last two evaluations' points, from the scores they kept (linear models:
+  /// no pass over the features). Fails for networks and before two evaluations.
+  result<void> line_values(const std::vector<double>& alphas, std::vector<double>& values) {
+    if (!has_hessian(shape_))
+      return fail_invalid("line values are defined for the linear models, not " + describe(shape_));
+    if (previous_theta_.size() != shape_.dimension())
+      return fail_invalid("line values need two evaluations first");
+    values.assign(alphas.size(), 0.0);
+    std::vector<double> losses;
+    for (const auto& shard : evaluators_) {
+      shard.line_losses(alphas, losses);
+      for (std::size_t b = 0; b < losses.size(); ++b)  // block by block, as the sharded objective adds
+        values[b % alphas.size()] += losses[b];
+    }
+    const auto along = line_terms(shape_, previous_theta_, last_theta_);
+    for (std::size_t a = 0; a < alphas.size(); ++a)
+      values[a] = values[a] / static_cast<double>(count_) + along.penalty(lambda_, alphas[a]);
     return {};
   }
 
@@ -113,21 +116,55 @@ public:
   }
 
 private:
-  /// Runs `shard(b, sum)` over every shard on the grids `exponents`, and once more on coarser
-  /// grids if a bound failed (as the sharded objective does); `reset` is zeroed before each run.
+  double evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd* diagonal) {
+    const bool with_diagonal = diagonal && has_hessian(shape_);
+    previous_theta_.swap(last_theta_);
+    last_theta_ = theta;
+    ++evaluations_;
+    double loss = 0;
+    std::vector<double> losses;
+    const auto& sum = exact([&](block_evaluator& shard, const grid& g) {
+      auto out = shard.loss_grad(theta, g, losses, evaluations_);
+      for (const double value : losses)
+        loss += value;
+      return out;
+    }, plan_.gradient(theta, with_diagonal), loss);
+    const auto n = shape_.dimension();
+    grad.resize(n);
+    if (diagonal)
+      diagonal->resize(n);
+    if (!fits_grid(sum.max_units(), bounds_.blocks)) {
+      grad.setConstant(std::numeric_limits<double>::quiet_NaN());
+      if (diagonal)
+        diagonal->setConstant(std::numeric_limits<double>::quiet_NaN());
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+    if (with_diagonal)
+      finish_linear(shape_, sum, *diagonal, n, lambda_, count_, nullptr);
+    else if (diagonal)
+      diagonal->setConstant(std::numeric_limits<double>::quiet_NaN());
+    if (shape_.is_network()) {
+      sum.to_doubles(grad);
+      return finish_objective(shape_, lambda_, count_, loss, theta, grad);
+    }
+    const double squared_weights = finish_linear(shape_, sum, grad, 0, lambda_, count_, &theta);
+    return loss * (1.0 / static_cast<double>(count_)) + 0.5 * lambda_ * squared_weights;
+  }
+
+  /// Runs `shard(evaluator, grid)` over every shard on grid `g`, adding the answers, and once more
+  /// on coarser grids if a bound failed (as the sharded objective does); `reset` is zeroed before
+  /// each run.
   template <class Shard>
-  exact_sum exact(Shard shard, std::vector<int> exponents, double& reset) {
+  const exact_sum& exact(Shard shard, grid g, double& reset) {
     for (int attempt = 0;; ++attempt) {
-      exact_sum sum(exponents);
+      sum_.reset(g);
       reset = 0;
-      for (std::size_t b = 0; b < blocks_.size(); ++b)
-        shard(b, sum);
+      for (auto& evaluator : evaluators_)
+        sum_.merge(shard(evaluator, g));
       // NaN: a non-finite term, which no grid mends; infinite units: a grid far too fine.
-      if (attempt > 0 || std::isnan(sum.max_units()) || fits_grid(sum.max_units(), bounds_.blocks))
-        return sum;
-      const auto shift = grid_shift(sum.max_units(), bounds_.blocks);
-      for (auto& e : exponents)
-        e = std::min(e + shift, highest_grid);
+      if (attempt > 0 || std::isnan(sum_.max_units()) || fits_grid(sum_.max_units(), bounds_.blocks))
+        return sum_;
+      g = grid_plan::coarser(std::move(g), grid_shift(sum_.max_units(), bounds_.blocks));
     }
   }
 
@@ -135,12 +172,12 @@ private:
   std::shared_ptr<const dataset> data_;
   double lambda_;
   std::int64_t count_ = 0;
-  std::vector<std::vector<row_range>> blocks_;  // each shard's canonical blocks
+  std::vector<block_evaluator> evaluators_;  // one per shard
   data_bounds bounds_;
-  std::vector<double> losses_;
-  std::vector<std::vector<curvature>> curvatures_;  // of the last full evaluation, per shard
-  Eigen::VectorXd last_theta_;                      // of the last full evaluation
-  bool products_asked_ = false;  // evaluations keep curvatures from the first product on
+  grid_plan plan_;
+  exact_sum sum_;
+  std::uint64_t evaluations_ = 0;
+  Eigen::VectorXd last_theta_, previous_theta_;  // of the last two full evaluations
 };
 
 } // namespace shardopt::model

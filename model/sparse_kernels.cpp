@@ -13,7 +13,7 @@ namespace shardopt::model::detail {
 namespace {
 
 /// How far ahead, in non-zeros, a pass asks for the cache line of the feature it will read: enough
-/// to keep some twenty misses in flight where theta does not fit in cache.
+/// to keep some twenty misses in flight where the records do not fit in cache.
 constexpr std::int32_t prefetch_distance = 32;
 
 /// Rows that an exact pass runs forward, through the loss and backward at a time: the lines its
@@ -21,33 +21,25 @@ constexpr std::int32_t prefetch_distance = 32;
 /// half scatters into them.
 constexpr std::int64_t fused_rows = 64;
 
-/// Per feature, the coefficients a pass gathers (theta's or v's weights for every output) next to
-/// the words its terms are added to, so that a row's gather brings in the lines its scatter
-/// writes. A word keeps its entry's grid (binades below the coarsest, one byte) in its low 8 bits
-/// and the integer sum above them: adding a term shifted by 8 leaves the grid in place, and 56
-/// bits hold every partial sum within the 2^55 units the grids allow (exact_sum.hpp).
+/// A pass's view of a layout's records (sparse_kernels.hpp): per touched feature j, `outputs`
+/// coefficients, then `outputs` words, then (with the diagonal) `outputs` diagonal words. A word
+/// keeps its entry's grid (binades below the coarsest, one byte) in its low 8 bits and the integer
+/// sum above them: adding a term shifted by 8 leaves the grid in place, and 56 bits hold every
+/// partial sum within the 2^55 units the grids allow (exact_sum.hpp).
 class records {
 public:
-  records(const model_shape& shape, const double* coefficients, const exact_sum& sum)
-    : features_(shape.features), outputs_(shape.outputs), base_(sum.base()),
-      slots_(static_cast<std::size_t>(2 * features_ * outputs_)) {
-    const auto& below = sum.below();
-    for (std::int64_t j = 0; j < features_; ++j)
-      for (std::int64_t k = 0; k < outputs_; ++k) {
-        const auto entry = static_cast<std::size_t>(k * features_ + j);
-        std::memcpy(&slots_[slot_of(j) + static_cast<std::size_t>(k)], &coefficients[entry], sizeof(double));
-        slots_[slot_of(j) + static_cast<std::size_t>(outputs_ + k)] = below[entry];
-      }
+  records(std::uint64_t* slots, std::int64_t outputs, bool diagonal, int base)
+    : slots_(slots), outputs_(outputs), stride_((diagonal ? 4 : 2) * outputs), base_(base) {
     // 2^below, where the grid 2^(base - below) is the exponent exact_sum uses (no finer than
     // lowest_grid).
     for (int b = 0; b <= max_grid_below; ++b)
       steps_[static_cast<std::size_t>(b)] = power_of_two(std::min(b, base_ - lowest_grid));
   }
 
-  /// Where feature j's record starts; `Outputs` is the output count when fixed at compile time.
-  template <int Outputs = 0>
-  std::size_t slot_of(std::int64_t feature) const {
-    return static_cast<std::size_t>(2 * (Outputs > 0 ? Outputs : outputs_) * feature);
+  /// Where feature j's record starts; `Stride` is the record's length when fixed at compile time.
+  template <int Stride = 0>
+  std::size_t slot_of(std::int32_t feature) const {
+    return static_cast<std::size_t>(Stride > 0 ? Stride : stride_) * static_cast<std::size_t>(feature);
   }
 
   double coefficient(std::size_t slot) const {
@@ -58,10 +50,10 @@ public:
 
   /// Asks for every cache line of feature j's record: the scatter writes the words the gather
   /// did not read.
-  template <int Outputs>
-  void prefetch(std::int64_t feature) const {
-    const auto* record = reinterpret_cast<const char*>(&slots_[slot_of<Outputs>(feature)]);
-    const auto bytes = static_cast<std::int64_t>(2 * sizeof(std::uint64_t)) * (Outputs > 0 ? Outputs : outputs_);
+  template <int Stride>
+  void prefetch(std::int32_t feature) const {
+    const auto* record = reinterpret_cast<const char*>(&slots_[slot_of<Stride>(feature)]);
+    const auto bytes = static_cast<std::int64_t>(sizeof(std::uint64_t)) * (Stride > 0 ? Stride : stride_);
     for (std::int64_t at = 0; at < bytes; at += 64)
       __builtin_prefetch(record + at, 1);
   }
@@ -98,43 +90,31 @@ public:
     }
   }
 
-  /// Adds every word's sum to `sum` (entry (j, k) at k * features + j).
-  void add_to(exact_sum& sum) const {
-    std::int64_t* words = sum.word_data();
-    for (std::int64_t j = 0; j < features_; ++j)
-      for (std::int64_t k = 0; k < outputs_; ++k) {
-        const auto packed = static_cast<std::int64_t>(slots_[slot_of(j) + static_cast<std::size_t>(outputs_ + k)]);
-        const std::int64_t total = packed >> 8;  // arithmetic: the sign of the 56-bit sum
-        add_words(&words[k * features_ + j], &total, 1);
-      }
-  }
-
 private:
-  std::int64_t features_;
+  std::uint64_t* slots_;
   std::int64_t outputs_;
+  std::int64_t stride_;
   int base_;
-  std::vector<std::uint64_t> slots_;  // per feature: outputs coefficients, then outputs words
   std::array<double, max_grid_below + 1> steps_{};
 };
 
 /// The scores zt (outputs x m) of a chunk's rows: for row i, z_k = sum over its non-zeros (in
-/// order) of x_ij coefficient(j, k), plus b_k. `prefetch(j)` asks for feature j's line a few
-/// non-zeros ahead. `Outputs` is the output count when fixed at compile time (1), else 0.
+/// order) of x_ij coefficient(j, k), plus b_k. `index` is the rows' feature numbering (global or
+/// a layout's local one) and `starts` their offsets into it and into the values, from `offset`.
+/// `prefetch(j)` asks for feature j's line a few non-zeros ahead. `Outputs` is the output count
+/// when fixed at compile time (1), else 0.
 template <int Outputs, class Coefficient, class Prefetch>
-void scores_of(const sparse_view& x, const chunk& c, std::int64_t outputs_, const double* b,
-               Eigen::MatrixXd& zt, Coefficient coefficient, Prefetch prefetch) {
+void scores_of(const std::int32_t* starts, const std::int32_t* index, const float* value,
+               std::int64_t offset, std::int64_t last, const chunk& c, std::int64_t outputs_,
+               const double* b, Eigen::MatrixXd& zt, Coefficient coefficient, Prefetch prefetch) {
   const std::int64_t outputs = Outputs > 0 ? Outputs : outputs_;
   zt.resize(outputs, c.count);
-  const auto* starts = x.outerIndexPtr();
-  const auto* index = x.innerIndexPtr();
-  const auto* value = x.valuePtr();
-  const auto last = static_cast<std::int32_t>(x.nonZeros());
   for (std::int64_t j = 0; j < c.count; ++j) {
     const auto row = c.row(j);
     double* z = zt.col(j).data();
     for (std::int64_t k = 0; k < outputs; ++k)
       z[k] = 0;
-    for (auto p = starts[row]; p < starts[row + 1]; ++p) {
+    for (std::int64_t p = starts[row] - offset; p < starts[row + 1] - offset; ++p) {
       if (p < last - prefetch_distance)
         prefetch(index[p + prefetch_distance]);
       const double v = value[p];
@@ -146,112 +126,229 @@ void scores_of(const sparse_view& x, const chunk& c, std::int64_t outputs_, cons
   }
 }
 
-/// The scores of a chunk's rows from the coefficients in `rec` and the biases `b`.
-template <int Outputs>
-void gather(const sparse_view& x, const chunk& c, const records& rec, std::int64_t outputs,
-            const double* b, Eigen::MatrixXd& zt) {
-  scores_of<Outputs>(
-    x, c, outputs, b, zt,
-    [&](std::int32_t feature, std::int64_t k) {
-      return rec.coefficient(rec.template slot_of<Outputs>(feature) + static_cast<std::size_t>(k));
-    },
-    [&](std::int32_t feature) { rec.template prefetch<Outputs>(feature); });
-}
-
-/// Adds the terms x_ij r_jk of a chunk's rows (rt: outputs x m) to the words in `rec`; returns the
-/// largest |r_jk| 2^-e_k over the chunk, e_k being the grid of output k's bias (NaN for a
-/// non-finite r).
-template <int Outputs>
-double scatter(const sparse_view& x, const chunk& c, const Eigen::MatrixXd& rt, records& rec,
-               std::int64_t outputs_, const std::vector<int>& bias_grids, std::vector<double>& coarse_) {
-  const std::int64_t outputs = Outputs > 0 ? Outputs : outputs_;
-  const auto* starts = x.outerIndexPtr();
-  const auto* index = x.innerIndexPtr();
-  const auto* value = x.valuePtr();
+/// The largest |r_k| 2^-e_k over a chunk's residuals (rt: outputs x m), e_k output k's grid in
+/// `grids`; NaN for a non-finite one.
+double largest_units(const Eigen::MatrixXd& rt, const std::vector<int>& grids) {
   double most = 0;
-  for (std::int64_t j = 0; j < c.count; ++j) {
-    const auto row = c.row(j);
-    const double* r = rt.col(j).data();
-    for (std::int64_t k = 0; k < outputs; ++k) {
-      const double units = scaled(std::fabs(r[k]), -bias_grids[static_cast<std::size_t>(k)]);
+  for (Eigen::Index j = 0; j < rt.cols(); ++j)
+    for (Eigen::Index k = 0; k < rt.rows(); ++k) {
+      const double units = scaled(std::fabs(rt(k, j)), -grids[static_cast<std::size_t>(k)]);
       if (!(units <= std::numeric_limits<double>::max()))
         return std::numeric_limits<double>::quiet_NaN();
       most = std::max(most, units);
     }
-    double coarse[Outputs > 0 ? Outputs : 1];
-    const double* rc = coarse;
-    if (Outputs > 0) {
-      coarse[0] = rec.coarse(r[0]);
-    } else {
-      coarse_.resize(static_cast<std::size_t>(outputs));
-      for (std::int64_t k = 0; k < outputs; ++k)
-        coarse_[static_cast<std::size_t>(k)] = rec.coarse(r[k]);
-      rc = coarse_.data();
-    }
-    for (auto p = starts[row]; p < starts[row + 1]; ++p) {
-      const double v = value[p];
-      const auto slot = rec.template slot_of<Outputs>(index[p]) + static_cast<std::size_t>(outputs);
-      if (Outputs == 1)
-        rec.add(slot, v, rc[0]);
-      else
-        rec.add_outputs(slot, v, rc, outputs);
-    }
-  }
   return most;
 }
 
-/// An exact pass over a shard's blocks: for each chunk, the scores from `coefficients` (theta's,
-/// or v's for a product), then `residual(block, chunk, zt, rt)` (which fills rt and returns the
-/// chunk's loss sum), then the terms into `out`; each block's loss sum goes to `block_done(block,
-/// loss)` and its biases' sums are rounded into `out` per block.
-///
-/// The weights' terms are bounded as block sums are (block_bounds.hpp): |x_ij| <= max_j and
-/// |r_ik| <= delta_k, the bounds their grids and output k's bias grid come from, so every term is
-/// at most twice |r_ik| in bias-grid units. That, times the rows per block (and 2^7: see
-/// `packed_bits`), is what the pass reports as its largest deposit: a function of the rows alone,
-/// like the terms.
-template <class Residual, class BlockDone>
-void exact_pass(const model_shape& shape, const dataset& data, const std::vector<row_range>& blocks,
-                std::int64_t block_rows, const double* coefficients, exact_sum& out,
-                Residual residual, BlockDone block_done) {
-  const auto x = data.sparse();
-  const auto outputs = shape.outputs;
-  const auto weights = shape.weight_count();
-  records rec{shape, coefficients, out};
-  std::vector<int> bias_grids(static_cast<std::size_t>(outputs));
-  for (std::int64_t k = 0; k < outputs; ++k)
-    bias_grids[static_cast<std::size_t>(k)] = out.exponent(static_cast<std::size_t>(weights + k));
-  Eigen::MatrixXd zt;
-  Eigen::MatrixXd rt;
-  Eigen::VectorXd bias_sums(outputs);
-  std::vector<double> coarse;
-  double most = 0;
-  for (std::size_t b = 0; b < blocks.size(); ++b) {
-    const row_selection rows = blocks[b];
-    double loss = 0;
-    bias_sums.setZero();
-    for_each_chunk(rows, [&](const chunk& c) {
-      if (outputs == 1)
-        gather<1>(x, c, rec, outputs, coefficients + weights, zt);
-      else
-        gather<0>(x, c, rec, outputs, coefficients + weights, zt);
-      rt.resize(zt.rows(), zt.cols());
-      loss += residual(b, c, zt, rt);
-      const double chunk_most = outputs == 1 ? scatter<1>(x, c, rt, rec, outputs, bias_grids, coarse)
-                                             : scatter<0>(x, c, rt, rec, outputs, bias_grids, coarse);
-      if (std::isnan(chunk_most) || (!std::isnan(most) && chunk_most > most))  // once NaN, NaN
-        most = chunk_most;
-      bias_sums += rt.rowwise().sum();
-    }, fused_rows);
-    out.deposit(static_cast<std::size_t>(weights), bias_sums);
-    block_done(b, loss);
+/// Adds the terms x_ij r_jk of a chunk's rows (rt: outputs x m) to the words in `rec`, and with
+/// `Diagonal` the terms x_ij^2 d_jk (dt) to the diagonal words. `Outputs` is 1 when fixed at
+/// compile time, else 0; `Stride` the record's length then.
+template <int Outputs, bool Diagonal>
+void scatter(const std::int32_t* starts, const std::int32_t* index, const float* value, std::int64_t offset,
+             const chunk& c, const Eigen::MatrixXd& rt, const Eigen::MatrixXd& dt, records& rec,
+             std::int64_t outputs_, std::vector<double>& coarse_) {
+  constexpr int stride = Outputs > 0 ? (Diagonal ? 4 : 2) * Outputs : 0;
+  const std::int64_t outputs = Outputs > 0 ? Outputs : outputs_;
+  coarse_.resize(static_cast<std::size_t>(2 * outputs));
+  double* rc = coarse_.data();
+  double* dc = rc + outputs;
+  for (std::int64_t j = 0; j < c.count; ++j) {
+    const auto row = c.row(j);
+    for (std::int64_t k = 0; k < outputs; ++k) {
+      rc[k] = rec.coarse(rt(k, j));
+      if (Diagonal)
+        dc[k] = rec.coarse(dt(k, j));
+    }
+    for (std::int64_t p = starts[row] - offset; p < starts[row + 1] - offset; ++p) {
+      const double v = value[p];
+      const auto slot = rec.template slot_of<stride>(index[p]) + static_cast<std::size_t>(outputs);
+      if (Outputs == 1) {
+        rec.add(slot, v, rc[0]);
+        if (Diagonal)
+          rec.add(slot + 1, v * v, dc[0]);
+      } else {
+        rec.add_outputs(slot, v, rc, outputs);
+        if (Diagonal)
+          rec.add_outputs(slot + static_cast<std::size_t>(outputs), v * v, dc, outputs);
+      }
+    }
   }
-  rec.add_to(out);
-  out.note_units(std::ldexp(2 * most * static_cast<double>(std::max<std::int64_t>(block_rows, 1)),
-                            fixed_bits - packed_bits));
+}
+
+/// The fused chunk loop of a pass, with the output count and diagonal fixed at compile time where
+/// they can be.
+template <int Outputs, bool Diagonal>
+void chunk_pass(const std::int32_t* starts, const std::int32_t* index, const float* value, std::int64_t offset,
+                std::int64_t last, const chunk& c, records& rec, std::int64_t outputs, const double* b,
+                Eigen::MatrixXd& zt, Eigen::MatrixXd& rt, Eigen::MatrixXd& dt,
+                std::vector<double>& coarse, double& loss, std::int64_t first_row,
+                const sparse_layout::residual_function& residual) {
+  constexpr int stride = Outputs > 0 ? (Diagonal ? 4 : 2) * Outputs : 0;
+  scores_of<Outputs>(
+    starts, index, value, offset, last, c, outputs, b, zt,
+    [&](std::int32_t feature, std::int64_t k) {
+      return rec.coefficient(rec.template slot_of<stride>(feature) + static_cast<std::size_t>(k));
+    },
+    [&](std::int32_t feature) { rec.template prefetch<stride>(feature); });
+  rt.resize(zt.rows(), zt.cols());
+  if (Diagonal)
+    dt.resize(zt.rows(), zt.cols());
+  loss += residual(sparse_layout::chunk_work{c.row(0) - first_row, zt, rt, dt});
+  scatter<Outputs, Diagonal>(starts, index, value, offset, c, rt, dt, rec, outputs, coarse);
 }
 
 } // namespace
+
+sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_range rows)
+  : first_row_(rows.begin) {
+  const auto x = data.sparse();
+  const auto* starts = x.outerIndexPtr();
+  const auto* index = x.innerIndexPtr();
+  first_nonzero_ = rows.size() > 0 ? starts[rows.begin] : 0;
+  const std::int64_t last = rows.size() > 0 ? starts[rows.end] : 0;
+  // Number the touched features in increasing order: mark them, then count the marks.
+  std::vector<std::int32_t> place(static_cast<std::size_t>(shape.features), -1);
+  for (std::int64_t p = first_nonzero_; p < last; ++p)
+    place[static_cast<std::size_t>(index[p])] = 0;
+  for (std::int64_t j = 0; j < shape.features; ++j)
+    if (place[static_cast<std::size_t>(j)] == 0) {
+      place[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(columns_.size());
+      columns_.push_back(static_cast<std::int32_t>(j));
+    }
+  local_.resize(static_cast<std::size_t>(last - first_nonzero_));
+  for (std::int64_t p = first_nonzero_; p < last; ++p)
+    local_[static_cast<std::size_t>(p - first_nonzero_)] = place[static_cast<std::size_t>(index[p])];
+}
+
+const std::shared_ptr<const std::vector<std::int32_t>>& sparse_layout::entries(const model_shape& shape,
+                                                                               bool diagonal) {
+  auto& cached = entries_[diagonal ? 1 : 0];
+  if (cached)
+    return cached;
+  const auto dimension = shape.dimension();
+  auto list = std::make_shared<std::vector<std::int32_t>>();
+  list->reserve(static_cast<std::size_t>((diagonal ? 2 : 1) * (columns() + 1) * shape.outputs));
+  for (const std::int64_t offset : {std::int64_t{0}, dimension}) {
+    if (offset > 0 && !diagonal)
+      break;
+    for (std::int64_t k = 0; k < shape.outputs; ++k)
+      for (const auto j : columns_)
+        list->push_back(static_cast<std::int32_t>(offset + k * shape.features + j));
+    for (std::int64_t k = 0; k < shape.outputs; ++k)
+      list->push_back(static_cast<std::int32_t>(offset + shape.weight_count() + k));
+  }
+  cached = std::move(list);
+  return cached;
+}
+
+entry_sums sparse_layout::pass(const model_shape& shape, const dataset& data,
+                               const std::vector<row_range>& blocks, std::int64_t block_rows,
+                               const double* coefficients, const grid& g, bool diagonal,
+                               const residual_function& residual, std::vector<double>& losses) {
+  const auto x = data.sparse();
+  const auto outputs = shape.outputs;
+  const auto features = shape.features;
+  const auto weights = shape.weight_count();
+  const auto dimension = shape.dimension();
+  const auto m = columns();
+  const std::int64_t stride = (diagonal ? 4 : 2) * outputs;
+  // Fill the records: each touched feature's coefficients, and its words empty on their grids.
+  records_.resize(static_cast<std::size_t>(m * stride));
+  const auto& below = *g.below;
+  for (std::int64_t j = 0; j < m; ++j) {
+    std::uint64_t* record = &records_[static_cast<std::size_t>(j * stride)];
+    const auto column = columns_[static_cast<std::size_t>(j)];
+    for (std::int64_t k = 0; k < outputs; ++k) {
+      const auto entry = static_cast<std::size_t>(k * features + column);
+      std::memcpy(&record[k], &coefficients[entry], sizeof(double));
+      record[outputs + k] = below[entry];
+      if (diagonal)
+        record[2 * outputs + k] = below[static_cast<std::size_t>(dimension) + entry];
+    }
+  }
+  records rec{records_.data(), outputs, diagonal, g.base};
+  // The biases' grids (and the diagonal's), and their per-block exact sums.
+  const std::int64_t halves = diagonal ? 2 : 1;
+  std::vector<int> bias_grids(static_cast<std::size_t>(halves * outputs));
+  for (std::int64_t h = 0; h < halves; ++h)
+    for (std::int64_t k = 0; k < outputs; ++k)
+      bias_grids[static_cast<std::size_t>(h * outputs + k)] =
+        g.exponent(static_cast<std::size_t>(h * dimension + weights + k));
+  std::vector<std::int64_t> bias_words(static_cast<std::size_t>(halves * outputs), 0);
+  double bias_units = 0;
+  const std::vector<int> residual_grids(bias_grids.begin(), bias_grids.begin() + outputs);
+  const std::vector<int> diagonal_grids(bias_grids.begin() + (diagonal ? outputs : 0), bias_grids.end());
+  Eigen::MatrixXd zt, rt, dt;
+  Eigen::VectorXd sums(halves * outputs);
+  std::vector<double> coarse;
+  double most = 0;
+  const auto* starts = x.outerIndexPtr();
+  const auto* value = x.valuePtr() + first_nonzero_;
+  const auto* index = local_.data();
+  const auto last = static_cast<std::int64_t>(local_.size());
+  losses.assign(blocks.size(), 0.0);
+  for (std::size_t b = 0; b < blocks.size(); ++b) {
+    const row_selection rows = blocks[b];
+    double loss = 0;
+    sums.setZero();
+    for_each_chunk(rows, [&](const chunk& c) {
+      if (outputs == 1 && !diagonal)
+        chunk_pass<1, false>(starts, index, value, first_nonzero_, last, c, rec, outputs,
+                             coefficients + weights, zt, rt, dt, coarse, loss, first_row_, residual);
+      else if (outputs == 1)
+        chunk_pass<1, true>(starts, index, value, first_nonzero_, last, c, rec, outputs,
+                            coefficients + weights, zt, rt, dt, coarse, loss, first_row_, residual);
+      else if (!diagonal)
+        chunk_pass<0, false>(starts, index, value, first_nonzero_, last, c, rec, outputs,
+                             coefficients + weights, zt, rt, dt, coarse, loss, first_row_, residual);
+      else
+        chunk_pass<0, true>(starts, index, value, first_nonzero_, last, c, rec, outputs,
+                            coefficients + weights, zt, rt, dt, coarse, loss, first_row_, residual);
+      // Every weight term is at most twice its residual in its output's bias-grid units (see
+      // `pass`'s caller): the largest residual bounds them all.
+      for (const double units : {largest_units(rt, residual_grids),
+                                 diagonal ? largest_units(dt, diagonal_grids) : 0.0})
+        if (std::isnan(units) || (!std::isnan(most) && units > most))  // once NaN, NaN
+          most = units;
+      sums.head(outputs) += rt.rowwise().sum();
+      if (diagonal)
+        sums.tail(outputs) += dt.rowwise().sum();
+    }, fused_rows);
+    // The block's bias sums, rounded once per block.
+    for (std::int64_t i = 0; i < halves * outputs; ++i) {
+      const double value_units = scaled(sums[i], -bias_grids[static_cast<std::size_t>(i)]);
+      if (!(std::fabs(value_units) <= std::numeric_limits<double>::max()))
+        bias_units = std::numeric_limits<double>::quiet_NaN();
+      else if (!std::isnan(bias_units))
+        bias_units = std::max(bias_units, std::fabs(value_units));
+      if (std::isfinite(value_units))
+        bias_words[static_cast<std::size_t>(i)] = add_units(bias_words[static_cast<std::size_t>(i)], value_units);
+    }
+    losses[b] = loss;
+  }
+  // The answer: the touched features' words output by output, the biases' (and the diagonal's).
+  entry_sums out;
+  out.entries = entries(shape, diagonal);
+  out.words.resize(out.entries->size());
+  std::size_t at = 0;
+  for (std::int64_t h = 0; h < halves; ++h) {
+    for (std::int64_t k = 0; k < outputs; ++k)
+      for (std::int64_t j = 0; j < m; ++j)  // arithmetic shift: the sign of the 56-bit sum
+        out.words[at++] = static_cast<std::int64_t>(records_[static_cast<std::size_t>(j * stride + (h + 1) * outputs + k)]) >> 8;
+    for (std::int64_t k = 0; k < outputs; ++k)
+      out.words[at++] = bias_words[static_cast<std::size_t>(h * outputs + k)];
+  }
+  // The weights' terms are bounded as block sums are (block_bounds.hpp): |x_ij| <= max_j and the
+  // residual's bound, the ones their grids and output k's bias grid come from, so every term is at
+  // most twice its residual in bias-grid units. That, times the rows per block (and 2^7: see
+  // `packed_bits`), is the pass's largest deposit: a function of the rows alone, like the terms.
+  const double terms = std::isnan(most) ? most
+                       : std::ldexp(2 * most * static_cast<double>(std::max<std::int64_t>(block_rows, 1)),
+                                    fixed_bits - packed_bits);
+  out.max_units = std::isnan(terms) || std::isnan(bias_units) ? std::numeric_limits<double>::quiet_NaN()
+                                                              : std::max(terms, bias_units);
+  return out;
+}
 
 sparse_products::sparse_products(const model_shape& shape, const dataset& data,
                                  Eigen::Ref<const Eigen::VectorXd> theta)
@@ -275,10 +372,14 @@ void sparse_products::forward(const chunk& c, Eigen::MatrixXd& zt) const {
   const auto prefetch = [this](std::int32_t feature) {
     __builtin_prefetch(w_ + static_cast<std::int64_t>(feature) * outputs_);
   };
+  const auto* starts = x_.outerIndexPtr();
+  const auto* index = x_.innerIndexPtr();
+  const auto* value = x_.valuePtr();
+  const auto last = static_cast<std::int64_t>(x_.nonZeros());
   if (outputs_ == 1)
-    scores_of<1>(x_, c, outputs_, b_.data(), zt, coefficient, prefetch);
+    scores_of<1>(starts, index, value, 0, last, c, outputs_, b_.data(), zt, coefficient, prefetch);
   else
-    scores_of<0>(x_, c, outputs_, b_.data(), zt, coefficient, prefetch);
+    scores_of<0>(starts, index, value, 0, last, c, outputs_, b_.data(), zt, coefficient, prefetch);
 }
 
 void sparse_products::backward(const chunk& c, const Eigen::MatrixXd& rt, double* grad_rows,
@@ -300,48 +401,6 @@ void sparse_products::backward(const chunk& c, const Eigen::MatrixXd& rt, double
     }
   }
   grad_b += rt.rowwise().sum();
-}
-
-void sparse_block_loss_grad(const model_shape& shape, const dataset& data,
-                            const std::vector<row_range>& blocks, std::int64_t block_rows,
-                            Eigen::Ref<const Eigen::VectorXd> theta, std::vector<double>& losses,
-                            exact_sum& grad, std::vector<curvature>* keep) {
-  Eigen::MatrixXd ct;
-  Eigen::VectorXd y;
-  losses.assign(blocks.size(), 0.0);
-  if (keep) {
-    keep->assign(blocks.size(), curvature{});
-    const bool none = shape.kind == model_kind::linear;
-    for (std::size_t b = 0; b < blocks.size(); ++b) {
-      (*keep)[b].rows = blocks[b].size();
-      (*keep)[b].d.resize(none ? 0 : shape.kind == model_kind::logistic ? 1 : shape.outputs,
-                          none ? 0 : blocks[b].size());
-    }
-  }
-  exact_pass(shape, data, blocks, block_rows, theta.data(), grad,
-             [&](std::size_t b, const chunk& c, const Eigen::MatrixXd& zt, Eigen::MatrixXd& rt) {
-               gather_labels(data, c, y);
-               const double loss = chunk_loss(shape.kind, zt, y, rt, keep ? &ct : nullptr);
-               if (keep && ct.size() > 0)
-                 (*keep)[b].d.middleCols(c.first, c.count) = ct;
-               return loss;
-             },
-             [&](std::size_t b, double loss) { losses[b] = loss; });
-}
-
-void sparse_block_hessian_vector(const model_shape& shape, const dataset& data,
-                                 const std::vector<row_range>& blocks, std::int64_t block_rows,
-                                 const std::vector<curvature>& at,
-                                 Eigen::Ref<const Eigen::VectorXd> v, exact_sum& hv) {
-  Eigen::MatrixXd ct;
-  exact_pass(shape, data, blocks, block_rows, v.data(), hv,
-             [&](std::size_t b, const chunk& c, const Eigen::MatrixXd& ut, Eigen::MatrixXd& qt) {
-               if (at[b].d.size() > 0)
-                 ct = at[b].d.middleCols(c.first, c.count);
-               chunk_curvature_product(shape.kind, ct, ut, qt);
-               return 0.0;
-             },
-             [](std::size_t, double) {});
 }
 
 } // namespace shardopt::model::detail

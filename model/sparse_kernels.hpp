@@ -4,19 +4,23 @@
 // non-zeros. Two kinds of pass:
 // - `sparse_products`: scores and backward products summed in double (minibatches, scores, the
 //   plain sums), one gather of theta per non-zero forward and one scatter backward;
-// - `sparse_block_loss_grad` / `sparse_block_hessian_vector`: the exact block sums of
-//   exact_sum.hpp, rounding each term x_ij r_ik to its entry's grid as it is scattered.
-// Not part of the interface: linear_model.hpp's functions choose these for sparse data.
+// - `sparse_layout::pass`: the exact block sums of exact_sum.hpp over a shard's rows, rounding
+//   each term x_ij r_ik (and x_ij^2 d_ik for the Hessian's diagonal) to its entry's grid as it is
+//   scattered, in buffers of the features the rows touch.
+// Not part of the interface: linear_model.hpp's and block_evaluator.hpp's functions choose these.
 
 #include "model/dataset.hpp"
 #include "model/exact_sum.hpp"
 #include "model/kernels.hpp"
 #include "model/linear_model.hpp"
 #include "model/model_shape.hpp"
+#include "base/large_buffer.hpp"
 
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace shardopt::model::detail {
@@ -45,16 +49,49 @@ private:
   std::vector<double> w_rows_;       // several outputs: W copied row-major
 };
 
-/// `block_loss_grad` (linear_model.hpp) for a linear model over CSR features.
-void sparse_block_loss_grad(const model_shape& shape, const dataset& data,
-                            const std::vector<row_range>& blocks, std::int64_t block_rows,
-                            Eigen::Ref<const Eigen::VectorXd> theta, std::vector<double>& losses,
-                            exact_sum& grad, std::vector<curvature>* keep);
+/// A shard's CSR rows with the features they touch numbered 0..m-1 in increasing order, and the
+/// records its exact passes work in (block_evaluator.hpp): per touched feature, the coefficients
+/// a pass gathers (theta's or v's, every output) next to the fixed-point words its terms are added
+/// to, so that a row's gather brings in the cache lines its scatter writes. Built once; a pass
+/// refills the m records (no pass touches the dimension) and allocates only its answer.
+class sparse_layout {
+public:
+  sparse_layout(const model_shape& shape, const dataset& data, row_range rows);
 
-/// `block_hessian_vector` (linear_model.hpp) for a linear model over CSR features.
-void sparse_block_hessian_vector(const model_shape& shape, const dataset& data,
-                                 const std::vector<row_range>& blocks, std::int64_t block_rows,
-                                 const std::vector<curvature>& at,
-                                 Eigen::Ref<const Eigen::VectorXd> v, exact_sum& hv);
+  /// Touched features.
+  std::int64_t columns() const { return static_cast<std::int64_t>(columns_.size()); }
+
+  /// What a pass computes per chunk of rows from the chunk's scores zt (outputs x m, columns in
+  /// row order): its residuals rt (the gradient of the loss in the scores, per example), with
+  /// `diagonal` its curvatures dt (the Hessian diagonal's, per output and example), and the
+  /// chunk's loss sum. `first` is the chunk's first row, counted from the layout's first row.
+  struct chunk_work {
+    std::int64_t first;
+    const Eigen::MatrixXd& zt;
+    Eigen::MatrixXd& rt;
+    Eigen::MatrixXd& dt;
+  };
+  using residual_function = std::function<double(const chunk_work&)>;
+
+  /// An exact pass over `blocks` (consecutive, starting at the layout's first row): scores from
+  /// `coefficients` (theta, or v for a product), residuals (and curvatures) from `residual`, their
+  /// terms rounded onto grid `g` (words for the touched features' entries and the biases; with
+  /// `diagonal`, also the diagonal's, at dimension + entry). `losses` gets each block's sum.
+  entry_sums pass(const model_shape& shape, const dataset& data, const std::vector<row_range>& blocks,
+                  std::int64_t block_rows, const double* coefficients, const grid& g, bool diagonal,
+                  const residual_function& residual, std::vector<double>& losses);
+
+private:
+  /// The answer's entries: the touched features' weights output by output, the biases, and
+  /// (with the diagonal) the same again offset by the dimension.
+  const std::shared_ptr<const std::vector<std::int32_t>>& entries(const model_shape& shape, bool diagonal);
+
+  std::int64_t first_row_;
+  std::int64_t first_nonzero_;            // of the layout's first row, in the dataset
+  std::vector<std::int32_t> columns_;     // the touched features, increasing
+  std::vector<std::int32_t> local_;       // each non-zero's feature, as its place in columns_
+  std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per touched feature: coefficients, words, diagonal words
+  std::shared_ptr<const std::vector<std::int32_t>> entries_[2];
+};
 
 } // namespace shardopt::model::detail

@@ -29,12 +29,21 @@ cg_preconditioner::cg_preconditioner(Eigen::Index dimension, int pairs, std::int
 
 void cg_preconditioner::apply(const Eigen::VectorXd& r, Eigen::VectorXd& z) {
   if (built_) {
-    bfgs_.apply(r, 1.0, z);
+    if (root_.size() > 0) {
+      const Eigen::VectorXd scaled = r.cwiseQuotient(root_);
+      bfgs_.apply(scaled, 1.0, z);
+      z = z.cwiseQuotient(root_);
+    } else {
+      bfgs_.apply(r, 1.0, z);
+    }
     const double rz = r.dot(z);
     if (z.allFinite() && std::isfinite(rz) && rz > 0)
       return;
   }
-  z = r;
+  if (m_.size() > 0)
+    z = r.cwiseQuotient(m_);
+  else
+    z = r;
 }
 
 void cg_preconditioner::offer(int k, const Eigen::VectorXd& d, const Eigen::VectorXd& hd, double curvature) {
@@ -53,41 +62,71 @@ void cg_preconditioner::offer(int k, const Eigen::VectorXd& d, const Eigen::Vect
   }
 }
 
-void cg_preconditioner::moved() {
-  // The new iterate's path starts afresh even when the last one offered no usable pair.
-  offered_ = 0;
-  stride_ = 1;
-  if (pairs_ == 0 || candidates_.empty())
-    return;
-  const std::size_t count = candidates_.size();
-  const std::size_t m = std::min(count, static_cast<std::size_t>(pairs_));
-  bfgs_.reset(n_, static_cast<int>(m));
+void cg_preconditioner::build(const std::vector<const Eigen::VectorXd*>& s,
+                              const std::vector<const Eigen::VectorXd*>& y) {
+  bfgs_.reset(n_, static_cast<int>(s.size()));
   chosen_s_.clear();
   chosen_y_.clear();
-  // Oldest first: the last pair added sets the initial scaling (s'y / y'y).
-  for (std::size_t i = 0; i < m; ++i) {
-    const std::size_t at = m == 1 ? count - 1 : i * (count - 1) / (m - 1);
-    bfgs_.add_correction(candidates_[at].first, candidates_[at].second);
+  // Oldest first: the last pair added sets the initial scaling (s'y / y'y). In the variables
+  // M^(1/2) x a pair (d, H d) is (M^(1/2) d, M^(-1/2) H d): the same s'y.
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (root_.size() > 0)
+      bfgs_.add_correction(s[i]->cwiseProduct(root_), y[i]->cwiseQuotient(root_));
+    else
+      bfgs_.add_correction(*s[i], *y[i]);
     if (keep_) {
-      chosen_s_.push_back(candidates_[at].first);
-      chosen_y_.push_back(candidates_[at].second);
+      chosen_s_.push_back(*s[i]);
+      chosen_y_.push_back(*y[i]);
     }
   }
   built_ = true;
+}
+
+void cg_preconditioner::moved(const Eigen::VectorXd& m) {
+  m_ = m;  // into the same memory from the second move on
+  if (pairs_ > 0 && m.size() > 0)
+    root_ = m.cwiseSqrt();
+  else
+    root_.resize(0);
+  // The new iterate's path starts afresh even when the last one offered no usable pair.
+  offered_ = 0;
+  stride_ = 1;
+  if (pairs_ == 0 || candidates_.empty()) {
+    // Without a diagonal the older pairs still hold; with one they were scaled by another.
+    if (m.size() > 0) {
+      built_ = false;
+      chosen_s_.clear();
+      chosen_y_.clear();
+    }
+    return;
+  }
+  const std::size_t count = candidates_.size();
+  const std::size_t m_pairs = std::min(count, static_cast<std::size_t>(pairs_));
+  std::vector<const Eigen::VectorXd*> s, y;
+  for (std::size_t i = 0; i < m_pairs; ++i) {
+    const std::size_t at = m_pairs == 1 ? count - 1 : i * (count - 1) / (m_pairs - 1);
+    s.push_back(&candidates_[at].first);
+    y.push_back(&candidates_[at].second);
+  }
+  build(s, y);
   candidates_.clear();
 }
 
-void cg_preconditioner::restore(const std::vector<Eigen::VectorXd>& s, const std::vector<Eigen::VectorXd>& y) {
+void cg_preconditioner::restore(const std::vector<Eigen::VectorXd>& s, const std::vector<Eigen::VectorXd>& y,
+                                const Eigen::VectorXd& m) {
+  m_ = m;
+  if (pairs_ > 0 && m.size() > 0)
+    root_ = m.cwiseSqrt();
+  else
+    root_.resize(0);
   if (s.empty())
     return;
-  bfgs_.reset(n_, static_cast<int>(s.size()));
-  for (std::size_t i = 0; i < s.size(); ++i)
-    bfgs_.add_correction(s[i], y[i]);
-  built_ = true;
-  if (keep_) {
-    chosen_s_ = s;
-    chosen_y_ = y;
+  std::vector<const Eigen::VectorXd*> sp, yp;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    sp.push_back(&s[i]);
+    yp.push_back(&y[i]);
   }
+  build(sp, yp);
 }
 
 } // namespace shardopt::optimizer

@@ -1,47 +1,49 @@
-// Trust-region Newton-CG after Lin & More (1999) and Lin, Weng & Keerthi (2008), the method of
-// LIBLINEAR's TRON: Steihaug-Toint conjugate gradients inside the region (steihaug.hpp), the
-// region's radius updated from the ratio of actual to predicted reduction with TRON's constants
-// and interpolation.
+// Newton-CG with a backtracking line search after LIBLINEAR 2.50 (newton.cpp and its
+// l2r_erm_fun): preconditioned CG (pcg.hpp) with a diagonal preconditioner, a full step tried
+// first, and Armijo backtracking on line values, which cost no pass for the linear models. The
+// trust-region step lives in trust_region.cpp; both share the options, the state and their checks.
 
 #include "optimizer/newton_cg.hpp"
 
-#include "optimizer/steihaug.hpp"
+#include "optimizer/pcg.hpp"
+#include "optimizer/trust_region.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <string>
 
 namespace shardopt::optimizer {
 
 namespace {
 
-// Acceptance and radius-update constants of TRON (Lin & More 1999, section 2).
-constexpr double eta0 = 1e-4;
-constexpr double eta1 = 0.25;
-constexpr double eta2 = 0.75;
-constexpr double sigma1 = 0.25;
-constexpr double sigma2 = 0.5;
-constexpr double sigma3 = 4.0;
-
-/// Predicted reductions at most this fraction of |f| are below what f's rounding resolves.
-constexpr double flat_reduction = 1e-13;
-/// There a step must cut the gradient's norm by 10% (Newton steps do far more near a smooth
-/// minimum; at a kink of the squared hinge they may not, and the run ends instead of crawling).
+/// Armijo's sufficient decrease: f(theta + alpha s) - f(theta) <= eta alpha g's (LIBLINEAR's eta).
+constexpr double armijo = 0.01;
+/// Halvings of the step after the full one, at most (LIBLINEAR tries 20 steps in all).
+constexpr int max_halvings = 19;
+/// The weight of the Hessian's diagonal in the preconditioner (LIBLINEAR's alpha_pcg).
+constexpr double diagonal_weight = 0.01;
+/// Decreases at most this fraction of |f| are below what f's rounding resolves: there the gradient's
+/// norm judges the full step (it still shrinks quadratically under Newton steps).
+constexpr double flat_decrease = 1e-13;
+/// ...and there a step must cut the gradient's norm by 10% (at a kink of the squared hinge it may
+/// not, and the run ends instead of crawling).
 constexpr double flat_gradient_decrease = 0.9;
 
 } // namespace
 
 result<void> check_options(const newton_options& o) {
-  if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0)
-    return fail_invalid("epsilon, epsilon_rel and delta must be non-negative");
-  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0 || o.replay_bytes < 0
-      || o.preconditioner_pairs < 0 || o.preconditioner_bytes < 0)
-    return fail_invalid("past, max_iterations, max_cg_iterations, replay_bytes, preconditioner_pairs and "
+  if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0 || !(o.lambda >= 0))
+    return fail_invalid("epsilon, epsilon_rel, delta and lambda must be non-negative");
+  if (o.past < 0 || o.max_iterations < 0 || o.max_cg_iterations < 0 || o.preconditioner_pairs < 0
+      || o.preconditioner_bytes < 0)
+    return fail_invalid("past, max_iterations, max_cg_iterations, preconditioner_pairs and "
                         "preconditioner_bytes must be non-negative");
-  if (!(o.cg_tolerance > 0 && o.cg_tolerance < 1))
-    return fail_invalid("cg_tolerance must lie in (0, 1)");
+  if (!(o.cg_tolerance >= 0 && o.cg_tolerance < 1))
+    return fail_invalid("cg_tolerance must lie in (0, 1) (0: the step's default)");
+  if (o.replay_bytes < 0)
+    return fail_invalid("replay_bytes must be non-negative");
   return {};
 }
 
@@ -63,10 +65,11 @@ result<void> check_state(const newton_state& state, Eigen::Index n, const newton
   if (state.f_history.size() > ring)
     return fail_invalid("its objective history has " + std::to_string(state.f_history.size())
                         + " entries, --past is " + std::to_string(options.past));
-  if (!std::isfinite(state.f) || !(state.radius > 0) || !std::isfinite(state.radius)
-      || !finite(state.theta) || !finite(state.grad) || !std::all_of(state.s.begin(), state.s.end(), finite)
-      || !std::all_of(state.y.begin(), state.y.end(), finite))
-    return fail_invalid("it holds non-finite values or a radius that is not positive");
+  if (!std::isfinite(state.f) || !finite(state.theta) || !finite(state.grad)
+      || !std::all_of(state.s.begin(), state.s.end(), finite) || !std::all_of(state.y.begin(), state.y.end(), finite))
+    return fail_invalid("it holds non-finite values");
+  if (options.step == newton_step::trust_region && !(state.radius > 0 && std::isfinite(state.radius)))
+    return fail_invalid("its trust region's radius " + std::to_string(state.radius) + " is not positive");
   for (std::size_t i = 0; i < state.s.size(); ++i) {
     const double sy = state.s[i].dot(state.y[i]);
     const double yy = state.y[i].squaredNorm();
@@ -85,40 +88,111 @@ bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const
   return norm <= o.epsilon || norm <= o.epsilon_rel * x.norm();
 }
 
-/// The trust-region loop, from and updating the iterate x (or from the session's state); returns
-/// where it stops.
-run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton_options& o,
-             const newton_session& session) {
+/// One Newton run: the objective, the bookkeeping and the iterate's evaluation.
+class newton_run {
+public:
+  newton_run(const newton_objective& objective, run_log& log, vector_pool& pool, const newton_options& o,
+             cg_preconditioner preconditioner)
+    : objective_(objective), log_(log), pool_(pool), o_(o), preconditioner_(std::move(preconditioner)) {}
+
+  cg_preconditioner& preconditioner() { return preconditioner_; }
+
+  /// The objective, gradient and (where the objective gives it) preconditioning diagonal at x.
+  result<double> evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::VectorXd& m) {
+    log_.count_evaluation();
+    if (!objective_.diagonal) {
+      m.resize(0);
+      return objective_.evaluate(x, grad);
+    }
+    auto f = objective_.diagonal(x, grad, m);
+    if (f)
+      mix(m);
+    return f;
+  }
+
+  /// The CG settings of this run: LIBLINEAR's units are the objective divided by lambda.
+  pcg_settings settings() const {
+    return pcg_settings{o_.cg_tolerance > 0 ? o_.cg_tolerance : 0.5, o_.max_cg_iterations,
+                        o_.lambda > 0 ? 1.0 / o_.lambda : 1.0};
+  }
+
+  /// The objective at theta + alpha s, from the line values between the last two evaluations (at
+  /// theta and theta + s), or, for an objective without them, by an evaluation.
+  result<double> along(const Eigen::VectorXd& x, const Eigen::VectorXd& s, double alpha) {
+    if (objective_.line) {
+      std::vector<double> values;
+      if (auto ok = objective_.line({alpha}, values); !ok)
+        return ok.error();
+      if (values.size() != 1)
+        return fail_runtime("the objective gave " + std::to_string(values.size()) + " line values for 1 step");
+      return values[0];
+    }
+    Eigen::VectorXd unused_grad, unused_m;
+    return evaluate(x + alpha * s, unused_grad, unused_m);
+  }
+
+private:
+  /// The diagonal as LIBLINEAR mixes it: (1 - w) lambda + w diag(H), lambda standing for the
+  /// regulariser's identity (without one, the diagonal's mean); entries that are not positive and
+  /// finite (a feature no example has, without a regulariser) become that identity's.
+  void mix(Eigen::VectorXd& m) const {
+    double identity = o_.lambda;
+    if (!(identity > 0)) {
+      double sum = 0;
+      Eigen::Index count = 0;
+      for (Eigen::Index i = 0; i < m.size(); ++i)
+        if (m[i] > 0 && std::isfinite(m[i])) {
+          sum += m[i];
+          ++count;
+        }
+      identity = count > 0 ? sum / static_cast<double>(count) : 1.0;
+    }
+    pool_.for_chunks(m.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      for (Eigen::Index i = begin; i < end; ++i) {
+        const double mixed = (1 - diagonal_weight) * identity + diagonal_weight * m[i];
+        m[i] = mixed > 0 && std::isfinite(mixed) ? mixed : identity;
+      }
+    });
+  }
+
+  const newton_objective& objective_;
+  run_log& log_;
+  vector_pool& pool_;
+  const newton_options& o_;
+  cg_preconditioner preconditioner_;
+};
+
+/// The Newton loop, from and updating the iterate x (or from the session's state); returns where
+/// it stops.
+run_stop run(newton_run& newton, const newton_objective& objective, run_log& log, vector_pool& pool,
+             Eigen::VectorXd& x, const newton_options& o, const newton_session& session) {
   const auto n = x.size();
-  Eigen::VectorXd grad(n);
-  Eigen::VectorXd trial_grad(n);
+  Eigen::VectorXd grad(n), m;
+  Eigen::VectorXd trial(n), trial_grad(n), trial_m;
   Eigen::VectorXd s(n);
-  Eigen::VectorXd hs(n);
-  // The first solve is unbounded, and its step's length is the first radius. (TRON starts at
-  // ||grad||, which suits its sum of losses; for a mean of losses ||grad|| is smaller by the number
-  // of examples, and the radius then needs one iteration per factor 4 to reach the solution's scale:
-  // 10 iterations on the synthetic set.)
-  double radius = std::numeric_limits<double>::infinity();
-  bool first_step = true;
+  pcg_workspace work;
   double f = 0;
+  auto& preconditioner = newton.preconditioner();
   if (session.on_state)
-    cg.keep_pairs();
+    preconditioner.keep_pairs();
   if (session.resume) {
     const auto& saved = *session.resume;
     x = saved.theta;
-    grad = saved.grad;
-    f = saved.f;
-    radius = saved.radius;
-    first_step = false;
-    cg.resume(saved.s, saved.y);
     log.resume(saved.iterations, saved.evaluations, saved.seconds, saved.f_history, saved.products);
-  } else {
-    auto start = cg.evaluate(x, grad);
+  }
+  {
+    // The start, or a resumed run's iterate again: products and the preconditioner refer to the
+    // objective's last evaluation. (A resumed iterate gives the saved f and gradient again.)
+    auto start = newton.evaluate(x, grad, m);
     if (!start)
       return evaluation_failed(start.error());
     f = *start;
     if (!std::isfinite(f) || !grad.allFinite())
       return {stop_reason::evaluation_failed, "objective or gradient is not finite at the initial theta"};
+    if (session.resume)
+      preconditioner.restore(session.resume->s, session.resume->y, m);
+    else
+      preconditioner.moved(m);
   }
   log.record(f, grad, 0);
   const auto finished = [&]() -> std::optional<run_stop> {
@@ -133,8 +207,8 @@ run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton
     const auto& info = log.info();
     if (!session.on_state || (!last && session.due && !session.due(info.iteration, log.seconds())))
       return std::nullopt;
-    const newton_state state{info.iteration, info.evaluations, info.products, log.seconds(), f,
-                             radius, x, grad, cg.pairs_s(), cg.pairs_y(), log.history()};
+    const newton_state state{info.iteration, info.evaluations, info.products, log.seconds(), f, 0.0,
+                             x, grad, preconditioner.pairs_s(), preconditioner.pairs_y(), log.history()};
     if (auto saved = session.on_state(state, last); !saved)
       return evaluation_failed(saved.error());
     return std::nullopt;
@@ -142,82 +216,71 @@ run_stop run(trust_region_cg& cg, run_log& log, Eigen::VectorXd& x, const newton
   if (auto stop = finished())
     return *stop;
   for (;;) {
-    if (auto stop = cg.solve(grad, radius, s, hs))
+    double gs = 0;
+    if (auto stop = solve_newton_system(objective.hessian, log, pool, preconditioner, newton.settings(), grad, s,
+                                        gs, work))
       return *stop;
-    const double snorm = s.norm();
-    if (!std::isfinite(snorm) || !hs.allFinite()) {  // a step past what a double holds
-      radius = sigma1 * (std::isfinite(radius) ? radius : grad.norm());
-      first_step = false;
-      if (!(radius > std::numeric_limits<double>::min()))
+    // The full step, evaluated: its objective, gradient and diagonal are the next iterate's when
+    // it passes.
+    pool.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
+      trial.segment(begin, end - begin) = x.segment(begin, end - begin) + s.segment(begin, end - begin);
+    });
+    auto full = newton.evaluate(trial, trial_grad, trial_m);
+    if (!full)
+      return evaluation_failed(full.error());
+    double f_trial = *full;
+    double alpha = 1;
+    const bool finite = std::isfinite(f_trial) && trial_grad.allFinite();
+    if (-gs <= flat_decrease * std::abs(f)) {
+      // Near the minimum f's rounding hides the decrease Armijo's test needs.
+      if (!(finite && trial_grad.norm() <= flat_gradient_decrease * grad.norm()))
         return {stop_reason::line_search_failed,
-                "the trust region shrank to nothing around steps past a double's range"};
-      continue;
-    }
-    const double gs = grad.dot(s);
-    // The quadratic model's reduction: -(g's + s'Hs/2).
-    const double predicted = -(gs + 0.5 * s.dot(hs));
-    const Eigen::VectorXd trial = x + s;
-    auto trial_value = cg.evaluate(trial, trial_grad, true);
-    if (!trial_value)
-      return evaluation_failed(trial_value.error());
-    const double f_trial = *trial_value;
-    if (first_step) {
-      radius = std::min(radius, snorm);
-      first_step = false;
-    }
-    if (!std::isfinite(f_trial) || !trial_grad.allFinite()) {
-      radius = sigma1 * std::min(radius, snorm);  // too far: the model means nothing there
-      if (!(radius > std::numeric_limits<double>::min()))
+                "the Newton step allows no further reduction (predicted decrease "
+                  + std::to_string(-gs) + "): the objective may be at machine precision; consider a larger epsilon"};
+    } else if (!(finite && f_trial - f <= armijo * gs)) {
+      // Backtrack along s on the line values between x and x + s, then evaluate the step taken.
+      bool found = false;
+      for (int halving = 0; halving < max_halvings && !found; ++halving) {
+        alpha *= 0.5;
+        auto value = newton.along(x, s, alpha);
+        if (!value)
+          return evaluation_failed(value.error());
+        found = std::isfinite(*value) && *value - f <= armijo * alpha * gs;
+      }
+      if (!found)
         return {stop_reason::line_search_failed,
-                "the trust region shrank to nothing around non-finite trial objectives"};
-      continue;
+                "no step along the Newton direction lowers the objective enough (20 halvings): the "
+                "objective may be at machine precision; consider a larger epsilon"};
+      pool.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
+        trial.segment(begin, end - begin) = x.segment(begin, end - begin) + alpha * s.segment(begin, end - begin);
+      });
+      auto taken = newton.evaluate(trial, trial_grad, trial_m);
+      if (!taken)
+        return evaluation_failed(taken.error());
+      f_trial = *taken;
+      if (!std::isfinite(f_trial) || !trial_grad.allFinite())
+        return {stop_reason::evaluation_failed, "objective or gradient is not finite at the accepted step"};
     }
-    const double actual = f - f_trial;
-    // Radius: interpolate the step length minimising the quadratic through f, g's and f_trial.
-    const double curvature_gap = f_trial - f - gs;
-    const double alpha = curvature_gap <= 0 ? sigma3 : std::max(sigma1, -0.5 * (gs / curvature_gap));
-    if (actual < eta0 * predicted)
-      radius = std::min(std::max(alpha, sigma1) * snorm, sigma2 * radius);
-    else if (actual < eta1 * predicted)
-      radius = std::max(sigma1 * radius, std::min(alpha * snorm, sigma2 * radius));
-    else if (actual < eta2 * predicted)
-      radius = std::max(sigma1 * radius, std::min(alpha * snorm, sigma3 * radius));
-    else
-      radius = std::max(radius, std::min(alpha * snorm, sigma3 * radius));
-    // Near the minimum the predicted reduction falls below what f's rounding can show; there the
-    // gradient's norm judges the step instead (it still shrinks quadratically under Newton steps).
-    const bool flat = predicted <= flat_reduction * std::abs(f);
-    const bool accepted = flat ? trial_grad.norm() <= flat_gradient_decrease * grad.norm()
-                               : actual > eta0 * predicted;
-    if (flat)
-      radius = accepted ? std::max(radius, sigma3 * snorm) : sigma1 * std::min(radius, snorm);
-    if (accepted) {
-      x = trial;
-      f = f_trial;
-      grad.swap(trial_grad);
-      cg.moved();
-      if (auto stop = log.accept(f, grad, snorm))
-        return *stop;
-      const auto stop = finished();
-      if (auto failed = hand_out(stop.has_value()))
-        return *failed;
-      if (stop)
-        return *stop;
-      continue;
-    }
-    if (!(predicted > 0) || snorm <= std::numeric_limits<double>::epsilon() * std::max(1.0, x.norm()))
-      return {stop_reason::line_search_failed,
-              "the trust region allows no further reduction (step " + std::to_string(snorm)
-                + ", predicted reduction " + std::to_string(predicted)
-                + "): the objective may be at machine precision; consider a larger epsilon"};
+    x.swap(trial);
+    f = f_trial;
+    grad.swap(trial_grad);
+    m.swap(trial_m);
+    preconditioner.moved(m);
+    if (auto stop = log.accept(f, grad, alpha * s.norm()))
+      return *stop;
+    const auto stop = finished();
+    if (auto failed = hand_out(stop.has_value()))
+      return *failed;
+    if (stop)
+      return *stop;
   }
 }
 
 } // namespace
 
-result<run_result> minimize_newton_erased(const evaluate_function& f, const hessian_function& hessian,
-                                          Eigen::VectorXd& theta, const newton_options& options,
-                                          const iteration_hook& hook, const newton_session& session) {
+result<run_result> minimize_newton_erased(const newton_objective& objective, Eigen::VectorXd& theta,
+                                          const newton_options& options, const iteration_hook& hook,
+                                          const newton_session& session) {
   if (auto ok = check_options(options); !ok)
     return ok.error().with_context("invalid Newton-CG options");
   cg_preconditioner preconditioner{theta.size(), options.preconditioner_pairs, options.preconditioner_bytes};
@@ -232,9 +295,16 @@ result<run_result> minimize_newton_erased(const evaluate_function& f, const hess
   }
   Eigen::VectorXd x = theta;
   run_log log{hook, options.past, options.delta};
-  trust_region_cg cg{f, hessian, log, x, options.cg_tolerance, options.max_cg_iterations, options.replay_bytes,
-                     std::move(preconditioner)};
-  auto stop = run(cg, log, x, options, session);
+  if (options.step == newton_step::trust_region) {
+    auto stop = minimize_trust_region(objective.evaluate, objective.hessian, x, options, log,
+                                      std::move(preconditioner), session);
+    theta = x;
+    return log.finish(std::move(stop));
+  }
+  vector_pool alone;
+  vector_pool& pool = options.pool ? *options.pool : alone;
+  newton_run newton{objective, log, pool, options, std::move(preconditioner)};
+  auto stop = run(newton, objective, log, pool, x, options, session);
   // x is the last accepted iterate: trials live in their own vector.
   theta = x;
   return log.finish(std::move(stop));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace shardopt::optimizer {
 
@@ -29,6 +30,17 @@ namespace shardopt::optimizer {
 /// - `R hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv)` — the Hessian of the
 ///   objective at the theta of the most recent `evaluate`, times v, into `hv`. R is `void` or
 ///   `shardopt::result<void>`. `check_hessian_objective<F>()` names what a type lacks.
+///
+/// Optional, and used by Newton's method where present:
+///
+/// - `R evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+///   Eigen::VectorXd& diagonal)` — `evaluate`, and the Hessian's diagonal at theta (its CG
+///   preconditioner, as LIBLINEAR's). R as for `evaluate`.
+/// - `R line_values(const std::vector<double>& alphas, std::vector<double>& values)` — the
+///   objective at theta_a + alpha (theta_b - theta_a) for each alpha, where theta_b and theta_a are
+///   the points of the last two evaluations, without a pass over the data (a linear model's scores
+///   are affine in theta): a backtracking line search costs no passes. R as for
+///   `hessian_vector`.
 template <class F, class = void>
 struct has_dimension : std::false_type {};
 
@@ -82,6 +94,22 @@ constexpr void check_hessian_objective() {
                 "Eigen::VectorXd& hv)` (or one returning shardopt::result<void>)");
 }
 
+template <class F, class = void>
+struct has_diagonal : std::false_type {};
+
+template <class F>
+struct has_diagonal<F, std::void_t<decltype(std::declval<F&>().evaluate_diagonal(
+                         std::declval<const Eigen::VectorXd&>(), std::declval<Eigen::VectorXd&>(),
+                         std::declval<Eigen::VectorXd&>()))>> : std::true_type {};
+
+template <class F, class = void>
+struct has_line_values : std::false_type {};
+
+template <class F>
+struct has_line_values<F, std::void_t<decltype(std::declval<F&>().line_values(
+                            std::declval<const std::vector<double>&>(), std::declval<std::vector<double>&>()))>>
+  : std::true_type {};
+
 /// A type-erased objective evaluation, so that algorithm bodies compile once (in a .cpp) whatever
 /// the objective. Borrows the objective: it must outlive the function.
 using evaluate_function = std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&)>;
@@ -110,6 +138,42 @@ hessian_function erase_hessian(F& f) {
       return f.hessian_vector(v, hv);
     }
   };
+}
+
+/// A type-erased evaluation with the Hessian's diagonal (see the optional part of the concept).
+using diagonal_function =
+  std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&, Eigen::VectorXd&)>;
+
+/// Wraps an objective's `evaluate_diagonal`, or gives an empty function for one without it.
+template <class F>
+diagonal_function erase_diagonal(F& f) {
+  if constexpr (has_diagonal<F>::value) {
+    return [&f](const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) -> result<double> {
+      return f.evaluate_diagonal(theta, grad, diagonal);
+    };
+  } else {
+    return {};
+  }
+}
+
+/// Type-erased line values (see the optional part of the concept).
+using line_function = std::function<result<void>(const std::vector<double>&, std::vector<double>&)>;
+
+/// Wraps an objective's `line_values`, or gives an empty function for one without them.
+template <class F>
+line_function erase_line(F& f) {
+  if constexpr (has_line_values<F>::value) {
+    return [&f](const std::vector<double>& alphas, std::vector<double>& values) -> result<void> {
+      if constexpr (std::is_void_v<decltype(f.line_values(alphas, values))>) {
+        f.line_values(alphas, values);
+        return {};
+      } else {
+        return f.line_values(alphas, values);
+      }
+    };
+  } else {
+    return {};
+  }
 }
 
 } // namespace shardopt::optimizer

@@ -42,6 +42,9 @@ actors::tree_actor::behavior_type lying_root(actors::tree_actor::pointer, lie ho
     [](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
        const actors::exact_grid&, const actors::dense_vector&, const actors::dense_vector&)
       -> sums_result { return actors::refused("whole"); },
+    [](actors::line_atom, const actors::access_token&, std::uint64_t, std::uint64_t, std::uint64_t,
+       const actors::dense_vector&, const actors::dense_vector&, const actors::dense_vector&)
+      -> sums_result { return actors::refused("whole"); },
     [how, asked](actors::part_atom, const actors::access_token&, std::uint64_t round,
                  const actors::tree_slice& slice, const actors::exact_grid&,
                  const actors::dense_vector&, const actors::dense_vector&)
@@ -51,6 +54,7 @@ actors::tree_actor::behavior_type lying_root(actors::tree_actor::pointer, lie ho
       if (how == lie::repeat_first) {
         const auto [first, last] = actors::slice_bounds(slice.grid_size, 0, slice.count);
         sums.words.assign(last - first, 0);
+        sums.length = last - first;
         return {round, std::uint32_t{0}, std::move(sums)};
       }
       return {round, slice.index, std::move(sums)};
@@ -149,6 +153,14 @@ TEST_CASE("a child that answers its slices with the wrong length is left out alo
   got.add(hv);
   got.add(q->correct);
   got.add(q->squared_error);
+  if (!got.same_bits(direct)) {
+    std::size_t shown = 0;
+    for (std::size_t i = 0; i < got.values.size() && i < direct.values.size() && shown < 8; ++i)
+      if (got.values[i] != direct.values[i]) {
+        MESSAGE("entry " << i << ": " << got.values[i] << " against " << direct.values[i]);
+        ++shown;
+      }
+  }
   CHECK(got.same_bits(direct));
   CHECK(asked->load() >= 3);  // the liar was sent slices of each request
   caf::scoped_actor stopper{rt.system()};

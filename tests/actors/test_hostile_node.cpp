@@ -114,7 +114,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
       }
       case 2: {  // Requests to another driver's shards, without its token.
         for (const auto& shard : shards) {
-          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, actors::exact_grid{-40, std::vector<std::uint8_t>(shape.dimension(), 0)}, theta));
+          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40)), theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));
           refusals.push_back(error_of(self, shard, actors::quality_atom::value, token, std::uint64_t{1}, theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));

@@ -119,7 +119,7 @@ TEST_CASE("a shard refuses products at an evaluation it did not serve, of the wr
   };
   const model::model_shape shape{model::model_kind::softmax, 4, 3};
   const auto shard = actors::spawn_shard(rt.system(), shape, data, {0, 60}, {0, 1}, token);
-  const actors::exact_grid grid{-40, std::vector<std::uint8_t>(shape.dimension(), 0)};
+  const actors::exact_grid grid = actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40));
   const actors::dense_vector v{Eigen::VectorXd::Ones(shape.dimension())};
   const actors::dense_vector none;
   CHECK(ask(shard, actors::hessvec_atom::value, token, std::uint64_t{1}, std::uint64_t{7}, grid, none, v)

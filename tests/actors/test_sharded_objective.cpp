@@ -110,7 +110,7 @@ TEST_CASE("a theta of the wrong dimension is an error naming both sizes") {
   const auto& shards = actors::shards_of(objective);
   bool got_error = false;
   self->request(shards[0], 10s, actors::eval_atom::value, actors::token_of(objective),
-                std::uint64_t{1}, actors::exact_grid{-60, std::vector<std::uint8_t>(3, 0)}, actors::dense_vector{Eigen::VectorXd::Zero(3)})
+                std::uint64_t{1}, actors::encode_grid(std::vector<int>(3, -60)), actors::dense_vector{Eigen::VectorXd::Zero(3)})
     .receive([&](std::uint64_t, const actors::block_sums&) {},
              [&](caf::error& err) {
                got_error = true;
@@ -158,6 +158,11 @@ actors::shard_actor::behavior_type erring_shard() {
       -> caf::result<std::uint64_t, actors::block_sums> {
       return actors::make_error(actors::errc::shard_failed, "disk on fire");
     },
+    [](actors::line_atom, const actors::access_token&, std::uint64_t, std::uint64_t, std::uint64_t,
+       const actors::dense_vector&, const actors::dense_vector&, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, actors::block_sums> {
+      return actors::make_error(actors::errc::shard_failed, "disk on fire");
+    },
   };
 }
 
@@ -174,6 +179,11 @@ actors::shard_actor::behavior_type silent_shard(actors::shard_actor::pointer sel
     },
     [self](actors::hessvec_atom, const actors::access_token&, std::uint64_t, std::uint64_t,
            const actors::exact_grid&, const actors::dense_vector&, const actors::dense_vector&)
+      -> caf::result<std::uint64_t, actors::block_sums> {
+      return self->make_response_promise<std::uint64_t, actors::block_sums>();
+    },
+    [self](actors::line_atom, const actors::access_token&, std::uint64_t, std::uint64_t, std::uint64_t,
+           const actors::dense_vector&, const actors::dense_vector&, const actors::dense_vector&)
       -> caf::result<std::uint64_t, actors::block_sums> {
       return self->make_response_promise<std::uint64_t, actors::block_sums>();
     },

@@ -236,7 +236,7 @@ TEST_CASE("a node's tree refuses requests and slices without the run's token, ma
                     actors::dense_vector{})
       .receive([&](std::uint64_t, std::uint32_t index, const actors::block_sums& sums) {
                  text = "covered " + std::to_string(sums.count) + ", "
-                        + std::to_string(sums.words.size()) + " entries, slice "
+                        + std::to_string(sums.length) + " entries, slice "
                         + std::to_string(index);
                },
                [&](caf::error& err) { text = actors::describe(err, rt.system()); });
@@ -260,7 +260,8 @@ TEST_CASE("a node's tree refuses requests and slices without the run's token, ma
   auto half = whole_slice;
   half.count = 2;
   const auto first_end = actors::slice_bounds(dimension, 0, 2).second;
-  actors::exact_grid half_grid{grid.base, {grid.below.begin(), grid.below.begin() + static_cast<std::ptrdiff_t>(first_end)}};
+  const actors::exact_grid half_grid{
+    grid.base, std::make_shared<const std::vector<std::uint8_t>>(grid.below(), grid.below() + first_end), first_end};
   const Eigen::VectorXd half_theta = theta.head(static_cast<Eigen::Index>(first_end));
   std::string repeated;
   driver->send(caf::actor_cast<actors::tree_actor>(below), actors::part_atom::value, token,

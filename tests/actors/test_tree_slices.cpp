@@ -26,16 +26,18 @@ TEST_CASE("slice bounds tile a vector in order, and cutting then joining gives i
       const Eigen::VectorXd values = Eigen::VectorXd::LinSpaced(static_cast<Eigen::Index>(size), -1.0, 3.0);
       actors::tree_slice slice{0, 0, 0, count, size, 0, size, -30};
       std::vector<actors::dense_vector> parts;
-      std::vector<std::vector<std::uint8_t>> grids;
-      actors::exact_grid grid{-30, std::vector<std::uint8_t>(size, 0)};
+      std::vector<actors::exact_grid> grids;
+      const actors::exact_grid grid{-30, std::make_shared<const std::vector<std::uint8_t>>(size, 0), size};
       for (std::uint32_t i = 0; i < count; ++i) {
         slice.index = i;
         parts.push_back(actors::vector_slice(actors::dense_vector{values}, size, slice));
-        grids.push_back(actors::grid_slice(grid, slice).below);
+        grids.push_back(actors::grid_slice(grid, slice));
         CHECK_FALSE(actors::check_slice(slice, actors::grid_slice(grid, slice), parts.back(), {}));
       }
       CHECK(actors::join_vectors(parts, size) == actors::dense_vector{values});
-      CHECK(actors::join_grid(grids, slice).below == grid.below);
+      const auto joined = actors::join_grid(grids, slice);
+      CHECK(joined.entries == grid.entries);
+      CHECK(std::equal(joined.below(), joined.below() + joined.entries, grid.below()));
     }
   }
 }
@@ -45,6 +47,7 @@ TEST_CASE("a whole answer joins its slices' sums when every slice covers the sam
     actors::block_sums sums;
     sums.runs = std::move(runs);
     sums.values.assign(sums.runs.size() / 2, 0.5);
+    sums.length = words.size();
     sums.words = std::move(words);
     sums.max_units = max_units;
     sums.count = 10;

@@ -137,10 +137,19 @@ TEST_CASE("L-BFGS killed with SIGKILL and started again ends bit for bit as an u
 }
 
 TEST_CASE("Newton-CG killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local), its rejected steps and preconditioner included") {
-  // 31 iterations, 39 evaluations: steps are rejected. The run ends where the trust region allows
-  // no further reduction, which (as a failed line search for L-BFGS) saves no final state.
+  // Dense data: the trust region, preconditioned by 20 pairs of the previous solve (--newton-step
+  // and --cg-pairs auto). 29 iterations, 35 evaluations: steps are rejected. The run ends where the
+  // trust region allows no further reduction, which (as a failed line search for L-BFGS) saves no
+  // final state.
   check_kill_and_resume({}, resume_case{"newton-cg", "1e-4", 40, "line_search_failed", 8, 1,
                                         {"newton-cg-000000000021.txt", "newton-cg-000000000028.txt"}});
+}
+
+TEST_CASE("Newton-CG's line search killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local)") {
+  // The line search (sparse data's step, asked for here on dense data): its states carry no radius.
+  check_kill_and_resume({"--newton-step", "line-search"},
+                        resume_case{"newton-cg", "1e-4", 30, "max_iterations", 8, 1,
+                                    {"newton-cg-000000000028.txt", "newton-cg-000000000030.txt"}});
 }
 
 TEST_CASE("OWL-QN (--l1) killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local)") {

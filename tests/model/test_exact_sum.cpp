@@ -2,6 +2,7 @@
 // (model/block_bounds.hpp): the same bits in any order and grouping, and bounds that hold.
 
 #include "model/block_bounds.hpp"
+#include "model/block_evaluator.hpp"
 #include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
 
@@ -91,25 +92,28 @@ TEST_CASE("every model's gradient and product grids bound its block sums, for th
     const model::row_range rows{0, 700};
     const auto block_rows = model::block_rows_for(700);
     const auto bounds = model::bounds_of(*data, rows, block_rows);
-    const auto blocks = model::blocks_of(rows, block_rows);
-    CHECK(bounds.blocks == static_cast<std::int64_t>(blocks.size()));
+    model::block_evaluator evaluator{shape, data, rows, block_rows};
+    CHECK(bounds.blocks == static_cast<std::int64_t>(evaluator.blocks().size()));
+    const model::grid_plan plan{shape, bounds};
+    std::uint64_t tag = 0;
     for (const double scale : {1e-6, 1.0, 30.0}) {
       const Eigen::VectorXd theta =
         Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return scale * normal(rng); });
-      model::exact_sum grad(model::gradient_grid(shape, bounds, theta));
-      std::vector<double> losses;
-      std::vector<model::curvature> kept;
-      model::block_loss_grad(shape, *data, blocks, block_rows, theta, losses, grad,
-                             model::has_hessian(shape) ? &kept : nullptr);
-      CHECK(model::fits_grid(grad.max_units(), bounds.blocks));
-      CHECK(grad.max_units() > 0);
+      // The gradient's grids, and with the Hessian's diagonal (linear models).
+      for (const bool diagonal : {false, true}) {
+        if (diagonal && !model::has_hessian(shape))
+          continue;
+        std::vector<double> losses;
+        const auto grad = evaluator.loss_grad(theta, plan.gradient(theta, diagonal), losses, ++tag);
+        CHECK(model::fits_grid(grad.max_units, bounds.blocks));
+        CHECK(grad.max_units > 0);
+      }
       if (!model::has_hessian(shape))
         continue;
       const Eigen::VectorXd v =
         Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return scale * normal(rng); });
-      model::exact_sum hv(model::hessian_vector_grid(shape, bounds, v));
-      model::block_hessian_vector(shape, *data, blocks, block_rows, kept, v, hv);
-      CHECK(model::fits_grid(hv.max_units(), bounds.blocks));
+      const auto hv = evaluator.hessian_vector(v, plan.hessian_vector(v));
+      CHECK(model::fits_grid(hv.max_units, bounds.blocks));
     }
   }
 }

@@ -106,7 +106,14 @@ TEST_CASE("Newton-CG and L-BFGS reach the same minimum of logistic and softmax p
                     << lbfgs.evaluations << " evaluations");
     CHECK(newton.reason == opt::stop_reason::converged);
     CHECK(std::abs(newton.f - lbfgs.f) <= 1e-12 * std::abs(lbfgs.f));
-    CHECK((x_newton - x_lbfgs).norm() <= 1e-7 * x_lbfgs.norm());
+    // Softmax's biases are free up to a common shift (the classes' scores move together): both
+    // minima are compared with their biases centred.
+    const auto centred = [&](Eigen::VectorXd x) {
+      auto biases = x.tail(outputs);
+      biases.array() -= biases.mean();
+      return x;
+    };
+    CHECK((centred(x_newton) - centred(x_lbfgs)).norm() <= 1e-7 * x_lbfgs.norm());
   }
 }
 
@@ -207,6 +214,7 @@ TEST_CASE("every Newton-CG run ends with a stop reason, and theta is the last ac
     options.epsilon = 0;
     const auto run = *opt::minimize_newton(f, x, options);
     CHECK(run.reason == opt::stop_reason::line_search_failed);
-    CHECK(run.message.find("no further reduction") != std::string::npos);
+    CHECK((run.message.find("no further reduction") != std::string::npos
+           || run.message.find("lowers the objective enough") != std::string::npos));
   }
 }

@@ -37,7 +37,7 @@ model::local_objective softmax_problem() {
 }
 
 /// Runs `f` from `start` whole, then from saved states, and past an iteration limit: the same
-/// bits. Returns how many evaluations the whole run made beyond one per iteration (rejected steps).
+/// bits. Returns how many evaluations the whole run made beyond one per iteration (backtracking).
 template <class F>
 int check_resume(F& f, const Eigen::VectorXd& start, const opt::newton_options& options) {
   std::vector<opt::newton_state> states;
@@ -92,11 +92,22 @@ int check_resume(F& f, const Eigen::VectorXd& start, const opt::newton_options& 
 
 } // namespace
 
-TEST_CASE("a Newton-CG run resumed from any saved state ends bit for bit where the uninterrupted run ends, also past an iteration limit and after rejected steps") {
+TEST_CASE("a Newton-CG run resumed from any saved state ends bit for bit where the uninterrupted run ends, also past an iteration limit and after backtracking") {
   auto softmax = softmax_problem();
   check_resume(softmax, Eigen::VectorXd::Zero(softmax.dimension()), resume_options());
   shardopt::test::rosenbrock valley;
   auto options = resume_options();
+  options.preconditioner_pairs = 2;
+  const int rejected = check_resume(valley, Eigen::Vector2d{-1.2, 1.0}, options);
+  CHECK(rejected > 0);  // the resumed runs backtracked too
+}
+
+TEST_CASE("a trust-region Newton-CG run resumed from any saved state ends bit for bit where the uninterrupted run ends, its radius and replayed products included") {
+  auto softmax = softmax_problem();
+  auto options = resume_options();
+  options.step = opt::newton_step::trust_region;
+  check_resume(softmax, Eigen::VectorXd::Zero(softmax.dimension()), options);
+  shardopt::test::rosenbrock valley;
   options.preconditioner_pairs = 2;
   const int rejected = check_resume(valley, Eigen::Vector2d{-1.2, 1.0}, options);
   CHECK(rejected > 0);  // the resumed runs replayed rejected steps too
@@ -120,8 +131,21 @@ TEST_CASE("a Newton-CG state that does not fit the problem is refused, naming th
   bad.theta.conservativeResize(3);
   CHECK(refused(bad).find("its iterate has 3 entries") != std::string::npos);
   bad = states[1];
-  bad.radius = 0;
-  CHECK(refused(bad).find("radius") != std::string::npos);
+  bad.grad[0] = std::numeric_limits<double>::quiet_NaN();
+  CHECK(refused(bad).find("non-finite") != std::string::npos);
+  {
+    // The trust region's state needs its radius.
+    auto region = options;
+    region.step = opt::newton_step::trust_region;
+    bad = states[1];
+    bad.radius = 0;
+    opt::newton_session session;
+    session.resume = &bad;
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
+    auto run = opt::minimize_newton(f, x, region, {}, session);
+    REQUIRE_FALSE(run.ok());
+    CHECK(run.error().message().find("radius") != std::string::npos);
+  }
   bad = states[1];
   bad.s.resize(5, bad.theta);
   bad.y.resize(5, bad.theta);
@@ -146,4 +170,17 @@ TEST_CASE("a Newton-CG state that does not fit the problem is refused, naming th
   bad = states[1];
   bad.grad[0] = std::numeric_limits<double>::quiet_NaN();
   CHECK(refused(bad).find("non-finite") != std::string::npos);
+  {
+    // The trust region's state needs its radius.
+    auto region = options;
+    region.step = opt::newton_step::trust_region;
+    bad = states[1];
+    bad.radius = 0;
+    opt::newton_session session;
+    session.resume = &bad;
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(f.dimension());
+    auto run = opt::minimize_newton(f, x, region, {}, session);
+    REQUIRE_FALSE(run.ok());
+    CHECK(run.error().message().find("radius") != std::string::npos);
+  }
 }

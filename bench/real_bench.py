@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""The real-data benchmark: shardopt's Newton-CG against LIBLINEAR 2.50 (the newest release, built
+from ../shared/peers/liblinear-2.50 into build/peers) and Debian's LIBLINEAR 2.3, on real sparse sets
+(bench/real_sets.py: Debian's package descriptions, WordNet glosses, the SpamAssassin corpus, hashed
+words and word pairs or character n-grams) and on generated ones (`shardopt generate`), each with
+weak (C = 1, lambda = 1/n) and strong (C = 0.01) L2 regularisation. Sets are made on first use in
+build/bench-data and kept.
+
+Every run is timed end to end (load, setup, solve) to LIBLINEAR 2.50's final objective, computed
+exactly under shardopt's normalisation, f = mean loss + lambda/2 ||w||^2 (LIBLINEAR's f / (C n));
+shardopt's unregularised bias can only lower its own optimum. Runs, one after the other:
+  LIBLINEAR 2.50 -s 0 (1 core); LIBLINEAR 2.3 -s 0 (1 core); shardopt with 1 shard pinned to one
+  core (taskset; its reader then parses with one thread too); shardopt with 2 shards; shardopt with
+  2 shards from the binary dataset (`shardopt convert`), whose setup is compared with the text parse.
+
+Columns: load, setup and solve seconds; Newton steps and Hessian-vector products to the objective
+(LIBLINEAR's from its log); ns per non-zero per pass (solve seconds / (passes x non-zeros), a
+pass being an evaluation or a product); the driver's serial seconds per pass (the solve's time
+outside the rounds that wait for the shards, over the whole run); peak RSS; ratios to LIBLINEAR
+2.50's end-to-end time and RSS. LIBLINEAR's load is its run stopped after its first evaluations
+(-e 1e30) less those passes.
+
+    /usr/bin/python3 bench/real_bench.py BUILD/apps/shardopt [--sets debian-en,...] [--reg weak,strong]
+        [--out bench/results/real.json]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import real_sets  # noqa: E402
+from sparse_bench import liblinear_objective, timed_rss  # noqa: E402
+
+# Generated sets: rows, features, non-zeros a row (>= 100 million non-zeros each).
+GENERATED = {
+    "generated-2^20": {"rows": 2500000, "features": 1 << 20, "nonzeros": 40, "seed": 11},
+    "generated-2^22": {"rows": 2500000, "features": 1 << 22, "nonzeros": 40, "seed": 12},
+    "generated-2^24": {"rows": 5000000, "features": 1 << 24, "nonzeros": 20, "seed": 13},
+}
+REAL = list(real_sets.SETS)
+REGULARISATION = {"weak": 1.0, "strong": 0.01}  # LIBLINEAR's C
+PEER_SOURCE = os.path.join("..", "shared", "peers", "liblinear-2.50")
+
+
+def liblinear_250(build):
+    """The path of LIBLINEAR 2.50's train, built into build/peers on first use."""
+    folder = os.path.join(build, "peers", "liblinear-2.50")
+    train = os.path.join(folder, "train")
+    if not os.path.exists(train):
+        if not os.path.isdir(PEER_SOURCE):
+            sys.exit(f"real_bench: LIBLINEAR 2.50's source is not at {PEER_SOURCE}")
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        subprocess.run(["cp", "-r", PEER_SOURCE, folder], check=True)
+        subprocess.run(["make", "-C", folder, "-j2"], check=True, capture_output=True)
+    return train
+
+
+def dataset(binary, name, folder):
+    """The set's LIBSVM file, binary dataset and description, made when missing."""
+    if name in GENERATED:
+        spec = GENERATED[name]
+        text = os.path.join(folder, f"{name}.svm")
+        if not os.path.exists(text):
+            subprocess.run([binary, "generate", "-o", text, "--rows", str(spec["rows"]), "--features",
+                            str(spec["features"]), "--nonzeros", str(spec["nonzeros"]), "--seed",
+                            str(spec["seed"]), "--quiet"], check=True)
+        meta = {"name": name, "rows": spec["rows"], "features": spec["features"],
+                "nonzeros": spec["rows"] * spec["nonzeros"], "source": "generated"}
+    else:
+        text, meta = real_sets.build(name, os.path.join(folder, "real"))
+    cache = text[:-4] + ".shoptbin"
+    if not os.path.exists(cache) or os.path.getmtime(cache) < os.path.getmtime(text):
+        subprocess.run([binary, "convert", "--data", text, "-o", cache, "--features", str(meta["features"])],
+                       check=True, capture_output=True)
+    return text, cache, meta
+
+
+def run_liblinear(train, label, meta, c, text, cache, scratch, newest):
+    model = os.path.join(scratch, "liblinear.model")
+    command = [train, "-s", "0", "-c", repr(c)]
+    seconds, rss, out, _ = timed_rss(command + [text, model])
+    steps = re.findall(r"^iter\s+\d+.*?CG\s+(\d+)", out, re.M)
+    products = sum(int(cg) for cg in steps)
+    # 2.50 evaluates f and g at w = 0 and at the start (the same point: 2 passes), then a step
+    # costs half a pass each for its diagonal preconditioner, X s and the gradient; 2.3 (TRON) one
+    # evaluation at the start and a step.
+    passes = products + (1.5 * len(steps) + 2 if newest else len(steps) + 1)
+    first, _, _, _ = timed_rss(command + ["-e", "1e30", text, os.path.join(scratch, "once.model")])
+    pass_seconds = max(seconds - first, 0.0) / max(passes - 2, 1)
+    load = max(first - 2 * pass_seconds, 0.0)
+    spec = {"model": "logistic", "lambda": 1.0 / (c * meta["rows"])}
+    objective = float(subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                                   "sparse_bench.py"),
+                                      "--objective", model, cache, "logistic", repr(spec["lambda"]), "0"],
+                                     check=True, capture_output=True, text=True).stdout)
+    return {"tool": label, "end_to_end": seconds, "load": load, "setup": 0.0, "solve": seconds - load,
+            "steps": len(steps), "products": products, "passes": passes, "rss": rss,
+            "objective": objective, "serial_per_pass": None}
+
+
+def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch):
+    metrics = os.path.join(scratch, "metrics.jsonl")
+    command = (["taskset", "-c", "0"] if pinned else []) + [
+        binary, "train", "--model", "logistic", "--data", data, "--scale", "none", "--features",
+        str(meta["features"]), "--lambda", repr(1.0 / (c * meta["rows"])), "--solver", "newton-cg",
+        "--epsilon", "1e-12", "--max-iter", "300", "--shards", str(shards), "--metrics", metrics,
+        "--json", "--quiet"]
+    seconds, rss, out, _ = timed_rss(command)
+    summary = json.loads(out)
+    with open(metrics) as f:
+        rows = [json.loads(line) for line in f]
+    reached = next((row for row in rows if row["objective"] <= target), None)
+    if reached is None:
+        sys.exit(f"real_bench: {label} never reached LIBLINEAR 2.50's objective {target!r} "
+                 f"({summary['objective']!r}, {summary['stop_reason']})")
+    passes = reached["evaluations"] + reached["hessian_products"]
+    total_passes = summary["evaluations"] + summary["hessian_products"]
+    serial = max(summary["seconds"] - summary["round_seconds"], 0.0) / max(total_passes, 1)
+    first = rows[0]["seconds"] if rows else 0.0
+    return {"tool": label, "end_to_end": summary["load_seconds"] + summary["setup_seconds"] + reached["seconds"],
+            "load": summary["load_seconds"], "setup": summary["setup_seconds"], "solve": reached["seconds"],
+            "steps": reached["iteration"], "products": reached["hessian_products"], "passes": passes,
+            "rss": rss, "objective": reached["objective"], "serial_per_pass": serial,
+            "first_iteration": summary["setup_seconds"] + first, "process_seconds": seconds}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("binary")
+    parser.add_argument("--sets", default=",".join(REAL + list(GENERATED)))
+    parser.add_argument("--reg", default="weak,strong")
+    parser.add_argument("--data", default="build/bench-data")
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--out", default="bench/results/real.json")
+    options = parser.parse_args()
+    scratch = os.path.join(options.data, "scratch")
+    os.makedirs(scratch, exist_ok=True)
+    newest = liblinear_250(options.build)
+    results = []
+    for name in options.sets.split(","):
+        text, cache, meta = dataset(options.binary, name, options.data)
+        for reg in options.reg.split(","):
+            c = REGULARISATION[reg]
+            peer = run_liblinear(newest, "LIBLINEAR 2.50 (1 core)", meta, c, text, cache, scratch, True)
+            runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 (1 core)", meta, c, text, cache, scratch,
+                                        False)]
+            for label, data, shards, pinned in (("shardopt, 1 shard (1 core)", text, 1, True),
+                                                ("shardopt, 2 shards (2 cores)", text, 2, False),
+                                                ("shardopt, 2 shards, binary dataset", cache, 2, False)):
+                runs.append(run_shardopt(options.binary, label, meta, c, data, peer["objective"], shards, pinned,
+                                         scratch))
+            for row in runs:
+                row["ns_per_nnz_pass"] = row["solve"] / (max(row["passes"], 1) * meta["nonzeros"]) * 1e9
+                row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
+                row["rss_ratio"] = row["rss"] / peer["rss"]
+            text_two, binary_two = runs[3], runs[4]
+            results.append({"set": meta, "regularisation": reg, "C": c, "lambda": 1.0 / (c * meta["rows"]),
+                            "liblinear_objective": peer["objective"], "runs": runs,
+                            "binary_setup_over_text_parse": binary_two["first_iteration"] / text_two["load"],
+                            "two_core_speedup": runs[2]["solve"] / text_two["solve"]})
+            print_set(results[-1])
+    date = time.strftime("%Y-%m-%d")
+    os.makedirs(os.path.dirname(os.path.abspath(options.out)), exist_ok=True)
+    with open(options.out, "w") as f:
+        json.dump({"date": date, "results": results}, f, indent=2)
+    print(f"\nreal-data benchmark, {date}: targets 1 core <= 1.0x LIBLINEAR 2.50 end to end, 2 cores <= 0.55x, "
+          f"RSS <= 1.0x; 2 cores >= 1.8x one from 50 million non-zeros; binary setup <= 0.1x the text parse")
+    print(f"written to {options.out}")
+
+
+def print_set(result):
+    meta = result["set"]
+    print(f"\n{meta['name']}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
+          f"non-zeros ({meta['nonzeros'] / meta['rows']:.1f} a row); {result['regularisation']} "
+          f"(C = {result['C']:g}, lambda = {result['lambda']:.3g}); LIBLINEAR 2.50's objective "
+          f"{result['liblinear_objective']:.10g}")
+    print(f"{'run':<36} {'load s':>7} {'setup s':>7} {'solve s':>8} {'steps':>5} {'Hv':>5} {'ns/nnz/pass':>11} "
+          f"{'serial ms/pass':>14} {'RSS GB':>7} {'total s':>8} {'vs 2.50':>7} {'RSS vs':>6}")
+    for row in result["runs"]:
+        serial = "" if row["serial_per_pass"] is None else f"{row['serial_per_pass'] * 1e3:.1f}"
+        print(f"{row['tool']:<36} {row['load']:>7.2f} {row['setup']:>7.2f} {row['solve']:>8.2f} {row['steps']:>5} "
+              f"{row['products']:>5} {row['ns_per_nnz_pass']:>11.2f} {serial:>14} {row['rss'] / 1e9:>7.2f} "
+              f"{row['end_to_end']:>8.2f} {row['time_ratio']:>7.2f} {row['rss_ratio']:>6.2f}")
+    print(f"{'':<36} 2 cores' speedup over 1: {result['two_core_speedup']:.2f}x; binary dataset's setup and first "
+          f"iteration over the text parse: {result['binary_setup_over_text_parse']:.3f}")
+
+
+if __name__ == "__main__":
+    main()
