@@ -14,7 +14,6 @@
 
 #include <Eigen/Core>
 
-#include <cstring>
 #include <memory>
 #include <random>
 #include <vector>
@@ -70,10 +69,6 @@ std::vector<model::row_range> shards_of(std::int64_t n, std::int64_t block_rows,
       out.push_back({first, last});
   }
   return out;
-}
-
-bool same_bits(const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), sizeof(double) * static_cast<std::size_t>(a.size())) == 0;
 }
 
 } // namespace
