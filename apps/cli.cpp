@@ -292,13 +292,14 @@ void add_train_command(CLI::App& app, train_options& o) {
   train->add_option("--threads", o.threads, "Actor scheduler threads (default: hardware threads)");
   // Not a model option: ps-task has no full-batch solver to train it.
   train->add_option("--l1", o.l1,
-                    "L1 regularisation of the weights, trained by OWL-QN (--mode lbfgs); with --lambda, "
-                    "the elastic net")->capture_default_str()->check(CLI::NonNegativeNumber);
+                    "L1 regularisation of the weights (--mode lbfgs), trained by OWL-QN, or by orthant-wise "
+                    "Newton-CG with --solver newton-cg; with --lambda, the elastic net")->capture_default_str()->check(CLI::NonNegativeNumber);
   add_choice(*train, "--solver", o.solver,
              "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
              "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "
-             "OWL-QN with --l1), newton-cg (Newton-CG with a line search, LIBLINEAR 2.50's method, with "
-             "Hessian-vector products on the shards; linear models) or owlqn (orthant-wise L-BFGS for --l1)",
+             "OWL-QN with --l1), newton-cg (Newton-CG with a line search, LIBLINEAR "
+             "2.50's method, with Hessian-vector products on the shards; orthant-wise with --l1; linear "
+             "models) or owlqn (orthant-wise L-BFGS for --l1)",
              {{"auto", solver_kind::automatic}, {"lbfgs", solver_kind::lbfgs},
               {"newton-cg", solver_kind::newton_cg}, {"owlqn", solver_kind::owlqn}});
   add_choice(*train, "--newton-step", o.newton_step,

@@ -10,17 +10,23 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   plan.lbfgs = options.lbfgs;
   const bool bounded = options.lower || options.upper;
   const bool l1 = options.l1 > 0;
+  // --l1: OWL-QN (auto, lbfgs), or orthant-wise Newton-CG by name. OWL-QN stays the default: it
+  // reaches LIBLINEAR -s 6's objective sooner on the real sets of docs/benchmarks.md.
   if (l1 && (plan.kind == solver_kind::automatic || plan.kind == solver_kind::lbfgs))
     plan.kind = solver_kind::owlqn;
   if (plan.kind == solver_kind::automatic)
     plan.kind = architecture.is_network() || bounded ? solver_kind::lbfgs : solver_kind::newton_cg;
-  if (l1 && plan.kind == solver_kind::newton_cg)
-    return fail_invalid("--solver newton-cg does not take --l1: an L1 term is not twice differentiable; "
-                        "give --solver owlqn (or auto)");
   if (plan.kind == solver_kind::owlqn && !l1)
     return fail_invalid("--solver owlqn trains an L1 penalty: give --l1 (without it, --solver lbfgs)");
-  if (plan.kind == solver_kind::owlqn && bounded)
-    return fail_invalid("--l1 (OWL-QN) does not take --lower/--upper");
+  if (l1 && bounded)
+    return fail_invalid("--l1 does not take --lower/--upper");
+  if (l1 && plan.kind == solver_kind::newton_cg) {
+    if (options.newton_step == step_kind::trust_region)
+      return fail_invalid("--l1 with --solver newton-cg takes --newton-step line-search (or auto), not "
+                          "trust-region: the projected step needs a line search");
+    if (options.preconditioner_pairs > 0)
+      return fail_invalid("--l1 with --solver newton-cg takes no --cg-pairs (its free set changes between steps)");
+  }
   if (plan.kind == solver_kind::newton_cg) {
     if (architecture.is_network())
       return fail_invalid("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "
@@ -51,7 +57,7 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
 result<void> size_plan(solver_plan& plan, const train_options& options, const model::model_shape& shape,
                        std::int64_t feature_bytes, bool sparse) {
   const auto dimension = shape.dimension();
-  if (plan.kind == solver_kind::owlqn)
+  if (options.l1 > 0 && (plan.kind == solver_kind::owlqn || plan.kind == solver_kind::newton_cg))
     plan.l1 = options.l1 * model::weight_mask(shape);
   if (options.lower)
     plan.lbfgs.lower = Eigen::VectorXd::Constant(dimension, *options.lower);
@@ -62,6 +68,11 @@ result<void> size_plan(solver_plan& plan, const train_options& options, const mo
   // dense data (whose early CG solves the region truncates: docs/benchmarks.md).
   if (options.newton_step == step_kind::automatic)
     plan.newton.step = sparse ? optimizer::newton_step::line_search : optimizer::newton_step::trust_region;
+  if (plan.kind == solver_kind::newton_cg && options.l1 > 0) {
+    plan.newton.l1 = plan.l1;  // orthant-wise: the line search, no pairs (plan_solver refused others)
+    plan.newton.step = optimizer::newton_step::line_search;
+    plan.newton.preconditioner_pairs = 0;
+  }
   if (plan.newton.preconditioner_pairs < 0)
     plan.newton.preconditioner_pairs = plan.newton.step == optimizer::newton_step::trust_region ? 20 : 0;
   if (feature_bytes > 0) {

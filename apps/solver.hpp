@@ -17,17 +17,18 @@
 namespace shardopt::apps {
 
 /// A run's solver and its settings. Newton-CG takes L-BFGS's stopping tests, by the same options;
-/// OWL-QN takes all of L-BFGS's, and `l1`, the penalty on each entry of theta.
+/// OWL-QN takes all of L-BFGS's, and `l1`, the penalty on each entry of theta, which Newton-CG takes too.
 struct solver_plan {
   solver_kind kind = solver_kind::lbfgs;  ///< never automatic
   optimizer::lbfgs_options lbfgs;
   optimizer::newton_options newton;
-  Eigen::VectorXd l1;                     ///< OWL-QN: --l1 at the weights, 0 at the biases
+  Eigen::VectorXd l1;                     ///< --l1 at the weights, 0 at the biases (OWL-QN, Newton-CG)
 };
 
 /// The plan `options` asks for, with the checks that need no data. With --l1, `auto` and `lbfgs`
-/// become OWL-QN; otherwise `auto` becomes Newton-CG for the linear models without bounds, L-BFGS
-/// for networks and bounds. Newton-CG takes the linear models and no bounds; OWL-QN no bounds.
+/// become OWL-QN, and `newton-cg` is orthant-wise; otherwise `auto` becomes Newton-CG for the linear
+/// models without bounds, L-BFGS for networks and bounds. Newton-CG takes the linear models and no
+/// bounds; --l1 no bounds.
 result<solver_plan> plan_solver(const train_options& options, const model::model_shape& architecture);
 
 /// Completes a plan for a problem of `shape` whose training features take `feature_bytes` in

@@ -30,6 +30,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -80,10 +81,19 @@ def dataset(binary, name, folder):
     return text, cache, meta
 
 
-def run_liblinear(train, label, meta, c, text, cache, scratch, newest):
+def run_liblinear(train, label, meta, c, text, cache, scratch, newest, l1=False):
     model = os.path.join(scratch, "liblinear.model")
-    command = [train, "-s", "0", "-c", repr(c)]
+    # L1: -B 1000, a bias whose penalty is |b| / 1000, as tests/apps/l1_vs_liblinear.py has it (shardopt's
+    # bias is unpenalised; without one LIBLINEAR's optimum is far above shardopt's on skewed labels).
+    command = [train, "-s", "6", "-B", "1000", "-c", repr(c)] if l1 else [train, "-s", "0", "-c", repr(c)]
     seconds, rss, out, _ = timed_rss(command + [text, model])
+    if l1:  # newGLMNET: Newton steps whose inner coordinate descent needs no Hessian-vector product
+        steps = re.findall(r"^iter\s+\d+", out, re.M)
+        spec = {"model": "logistic", "lambda": 0.0, "l1": 1.0 / (c * meta["rows"])}
+        return {"tool": label, "end_to_end": seconds, "load": 0.0, "setup": 0.0, "solve": seconds,
+                "steps": len(steps), "products": 0, "passes": len(steps), "rss": rss,
+                "objective": objective_of(model, cache, spec), "serial_per_pass": None,
+                "nonzeros": nonzero_weights(model)}
     steps = re.findall(r"^iter\s+\d+.*?CG\s+(\d+)", out, re.M)
     products = sum(int(cg) for cg in steps)
     # 2.50 evaluates f and g at w = 0 and at the start (the same point: 2 passes), then a step
@@ -93,40 +103,102 @@ def run_liblinear(train, label, meta, c, text, cache, scratch, newest):
     first, _, _, _ = timed_rss(command + ["-e", "1e30", text, os.path.join(scratch, "once.model")])
     pass_seconds = max(seconds - first, 0.0) / max(passes - 2, 1)
     load = max(first - 2 * pass_seconds, 0.0)
-    spec = {"model": "logistic", "lambda": 1.0 / (c * meta["rows"])}
-    objective = float(subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                                                   "sparse_bench.py"),
-                                      "--objective", model, cache, "logistic", repr(spec["lambda"]), "0"],
-                                     check=True, capture_output=True, text=True).stdout)
+    objective = objective_of(model, cache, {"model": "logistic", "lambda": 1.0 / (c * meta["rows"])})
     return {"tool": label, "end_to_end": seconds, "load": load, "setup": 0.0, "solve": seconds - load,
             "steps": len(steps), "products": products, "passes": passes, "rss": rss,
             "objective": objective, "serial_per_pass": None}
 
 
-def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch):
+def run_to(command, metrics, target, stop=False):
+    """Runs shardopt; with `stop`, ends it (SIGKILL) once its metrics reach `target`. Returns (wall
+    seconds, peak RSS bytes, stdout, the metrics rows)."""
+    if os.path.exists(metrics):
+        os.remove(metrics)
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        process = subprocess.Popen(command, stdout=out, stderr=err)
+        killed = False
+        while True:  # wait4 with WNOHANG: the peak RSS of a process that ran to its end or was killed
+            pid, status, usage = os.wait4(process.pid, os.WNOHANG if stop else 0)
+            if pid:
+                break
+            time.sleep(0.2)
+            if not killed and any(row["objective"] <= target for row in read_rows(metrics)):
+                process.kill()
+                killed = True
+        seconds = time.monotonic() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    if status and not killed:
+        sys.exit(f"real_bench: {' '.join(command)} failed:\n{stderr}")
+    rss = usage.ru_maxrss * 1024
+    return seconds, rss, "" if killed else stdout, read_rows(metrics)
+
+
+def read_rows(metrics):
+    rows = []
+    if os.path.exists(metrics):
+        with open(metrics) as f:
+            for line in f:
+                if line.endswith("\n"):
+                    rows.append(json.loads(line))
+    return rows
+
+
+def objective_of(model, cache, spec):
+    """LIBLINEAR's model's objective under shardopt's normalisation, computed exactly."""
+    return float(subprocess.run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                              "sparse_bench.py"),
+                                 "--objective", model, cache, spec["model"], repr(spec["lambda"]),
+                                 repr(spec.get("l1", 0.0))], check=True, capture_output=True, text=True).stdout)
+
+
+def nonzero_weights(model):
+    with open(model) as f:
+        lines = f.read().split("\n")
+    weights = [float(line.split()[0]) for line in lines[lines.index("w") + 1:] if line.strip()]
+    if any(line.startswith("bias ") and float(line.split()[1]) > 0 for line in lines):
+        weights = weights[:-1]
+    return sum(1 for w in weights if w != 0)
+
+
+def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, l1=False, solver="newton-cg"):
     metrics = os.path.join(scratch, "metrics.jsonl")
+    penalty = (["--lambda", "0", "--l1", repr(1.0 / (c * meta["rows"])), "--epsilon", "1e-9"] if l1 else
+               ["--lambda", repr(1.0 / (c * meta["rows"])), "--epsilon", "1e-12"])
     command = (["taskset", "-c", "0"] if pinned else []) + [
         binary, "train", "--model", "logistic", "--data", data, "--scale", "none", "--features",
-        str(meta["features"]), "--lambda", repr(1.0 / (c * meta["rows"])), "--solver", "newton-cg",
-        "--epsilon", "1e-12", "--max-iter", "300", "--shards", str(shards), "--metrics", metrics,
-        "--json", "--quiet"]
-    seconds, rss, out, _ = timed_rss(command)
-    summary = json.loads(out)
-    with open(metrics) as f:
-        rows = [json.loads(line) for line in f]
+        str(meta["features"]), *penalty, "--solver", solver, "--max-iter", "300" if solver == "newton-cg" else "3000",
+        "--shards", str(shards), "--metrics", metrics, "--json", "--quiet"]
+    seconds, rss, out, rows = run_to(command, metrics, target, stop=l1)
     reached = next((row for row in rows if row["objective"] <= target), None)
     if reached is None:
+        summary = json.loads(out)
         sys.exit(f"real_bench: {label} never reached LIBLINEAR 2.50's objective {target!r} "
                  f"({summary['objective']!r}, {summary['stop_reason']})")
+    # A run stopped at the target prints no summary: its load and setup are those of the same run
+    # stopped after one iteration.
+    if out.strip():
+        summary = json.loads(out)
+    else:
+        once = list(command)
+        once[once.index("--max-iter") + 1] = "1"
+        _, _, first_out, _ = run_to(once, metrics, target)
+        summary = {key: value for key, value in json.loads(first_out).items() if key in ("load_seconds", "setup_seconds")}
     passes = reached["evaluations"] + reached["hessian_products"]
-    total_passes = summary["evaluations"] + summary["hessian_products"]
-    serial = max(summary["seconds"] - summary["round_seconds"], 0.0) / max(total_passes, 1)
+    serial = None
+    if "round_seconds" in summary:
+        total_passes = summary["evaluations"] + summary["hessian_products"]
+        serial = max(summary["seconds"] - summary["round_seconds"], 0.0) / max(total_passes, 1)
+    load, setup = summary["load_seconds"], summary["setup_seconds"]
     first = rows[0]["seconds"] if rows else 0.0
-    return {"tool": label, "end_to_end": summary["load_seconds"] + summary["setup_seconds"] + reached["seconds"],
-            "load": summary["load_seconds"], "setup": summary["setup_seconds"], "solve": reached["seconds"],
+    return {"tool": label, "end_to_end": load + setup + reached["seconds"],
+            "load": load, "setup": setup, "solve": reached["seconds"],
             "steps": reached["iteration"], "products": reached["hessian_products"], "passes": passes,
             "rss": rss, "objective": reached["objective"], "serial_per_pass": serial,
-            "first_iteration": summary["setup_seconds"] + first, "process_seconds": seconds}
+            "first_iteration": summary["setup_seconds"] + first, "process_seconds": seconds,
+            "nonzeros": reached.get("nonzero_weights")}
 
 
 def main():
@@ -136,8 +208,12 @@ def main():
     parser.add_argument("--reg", default="weak,strong")
     parser.add_argument("--data", default="build/bench-data")
     parser.add_argument("--build", default="build")
-    parser.add_argument("--out", default="bench/results/real.json")
+    parser.add_argument("--out")
+    parser.add_argument("--l1", action="store_true",
+                        help="L1-regularised logistic regression (no L2; C as --reg says, alpha = 1/(C n)): "
+                             "LIBLINEAR -s 6 against shardopt's orthant-wise Newton-CG, OWL-QN as the control")
     options = parser.parse_args()
+    options.out = options.out or ("bench/results/real_l1.json" if options.l1 else "bench/results/real.json")
     scratch = os.path.join(options.data, "scratch")
     os.makedirs(scratch, exist_ok=True)
     newest = liblinear_250(options.build)
@@ -146,6 +222,10 @@ def main():
         text, cache, meta = dataset(options.binary, name, options.data)
         for reg in options.reg.split(","):
             c = REGULARISATION[reg]
+            if options.l1:
+                results.append(l1_set(options, newest, meta, reg, c, text, cache, scratch))
+                print_l1_set(results[-1])
+                continue
             peer = run_liblinear(newest, "LIBLINEAR 2.50 (1 core)", meta, c, text, cache, scratch, True)
             runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 (1 core)", meta, c, text, cache, scratch,
                                         False)]
@@ -168,9 +248,44 @@ def main():
     os.makedirs(os.path.dirname(os.path.abspath(options.out)), exist_ok=True)
     with open(options.out, "w") as f:
         json.dump({"date": date, "results": results}, f, indent=2)
+    if options.l1:
+        print(f"\nreal-data L1 benchmark, {date}: targets 1 core <= 1.0x LIBLINEAR 2.50 -s 6, 2 cores <= 0.55x, "
+              f"non-zeros within 1% at the same objective")
+        print(f"written to {options.out}")
+        return
     print(f"\nreal-data benchmark, {date}: targets 1 core <= 1.0x LIBLINEAR 2.50 end to end, 2 cores <= 0.55x, "
           f"RSS <= 1.0x; 2 cores >= 1.8x one from 50 million non-zeros; binary setup <= 0.1x the text parse")
     print(f"written to {options.out}")
+
+
+def l1_set(options, newest, meta, reg, c, text, cache, scratch):
+    """One set's L1 runs: LIBLINEAR 2.50 and 2.3 -s 6, shardopt (Newton-CG) on 1 core and 2 shards,
+    OWL-QN on 1 core, each to LIBLINEAR 2.50's objective."""
+    peer = run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch, True, l1=True)
+    runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 -s 6 (1 core)", meta, c, text, cache, scratch,
+                                False, l1=True)]
+    for label, shards, pinned, solver in (("shardopt Newton-CG, 1 shard (1 core)", 1, True, "newton-cg"),
+                                          ("shardopt Newton-CG, 2 shards (2 cores)", 2, False, "newton-cg"),
+                                          ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn")):
+        runs.append(run_shardopt(options.binary, label, meta, c, text, peer["objective"], shards, pinned, scratch,
+                                 l1=True, solver=solver))
+    for row in runs:
+        row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
+        row["rss_ratio"] = row["rss"] / peer["rss"]
+    return {"set": meta, "regularisation": reg, "C": c, "l1": 1.0 / (c * meta["rows"]), "lambda": 0.0,
+            "liblinear_objective": peer["objective"], "runs": runs}
+
+
+def print_l1_set(result):
+    meta = result["set"]
+    print(f"\n{meta['name']}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
+          f"non-zeros; L1 {result['regularisation']} (C = {result['C']:g}, alpha = {result['l1']:.3g}, no L2); "
+          f"LIBLINEAR 2.50's objective {result['liblinear_objective']:.10g}")
+    print(f"{'run':<40} {'steps':>5} {'passes':>6} {'Hv':>5} {'non-zeros':>9} {'RSS GB':>7} {'total s':>8} "
+          f"{'vs 2.50':>7}")
+    for row in result["runs"]:
+        print(f"{row['tool']:<40} {row['steps']:>5} {row['passes']:>6} {row['products']:>5} {row['nonzeros']:>9} "
+              f"{row['rss'] / 1e9:>7.2f} {row['end_to_end']:>8.2f} {row['time_ratio']:>7.2f}")
 
 
 def print_set(result):

@@ -98,10 +98,16 @@ def liblinear_objective(model_path, cache, spec):
     label_line = next(line for line in lines if line.startswith("label "))
     first_label = float(label_line.split()[1])
     w = np.array([float(line.split()[0]) for line in lines[lines.index("w") + 1:] if line.strip()])
+    # -B B: the last weight is the bias's, over a feature of value B (its penalty is left out).
+    bias_line = next((line for line in lines if line.startswith("bias ")), "bias -1")
+    scale = float(bias_line.split()[1])
+    bias = 0.0
+    if scale > 0:
+        bias, w = w[-1] * scale, w[:-1]
     labels, x = read_binary(cache)
     y = np.where(labels == first_label, 1.0, -1.0)  # LIBLINEAR's decision is positive for label[0]
     w = np.pad(w, (0, x.shape[1] - w.size))
-    z = x @ w
+    z = x @ w + bias
     if spec["model"] == "logistic":
         loss = np.logaddexp(0.0, -y * z)
     else:

@@ -5,6 +5,7 @@
 
 #include "optimizer/newton_cg.hpp"
 
+#include "optimizer/newton_run.hpp"
 #include "optimizer/pcg.hpp"
 #include "optimizer/trust_region.hpp"
 
@@ -15,23 +16,6 @@
 #include <string>
 
 namespace shardopt::optimizer {
-
-namespace {
-
-/// Armijo's sufficient decrease: f(theta + alpha s) - f(theta) <= eta alpha g's (LIBLINEAR's eta).
-constexpr double armijo = 0.01;
-/// Halvings of the step after the full one, at most (LIBLINEAR tries 20 steps in all).
-constexpr int max_halvings = 19;
-/// The weight of the Hessian's diagonal in the preconditioner (LIBLINEAR's alpha_pcg).
-constexpr double diagonal_weight = 0.01;
-/// Decreases at most this fraction of |f| are below what f's rounding resolves: there the gradient's
-/// norm judges the full step (it still shrinks quadratically under Newton steps).
-constexpr double flat_decrease = 1e-13;
-/// ...and there a step must cut the gradient's norm by 10% (at a kink of the squared hinge it may
-/// not, and the run ends instead of crawling).
-constexpr double flat_gradient_decrease = 0.9;
-
-} // namespace
 
 result<void> check_options(const newton_options& o) {
   if (o.epsilon < 0 || o.epsilon_rel < 0 || o.delta < 0 || !(o.lambda >= 0))
@@ -44,6 +28,14 @@ result<void> check_options(const newton_options& o) {
     return fail_invalid("cg_tolerance must lie in (0, 1) (0: the step's default)");
   if (o.replay_bytes < 0)
     return fail_invalid("replay_bytes must be non-negative");
+  if (o.l1.size() > 0) {
+    if (!(o.l1.array() >= 0).all() || !o.l1.allFinite())
+      return fail_invalid("the L1 weights must be finite and non-negative");
+    if (o.step == newton_step::trust_region)
+      return fail_invalid("an L1 term takes the line search, not the trust region");
+    if (o.preconditioner_pairs > 0)
+      return fail_invalid("an L1 term takes no preconditioner pairs (its free set changes between steps)");
+  }
   return {};
 }
 
@@ -83,89 +75,12 @@ result<void> check_state(const newton_state& state, Eigen::Index n, const newton
 
 namespace {
 
-bool gradient_small(const Eigen::VectorXd& grad, const Eigen::VectorXd& x, const newton_options& o) {
-  const double norm = grad.norm();
-  return norm <= o.epsilon || norm <= o.epsilon_rel * x.norm();
-}
-
-/// One Newton run: the objective, the bookkeeping and the iterate's evaluation.
-class newton_run {
-public:
-  newton_run(const newton_objective& objective, run_log& log, vector_pool& pool, const newton_options& o,
-             cg_preconditioner preconditioner)
-    : objective_(objective), log_(log), pool_(pool), o_(o), preconditioner_(std::move(preconditioner)) {}
-
-  cg_preconditioner& preconditioner() { return preconditioner_; }
-
-  /// The objective, gradient and (where the objective gives it) preconditioning diagonal at x.
-  result<double> evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad, Eigen::VectorXd& m) {
-    log_.count_evaluation();
-    if (!objective_.diagonal) {
-      m.resize(0);
-      return objective_.evaluate(x, grad);
-    }
-    auto f = objective_.diagonal(x, grad, m);
-    if (f)
-      mix(m);
-    return f;
-  }
-
-  /// The CG settings of this run: LIBLINEAR's units are the objective divided by lambda.
-  pcg_settings settings() const {
-    return pcg_settings{o_.cg_tolerance > 0 ? o_.cg_tolerance : 0.5, o_.max_cg_iterations,
-                        o_.lambda > 0 ? 1.0 / o_.lambda : 1.0};
-  }
-
-  /// The objective at theta + alpha s, from the line values between the last two evaluations (at
-  /// theta and theta + s), or, for an objective without them, by an evaluation.
-  result<double> along(const Eigen::VectorXd& x, const Eigen::VectorXd& s, double alpha) {
-    if (objective_.line) {
-      std::vector<double> values;
-      if (auto ok = objective_.line({alpha}, values); !ok)
-        return ok.error();
-      if (values.size() != 1)
-        return fail_runtime("the objective gave " + std::to_string(values.size()) + " line values for 1 step");
-      return values[0];
-    }
-    Eigen::VectorXd unused_grad, unused_m;
-    return evaluate(x + alpha * s, unused_grad, unused_m);
-  }
-
-private:
-  /// The diagonal as LIBLINEAR mixes it: (1 - w) lambda + w diag(H), lambda standing for the
-  /// regulariser's identity (without one, the diagonal's mean); entries that are not positive and
-  /// finite (a feature no example has, without a regulariser) become that identity's.
-  void mix(Eigen::VectorXd& m) const {
-    double identity = o_.lambda;
-    if (!(identity > 0)) {
-      double sum = 0;
-      Eigen::Index count = 0;
-      for (Eigen::Index i = 0; i < m.size(); ++i)
-        if (m[i] > 0 && std::isfinite(m[i])) {
-          sum += m[i];
-          ++count;
-        }
-      identity = count > 0 ? sum / static_cast<double>(count) : 1.0;
-    }
-    pool_.for_chunks(m.size(), [&](Eigen::Index begin, Eigen::Index end) {
-      for (Eigen::Index i = begin; i < end; ++i) {
-        const double mixed = (1 - diagonal_weight) * identity + diagonal_weight * m[i];
-        m[i] = mixed > 0 && std::isfinite(mixed) ? mixed : identity;
-      }
-    });
-  }
-
-  const newton_objective& objective_;
-  run_log& log_;
-  vector_pool& pool_;
-  const newton_options& o_;
-  cg_preconditioner preconditioner_;
-};
+using namespace detail;
 
 /// The Newton loop, from and updating the iterate x (or from the session's state); returns where
 /// it stops.
 run_stop run(newton_run& newton, const newton_objective& objective, run_log& log, vector_pool& pool,
-             Eigen::VectorXd& x, const newton_options& o, const newton_session& session) {
+             Eigen::VectorXd& x, const newton_session& session) {
   const auto n = x.size();
   Eigen::VectorXd grad(n), m;
   Eigen::VectorXd trial(n), trial_grad(n), trial_m;
@@ -173,47 +88,10 @@ run_stop run(newton_run& newton, const newton_objective& objective, run_log& log
   pcg_workspace work;
   double f = 0;
   auto& preconditioner = newton.preconditioner();
-  if (session.on_state)
-    preconditioner.keep_pairs();
-  if (session.resume) {
-    const auto& saved = *session.resume;
-    x = saved.theta;
-    log.resume(saved.iterations, saved.evaluations, saved.seconds, saved.f_history, saved.products);
-  }
-  {
-    // The start, or a resumed run's iterate again: products and the preconditioner refer to the
-    // objective's last evaluation. (A resumed iterate gives the saved f and gradient again.)
-    auto start = newton.evaluate(x, grad, m);
-    if (!start)
-      return evaluation_failed(start.error());
-    f = *start;
-    if (!std::isfinite(f) || !grad.allFinite())
-      return {stop_reason::evaluation_failed, "objective or gradient is not finite at the initial theta"};
-    if (session.resume)
-      preconditioner.restore(session.resume->s, session.resume->y, m);
-    else
-      preconditioner.moved(m);
-  }
+  if (auto failed = newton.start(session, x, f, grad, m))
+    return *failed;
   log.record(f, grad, 0);
-  const auto finished = [&]() -> std::optional<run_stop> {
-    if (gradient_small(grad, x, o))
-      return run_stop{stop_reason::converged, ""};
-    if (o.max_iterations > 0 && log.info().iteration >= o.max_iterations)
-      return run_stop{stop_reason::max_iterations, ""};
-    return std::nullopt;
-  };
-  // The state after an accepted iteration, as the next one starts from it.
-  const auto hand_out = [&](bool last) -> std::optional<run_stop> {
-    const auto& info = log.info();
-    if (!session.on_state || (!last && session.due && !session.due(info.iteration, log.seconds())))
-      return std::nullopt;
-    const newton_state state{info.iteration, info.evaluations, info.products, log.seconds(), f, 0.0,
-                             x, grad, preconditioner.pairs_s(), preconditioner.pairs_y(), log.history()};
-    if (auto saved = session.on_state(state, last); !saved)
-      return evaluation_failed(saved.error());
-    return std::nullopt;
-  };
-  if (auto stop = finished())
+  if (auto stop = newton.finished(grad, x))
     return *stop;
   for (;;) {
     double gs = 0;
@@ -268,8 +146,8 @@ run_stop run(newton_run& newton, const newton_objective& objective, run_log& log
     preconditioner.moved(m);
     if (auto stop = log.accept(f, grad, alpha * s.norm()))
       return *stop;
-    const auto stop = finished();
-    if (auto failed = hand_out(stop.has_value()))
+    const auto stop = newton.finished(grad, x);
+    if (auto failed = newton.hand_out(session, stop.has_value(), f, x, grad))
       return *failed;
     if (stop)
       return *stop;
@@ -284,6 +162,9 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
   if (auto ok = check_options(options); !ok)
     return ok.error().with_context("invalid Newton-CG options");
   cg_preconditioner preconditioner{theta.size(), options.preconditioner_pairs, options.preconditioner_bytes};
+  if (options.l1.size() > 0 && options.l1.size() != theta.size())
+    return fail_invalid("invalid Newton-CG options: the L1 weights have " + std::to_string(options.l1.size())
+                        + " entries, theta " + std::to_string(theta.size()));
   if (session.resume) {
     if (auto ok = check_state(*session.resume, theta.size(), options); !ok)
       return ok.error().with_context("invalid Newton-CG options: the state to resume does not fit");
@@ -304,7 +185,8 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
   vector_pool alone;
   vector_pool& pool = options.pool ? *options.pool : alone;
   newton_run newton{objective, log, pool, options, std::move(preconditioner)};
-  auto stop = run(newton, objective, log, pool, x, options, session);
+  auto stop = options.l1.size() > 0 ? run_orthant(newton, objective, log, pool, x, options, session)
+                                     : run(newton, objective, log, pool, x, session);
   // x is the last accepted iterate: trials live in their own vector.
   theta = x;
   return log.finish(std::move(stop));

@@ -54,6 +54,10 @@ struct newton_options {
   /// Threads for the work over the dimension (CG's vector updates and dot products); null: the
   /// calling thread alone. The iterates are the same bits either way.
   vector_pool* pool = nullptr;
+  /// An L1 term sum_i l1[i] |theta_i| beside the objective (empty: none): the run is then
+  /// orthant-wise Newton-CG (see minimize_newton_erased). Its entries are finite and non-negative,
+  /// as many as theta's; it takes the line search and no preconditioner pairs.
+  Eigen::VectorXd l1;
 };
 
 /// Checks options before a run; the failure (invalid) names the first problem. `minimize_newton`
@@ -123,6 +127,18 @@ struct newton_objective {
 /// gradient. `iteration_info::step` is the accepted step's norm; `products` counts Hessian-vector
 /// products. Options (and a session's state) are checked first; bad ones are an invalid failure
 /// and no run. Blocks the calling thread until done; theta holds the last accepted iterate.
+///
+/// With `options.l1`, it minimises F = f + sum_i l1[i] |theta_i| by orthant-wise Newton-CG (R. H.
+/// Byrd, G. M. Chin, J. Nocedal and F. Oztoprak, "A family of second-order methods for convex
+/// L1-regularized optimization", Math. Programming 2016). Each iteration takes F's
+/// pseudo-gradient v (owlqn.hpp) and the orthant z it points into (sign(theta_i), or -sign(v_i)
+/// where theta_i = 0); penalised entries at 0 with v_i = 0 are held at 0 (shrinking: they leave
+/// CG's work). On the rest F is smooth, with gradient v and f's Hessian: CG solves that system
+/// as above, the step theta + s is projected onto the orthant (entries that would change sign
+/// become 0, which is how weights leave the model), and the backtracking runs along the segment
+/// from theta to that projection, where the L1 term is linear and f's line values price every
+/// trial without a pass. The gradient tests, the hook and the result report F and v, and the
+/// number of non-zero penalised entries; states hold F in `f` and f's gradient in `grad`.
 result<run_result> minimize_newton_erased(const newton_objective& objective, Eigen::VectorXd& theta,
                                           const newton_options& options, const iteration_hook& hook = {},
                                           const newton_session& session = {});

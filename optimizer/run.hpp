@@ -44,7 +44,7 @@ struct iteration_info {
   int evaluations = 0;         ///< objective evaluations so far, including line-search trials
   int products = 0;            ///< Hessian-vector products so far (Newton-CG; 0 for L-BFGS)
   double seconds = 0;          ///< wall time since the run started
-  std::int64_t nonzeros = -1;  ///< OWL-QN: penalised entries of theta that are not 0; -1 otherwise
+  std::int64_t nonzeros = -1;  ///< with an L1 term: penalised entries of theta that are not 0; -1 otherwise
 };
 
 /// Called after every iteration; return false to stop the run (reason `stopped_by_hook`).
@@ -62,7 +62,7 @@ struct run_result {
   int evaluations = 0;
   int products = 0;     ///< Hessian-vector products (Newton-CG)
   double seconds = 0;
-  std::int64_t nonzeros = -1;  ///< OWL-QN: penalised entries of theta that are not 0; -1 otherwise
+  std::int64_t nonzeros = -1;  ///< with an L1 term: penalised entries of theta that are not 0; -1 otherwise
 };
 
 /// How a run ends: the reason and its details (the evaluation's error, the line search's
@@ -90,7 +90,7 @@ public:
 
   void count_evaluation() { ++info_.evaluations; }
   void count_product() { ++info_.products; }
-  /// The non-zero count the next record or accepted iteration reports (OWL-QN).
+  /// The non-zero count the next record or accepted iteration reports (with an L1 term).
   void set_nonzeros(std::int64_t count) { info_.nonzeros = count; }
 
   /// Records a point's figures (the start, or a resumed run's iterate) without counting an

@@ -158,6 +158,12 @@ TEST_CASE("OWL-QN (--l1) killed with SIGKILL and started again ends bit for bit 
                                                       {"lbfgs-000000000056.txt", "lbfgs-000000000060.txt"}});
 }
 
+TEST_CASE("orthant-wise Newton-CG (--solver newton-cg --l1) killed with SIGKILL and started again ends bit for bit (local)") {
+  // Its states are Newton states holding F; the settings record --l1 and the solver.
+  check_kill_and_resume({"--l1", "1e-3"}, resume_case{"newton-cg", "1e-4", 30, "max_iterations", 8, 1,
+                                                      {"newton-cg-000000000028.txt", "newton-cg-000000000030.txt"}});
+}
+
 TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name and nothing is trained") {
   shardopt::test::require_fashion_mnist();
   temp_dir dir;

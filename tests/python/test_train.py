@@ -117,6 +117,12 @@ def test_l1_through_the_same_options(cli, tmp_path):
     assert 0 < got.nonzero_weights < 12 * 3  # some weights are exactly 0
     weights = got.model.theta[:-3]
     assert np.count_nonzero(weights) == got.nonzero_weights
+    # Orthant-wise Newton-CG through the same option, to the same optimum.
+    newton = shardopt.train(X, y, l1=2e-2, lam=1e-3, shards=2, solver="newton-cg")
+    expected = cli("--data", csv, "--l1", "2e-2", "--lambda", "1e-3", "--shards", 2, "--solver", "newton-cg")
+    assert newton.solver == "newton-cg" and newton.hessian_products > 0
+    assert newton.objective == expected["objective"]
+    assert newton.objective == pytest.approx(got.objective, rel=1e-6)
 
 
 def test_fashion_mnist_by_name():
