@@ -42,7 +42,7 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
           {"--past", std::to_string(l.past)},
           {"--delta", exact(l.delta)},
           {"--max-linesearch", std::to_string(l.max_linesearch)}};
-  if (solver == solver_kind::owlqn)
+  if (solver == solver_kind::owlqn || solver == solver_kind::newton_cg)  // Newton-CG: orthant-wise with --l1
     settings.emplace_back("--l1", exact(o.l1));
   if (solver == solver_kind::newton_cg) {
     settings.emplace_back("--newton-step", std::string{to_string(o.newton_step)});

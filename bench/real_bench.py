@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -87,11 +88,13 @@ def run_liblinear(train, label, meta, c, text, cache, scratch, newest, l1=False)
     # bias is unpenalised; without one LIBLINEAR's optimum is far above shardopt's on skewed labels).
     command = [train, "-s", "6", "-B", "1000", "-c", repr(c)] if l1 else [train, "-s", "0", "-c", repr(c)]
     seconds, rss, out, _ = timed_rss(command + [text, model])
-    if l1:  # newGLMNET: Newton steps whose inner coordinate descent needs no Hessian-vector product
-        steps = re.findall(r"^iter\s+\d+", out, re.M)
+    if l1:  # newGLMNET: Newton steps whose inner coordinate descent needs no Hessian-vector product;
+        # its passes, as sparse_bench counts them: a gradient pass per step and its CD cycles
+        cycles = [int(n) for n in re.findall(r"^iter\s+\d+\s+#CD cycles\s+(\d+)", out, re.M)]
+        steps = cycles
         spec = {"model": "logistic", "lambda": 0.0, "l1": 1.0 / (c * meta["rows"])}
         return {"tool": label, "end_to_end": seconds, "load": 0.0, "setup": 0.0, "solve": seconds,
-                "steps": len(steps), "products": 0, "passes": len(steps), "rss": rss,
+                "steps": len(steps), "products": 0, "passes": 1 + sum(n + 1 for n in cycles), "rss": rss,
                 "objective": objective_of(model, cache, spec), "serial_per_pass": None,
                 "nonzeros": nonzero_weights(model)}
     steps = re.findall(r"^iter\s+\d+.*?CG\s+(\d+)", out, re.M)
@@ -121,16 +124,17 @@ def run_to(command, metrics, target, stop=False):
         while True:  # wait4 with WNOHANG: the peak RSS of a process that ran to its end or was killed
             pid, status, usage = os.wait4(process.pid, os.WNOHANG if stop else 0)
             if pid:
+                process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
                 break
             time.sleep(0.2)
             if not killed and any(row["objective"] <= target for row in read_rows(metrics)):
-                process.kill()
+                os.kill(process.pid, signal.SIGKILL)  # (Popen.kill would poll, and could reap it first)
                 killed = True
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
-    if status and not killed:
+    if process.returncode != 0 and not killed:
         sys.exit(f"real_bench: {' '.join(command)} failed:\n{stderr}")
     rss = usage.ru_maxrss * 1024
     return seconds, rss, "" if killed else stdout, read_rows(metrics)
@@ -178,7 +182,7 @@ def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, 
         sys.exit(f"real_bench: {label} never reached LIBLINEAR 2.50's objective {target!r} "
                  f"({summary['objective']!r}, {summary['stop_reason']})")
     # A run stopped at the target prints no summary: its load and setup are those of the same run
-    # stopped after one iteration.
+    # stopped after one iteration (on a page cache the first run warmed: a slight underestimate).
     if out.strip():
         summary = json.loads(out)
     else:

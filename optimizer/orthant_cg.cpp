@@ -129,8 +129,8 @@ void orthant::align(Eigen::VectorXd& s) {
 bool orthant::crosses(const Eigen::VectorXd& x, const Eigen::VectorXd& s, double scale) {
   return pool_.sum_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
     double count = 0;
-    for (Eigen::Index i = begin; i < end; ++i)
-      count += c_[i] > 0 && (x[i] + scale * s[i]) * side(x, i) < 0 ? 1 : 0;
+    for (Eigen::Index i = begin; i < end; ++i)  // (an entry at 0 stays there on the path and the segment)
+      count += c_[i] > 0 && x[i] != 0 && (x[i] + scale * s[i]) * side(x, i) < 0 ? 1 : 0;
     return count;
   }) > 0;
 }
@@ -182,8 +182,11 @@ std::optional<run_stop> orthant::solve(const hessian_function& hessian, run_log&
       }
       return std::array<double, 3>{dr, dv, next_zr};
     });
-    if (!std::isfinite(sums[0]) || !std::isfinite(sums[1]))
+    if (!std::isfinite(sums[0]) || !std::isfinite(sums[1])) {  // a step past a double's range
+      d.setZero();  // the caller follows -v instead
+      vd = 0;
       break;
+    }
     vd = sums[1];
     const double q_next = -0.5 * (sums[0] - sums[1]);
     const double decrease = q_next - q;

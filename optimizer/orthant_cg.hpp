@@ -58,7 +58,7 @@ public:
   /// Zeroes the entries of s that do not descend on their own (s_i v_i >= 0; OWL-QN's alignment).
   void align(Eigen::VectorXd& s);
 
-  /// Whether a penalised entry of x + scale s leaves x's orthant.
+  /// Whether a penalised non-zero entry of x + scale s leaves x's orthant.
   bool crosses(const Eigen::VectorXd& x, const Eigen::VectorXd& s, double scale);
 
 private:

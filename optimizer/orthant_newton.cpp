@@ -46,8 +46,9 @@ run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_
       at.project(x, s, trial);
       gain = at.gain(x, trial);
     }
-    if (!(gain < 0)) {
-      s = -at.v();
+    if (!(gain < 0)) {  // -v, preconditioned by the diagonal as CG's first direction is
+      const auto& m_diag = preconditioner.diagonal();
+      s = m_diag.size() > 0 ? Eigen::VectorXd(-at.v().cwiseQuotient(m_diag)) : Eigen::VectorXd(-at.v());
       at.project(x, s, trial);
       gain = at.gain(x, trial);
       if (!(gain < 0))

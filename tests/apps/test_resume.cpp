@@ -191,6 +191,17 @@ TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name a
   CHECK(other_solver.exit_code == 1);
   CHECK(other_solver.err.find("is a checkpoint of --solver lbfgs, this run uses --solver newton-cg; give "
                               "--solver lbfgs to resume it") != std::string::npos);
+  // Newton-CG's checkpoints record --l1: a smooth run's is not the orthant-wise run's, nor the
+  // other way round.
+  auto newton = args;
+  *std::find(newton.begin(), newton.end(), "lbfgs") = "newton-cg";
+  *std::find(newton.begin(), newton.end(), (dir / "ckpt").string()) = (dir / "newton-ckpt").string();
+  REQUIRE(run(newton).exit_code == 0);
+  auto newton_l1 = newton;
+  newton_l1.insert(newton_l1.end(), {"--l1", "1e-3"});
+  const auto smooth_to_l1 = run(newton_l1);
+  CHECK(smooth_to_l1.exit_code == 1);
+  CHECK(smooth_to_l1.err.find("--l1 was 0 there, is 0.001 here") != std::string::npos);
   // --l1 turns the same command into OWL-QN: L-BFGS's checkpoint is not its.
   auto l1 = args;
   l1.insert(l1.end(), {"--l1", "1e-3"});

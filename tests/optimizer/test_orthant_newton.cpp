@@ -14,6 +14,8 @@
 
 #include <doctest/doctest.h>
 
+#include <Eigen/SparseCore>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -126,6 +128,57 @@ TEST_CASE("orthant-wise Newton-CG: K shards give the bits of one, on any number 
   CHECK(r1.reason == opt::stop_reason::converged);
   CHECK(r3.iterations == r1.iterations);
   CHECK(r3.products == r1.products);
+  CHECK(shardopt::test::same_bits(x1, x3));
+  CHECK(shardopt::test::same_bits(&r1.f, &r3.f, 1));
+}
+
+TEST_CASE("orthant-wise Newton-CG over two vector chunks and a capped working set: K shards and threads give the bits of one") {
+  // 40,000 sparse features (two of the pool's 2^15-entry chunks), 2,500 of them in the labels, and
+  // an L1 weight small enough that far more than 1,024 weights would enter at the start.
+  const std::int64_t n = 3000, d = 40000;
+  std::mt19937 rng{42};
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<std::int64_t> column(0, d - 1);
+  std::vector<Eigen::Triplet<float>> entries;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double score = 0;
+    for (int k = 0; k < 30; ++k) {
+      const auto j = column(rng);
+      const float value = normal(rng);
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(j), value);
+      score += j % 16 == 0 ? (j % 32 == 0 ? 1.0 : -1.0) * value : 0.0;
+    }
+    data->y[i] = score + 0.3 * normal(rng) > 0 ? 1.0 : -1.0;
+  }
+  model::sparse_features x(n, d);
+  x.setFromTriplets(entries.begin(), entries.end());
+  data->x = std::move(x);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  const auto rows = model::block_rows_for(n);
+  model::local_objective one{shape, data, 0.0};
+  model::local_objective three{shape, data, 0.0, {{0, 3 * rows}, {3 * rows, 9 * rows}, {9 * rows, n}}};
+  const Eigen::VectorXd c = 1e-4 * model::weight_mask(shape);
+  auto o = l1_options(c, 0, 1e-8);
+  o.max_iterations = 12;
+  std::vector<std::int64_t> counts;
+  Eigen::VectorXd x1 = Eigen::VectorXd::Zero(shape.dimension());
+  const auto r1 = *opt::minimize_newton(one, x1, o, [&](const opt::iteration_info& info) {
+    counts.push_back(info.nonzeros);
+    return true;
+  });
+  REQUIRE(counts.size() >= 2);
+  CHECK(counts[0] <= 1024);            // the working set capped the first step's entering weights
+  CHECK(counts[1] <= 2 * counts[0] + 1024);
+  CHECK(r1.nonzeros > 1024);          // ...which grew past the cap as the model did
+  Eigen::VectorXd x3 = Eigen::VectorXd::Zero(shape.dimension());
+  opt::vector_pool pool{2};
+  o.pool = &pool;
+  const auto r3 = *opt::minimize_newton(three, x3, o);
+  CHECK(r3.iterations == r1.iterations);
+  CHECK(r3.products == r1.products);
+  CHECK(r3.nonzeros == r1.nonzeros);
   CHECK(shardopt::test::same_bits(x1, x3));
   CHECK(shardopt::test::same_bits(&r1.f, &r3.f, 1));
 }
