@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Every option the documentation names exists.
+"""Every option the documentation names exists, and the protocol version it calls current is the code's.
 
 Collects the options of `shardopt --help` and of every subcommand's `--help`, then scans README.md,
 CONTRIBUTING.md and docs/*.md for `--option` tokens. A token must be an option of shardopt, or of
@@ -25,6 +25,7 @@ ELSEWHERE = {
     "--benchmark_filter": "scripts/bench",  # passed on to Google Benchmark
     "--epochs": "bench/mlp_bench.py",
     "--sets": "bench/sparse_bench.py",
+    "--reg": "bench/real_bench.py",
     "--repeat": "bench/python_bench.py",
     "--rate": "scripts/netns-cluster",
     "--node-arg": "scripts/netns-cluster",
@@ -67,6 +68,18 @@ def main():
                     problems.append(f"{path.relative_to(root)}:{number}: {option} is not an option of shardopt")
     if checked == 0:
         problems.append("no option found in the documentation: is the pattern right?")
+    # The protocol version the documentation calls current is the code's.
+    version = re.search(r"protocol_version = (\d+)", (root / "actors/messages.hpp").read_text()).group(1)
+    stated = 0
+    for path in files:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            for found in re.findall(r"(?:current version is|[Pp]rotocol version is) \**(\d+)", line):
+                stated += 1
+                if found != version:
+                    problems.append(f"{path.relative_to(root)}:{number}: says the protocol version is {found}; "
+                                    f"actors/messages.hpp says {version}")
+    if stated == 0:
+        problems.append("the documentation states no current protocol version: is the pattern right?")
     for problem in problems:
         print(problem)
     print(f"{checked} option mentions in {len(files)} files, {len(known)} options in --help")
