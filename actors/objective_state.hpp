@@ -18,6 +18,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace shardopt::actors {
@@ -202,12 +203,28 @@ struct sharded_objective::impl {
   /// evaluation holds any more where there is one (no allocation, and so no page faults, from the
   /// second request of a run on), copied on the driver's threads.
   dense_vector shared_copy(const Eigen::VectorXd& x) {
+    // The buffers are made at once, at the first request: the last two evaluations' thetas, a
+    // product's vector and one a shard has not yet dropped are in use together, and a set that
+    // grew when timing first asked for its fourth would allocate in the middle of a run.
+    if (send_buffers.empty()) {
+      for (std::size_t i = 0; i < max_send_buffers; ++i)
+        send_buffers.push_back(std::make_shared<Eigen::VectorXd>(x.size()));
+    }
     std::shared_ptr<Eigen::VectorXd> buffer;
-    for (const auto& candidate : send_buffers)
-      if (candidate.use_count() == 1 && candidate->size() == x.size()) {
-        buffer = candidate;
-        break;
-      }
+    const auto free_buffer = [&] {
+      for (const auto& candidate : send_buffers)
+        if (candidate.use_count() == 1 && candidate->size() == x.size())
+          return candidate;
+      return std::shared_ptr<Eigen::VectorXd>{};
+    };
+    buffer = free_buffer();
+    // A shard drops its request's message just after it replies: with every buffer taken, wait a
+    // moment (at most 2 ms) for one rather than allocate a vector of the dimension.
+    for (const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+         !buffer && send_buffers.size() >= max_send_buffers && std::chrono::steady_clock::now() < until;) {
+      std::this_thread::yield();
+      buffer = free_buffer();
+    }
     if (!buffer) {
       buffer = std::make_shared<Eigen::VectorXd>(x.size());
       if (send_buffers.size() < max_send_buffers)

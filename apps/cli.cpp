@@ -12,8 +12,29 @@ namespace shardopt::apps {
 
 namespace {
 
-/// An option that takes one of `choices` by name (shown as the default: the first) and sets `target`
-/// to its value; the given name stays the option's result (configuration files round-trip it).
+/// The name of `value` among `choices` (the first name when none has it): what --help shows as a
+/// choice option's default, the value its target holds before parsing.
+template <class E>
+std::string name_of(const E& value, const std::vector<std::pair<std::string, E>>& choices) {
+  for (const auto& [text, candidate] : choices)
+    if (candidate == value)
+      return text;
+  return choices.front().first;
+}
+
+/// A number of 0 or more, said in those words (CLI::NonNegativeNumber names its range's bound,
+/// a number of 309 digits).
+const CLI::Validator non_negative{[](std::string& text) {
+                                    double value = 0;
+                                    if (!CLI::detail::lexical_cast(text, value))
+                                      return std::string{"must be a number"};
+                                    return value >= 0 ? std::string{} : std::string{"must be 0 or more"};
+                                  },
+                                  "NUMBER >= 0"};
+
+/// An option that takes one of `choices` by name (shown as the default: the name of the value
+/// `target` holds before parsing) and sets `target` to its value; the given name stays the
+/// option's result (configuration files round-trip it).
 template <class E>
 void add_choice(CLI::App& command, const std::string& name, E& target, const std::string& description,
                 std::vector<std::pair<std::string, E>> choices) {
@@ -30,7 +51,7 @@ void add_choice(CLI::App& command, const std::string& name, E& target, const std
       },
       description)
     ->check(CLI::IsMember(names))
-    ->default_str(choices.front().first);
+    ->default_str(name_of(target, choices));
 }
 
 /// An option whose value is a number or `auto`, which sets `target` to `automatic` (a value no
@@ -293,7 +314,7 @@ void add_train_command(CLI::App& app, train_options& o) {
   // Not a model option: ps-task has no full-batch solver to train it.
   train->add_option("--l1", o.l1,
                     "L1 regularisation of the weights (--mode lbfgs), trained by OWL-QN, or by orthant-wise "
-                    "Newton-CG with --solver newton-cg; with --lambda, the elastic net")->capture_default_str()->check(CLI::NonNegativeNumber);
+                    "Newton-CG with --solver newton-cg; with --lambda, the elastic net")->capture_default_str()->check(non_negative);
   add_choice(*train, "--solver", o.solver,
              "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
              "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "
@@ -318,7 +339,7 @@ void add_train_command(CLI::App& app, train_options& o) {
                      "beyond the line search's diagonal; auto = 20 with the trust region, 0 with the line search)",
                      CLI::Range(0, 1000));
   train->add_option("--max-cg", o.max_cg, "newton-cg: Hessian-vector products per step (0 = the dimension)")
-    ->capture_default_str()->check(CLI::NonNegativeNumber);
+    ->capture_default_str()->check(non_negative);
   train->add_option("--max-iter", o.lbfgs.max_iterations, "Iteration limit (0 = none)")
     ->capture_default_str();
   train->add_option("--epsilon", o.lbfgs.epsilon, "Stop when ||grad||_2 <= epsilon")
