@@ -246,6 +246,8 @@ result<raw_dataset> read_csv(const std::string& path, const read_options& option
   auto source = detail::text_source::open(path, options.max_decompressed);
   if (!source)
     return source.error();
+  if (options.hashing.enabled())
+    return detail::parse_hashed_csv(path, *source, options, detail::parse_options{}, nullptr);
   return detail::parse_csv(path, *source, options, detail::parse_options{});
 }
 

@@ -71,6 +71,8 @@ std::optional<data_format> parse_data_format(const std::string& name) {
     return data_format::libsvm;
   if (name == "idx")
     return data_format::idx;
+  if (name == "vw")
+    return data_format::vw;
   return std::nullopt;
 }
 
@@ -93,7 +95,9 @@ result<data_format> detail::file_format(const std::string& spec, const read_opti
     return data_format::csv;
   if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight" || ext == ".txt")
     return data_format::libsvm;
-  return fail_invalid("cannot tell the format of " + spec + "; pass --format csv|libsvm");
+  if (ext == ".vw")
+    return data_format::vw;
+  return fail_invalid("cannot tell the format of " + spec + "; pass --format csv|libsvm|vw");
 }
 
 std::string raw_dataset::where(std::int64_t row) const {
@@ -106,7 +110,7 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
   // Named datasets and directories hold IDX files in the MNIST layout.
   if (has_builtin_test_split(spec)) {
     if (options.format != data_format::automatic && options.format != data_format::idx)
-      return fail_invalid(spec + ": a dataset directory holds IDX files; its format cannot be csv or libsvm");
+      return fail_invalid(spec + ": a dataset directory holds IDX files; its format cannot be csv, libsvm or vw");
     auto files = detail::mnist_files(spec, which);
     if (!files)
       return files.error();
@@ -122,7 +126,11 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
     case data_format::csv:
       return read_csv(spec, options);
     case data_format::libsvm:
+      if (options.hashing.enabled())
+        return fail_invalid(spec + ": LIBSVM input is numbers already; hashing (--hash-bits) is for VW and CSV");
       return read_libsvm(spec, options);
+    case data_format::vw:
+      return read_vw(spec, options);
     default:
       return fail_invalid(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
   }

@@ -77,11 +77,25 @@ result<raw_dataset> parse_csv(const std::string& name, text_source& source,
 result<raw_dataset> parse_libsvm(const std::string& name, text_source& source,
                                  const read_options& options, parse_options how);
 
+/// Parses VW text (see read_vw), as `parse_csv`.
+result<raw_dataset> parse_vw(const std::string& name, text_source& source, const read_options& options,
+                             parse_options how);
+
+/// Parses CSV text with hashed columns (`options.hashing` enabled; see read_options), as
+/// `parse_csv`. `header_source`, when given, is the whole file, from which the header and the
+/// columns are read (for a part after the first); else they come from `source`.
+result<raw_dataset> parse_hashed_csv(const std::string& name, text_source& source,
+                                     const read_options& options, parse_options how,
+                                     text_source* header_source);
+
 /// As above, for text already in memory, with the default threads and buffers.
 result<raw_dataset> parse_csv(const std::string& name, std::string_view text,
                               const read_options& options);
 result<raw_dataset> parse_libsvm(const std::string& name, std::string_view text,
                                  const read_options& options);
+result<raw_dataset> parse_vw(const std::string& name, std::string_view text, const read_options& options);
+result<raw_dataset> parse_hashed_csv(const std::string& name, std::string_view text,
+                                     const read_options& options);
 
 /// The images and labels files of the `which` split of a MNIST-layout dataset (a directory, or
 /// "fashion-mnist"), each raw or gzip-compressed. Errors name the directory and the missing files.

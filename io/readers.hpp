@@ -1,5 +1,6 @@
 #pragma once
 
+#include "io/hashing.hpp"
 #include "model/dataset.hpp"
 #include "base/result.hpp"
 
@@ -11,9 +12,9 @@
 namespace shardopt::io {
 
 /// On-disk formats of a dataset.
-enum class data_format { automatic, csv, libsvm, idx };
+enum class data_format { automatic, csv, libsvm, idx, vw };
 
-/// Parses "auto", "csv", "libsvm" (or "svmlight"), "idx"; nullopt otherwise.
+/// Parses "auto", "csv", "libsvm" (or "svmlight"), "idx", "vw"; nullopt otherwise.
 std::optional<data_format> parse_data_format(const std::string& name);
 
 /// The default of `read_options::max_decompressed`: 4 GiB.
@@ -37,6 +38,10 @@ struct read_options {
   /// 4 GiB, is larger than any dataset this program is meant for held in memory at once; raise it
   /// for a genuine larger file. Plain files are bounded by their size and not limited.
   std::uint64_t max_decompressed = default_max_decompressed;
+  /// Feature hashing (io/hashing.hpp): VW input always (bits 0 there means the default, 18); CSV
+  /// when `hashing.enabled()`, which makes string columns readable (--categorical, --text) and every
+  /// other column a hashed number. Hashed rows are CSR of 2^bits columns.
+  hashing_options hashing;
 };
 
 /// A dataset as read from disk: features (dense for CSV and IDX, CSR for LIBSVM) and raw label values
@@ -64,6 +69,13 @@ result<raw_dataset> read_csv(const std::string& path, const read_options& option
 /// increasing indices, `#` starts a comment, `qid:` tokens are ignored. Errors name file and line:
 /// index 0, indices out of order, malformed pairs, an index above `options.features`.
 result<raw_dataset> read_libsvm(const std::string& path, const read_options& options);
+
+/// Reads Vowpal Wabbit's text format (plain or gzip-compressed), hashed as `options.hashing` says:
+/// `label [importance] [tag]|namespace[:weight] feature[:value] ... |other ...`. An importance
+/// other than 1 is refused (examples are not weighted); the tag is ignored; VW's constant feature
+/// is the model's bias. Errors name file and line: no '|', a label or value that is not a number,
+/// a namespace with no features, a row of more than max_hashed_row features.
+result<raw_dataset> read_vw(const std::string& path, const read_options& options);
 
 /// Reads an IDX image file and its IDX label file (MNIST family), raw or gzip-compressed.
 /// Errors name the file: bad magic, truncated data, image and label counts that differ.
