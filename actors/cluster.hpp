@@ -105,6 +105,7 @@ public:
     std::int64_t rows = 0;
     std::int64_t feature_bytes = 0;  ///< what the parts' features take in memory, in all
     bool sparse = false;             ///< the parts are CSR rows
+    io::hashing_options hashing;     ///< how the parts' features were hashed (none: numbers)
   };
 
   /// Node-local data: shard i is part i of `plan.size()` of `data` (a path every node can see),

@@ -92,7 +92,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     sparse = sparse || summary.bounds.sparse;
   }
   return node_local_run{std::move(*objective), shape, fitted->labels, fitted->scaling,
-                        fitted->rows, feature_bytes, sparse};
+                        fitted->rows, feature_bytes, sparse, fitted->hashing};
 }
 
 } // namespace shardopt::actors

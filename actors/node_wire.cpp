@@ -52,6 +52,23 @@ caf::error apply_header(caf::deserializer& f, std::optional<bool>& header) {
   return {};
 }
 
+/// The hashing travels as its description (io::describe); a node parses and checks it.
+caf::error apply_hashing(caf::serializer& f, io::hashing_options& hashing) {
+  auto text = io::describe(hashing);
+  return f(text);
+}
+
+caf::error apply_hashing(caf::deserializer& f, io::hashing_options& hashing) {
+  std::string text;
+  if (auto err = f(text))
+    return err;
+  auto parsed = io::parse_hashing(text);
+  if (!parsed)
+    return caf::make_error(caf::sec::invalid_argument, parsed.error().message());
+  hashing = std::move(*parsed);
+  return {};
+}
+
 template <class Processor>
 caf::error apply_request(Processor& f, io::part_request& r) {
   return caf::error::eval(
@@ -59,12 +76,14 @@ caf::error apply_request(Processor& f, io::part_request& r) {
       return f(r.spec, r.options.format, r.options.label_column, r.options.features,
                r.options.limit, r.part, r.parts);
     },
-    [&] { return apply_header(f, r.options.header); });
+    [&] { return apply_header(f, r.options.header); },
+    [&] { return apply_hashing(f, r.options.hashing); });
 }
 
 template <class Processor>
 caf::error apply_summary(Processor& f, io::part_summary& x) {
   return caf::error::eval([&] { return f(x.rows, x.cols, x.bounds.sparse, x.pixels, x.labels); },
+                          [&] { return apply_hashing(f, x.hashing); },
                           [&] { return apply_vector(f, x.bounds.low); },
                           [&] { return apply_vector(f, x.bounds.high); },
                           [&] { return apply_vector(f, x.bounds.stored); });

@@ -81,7 +81,7 @@ void add_data_options(CLI::App& command, data_options& data, bool training) {
   command.add_option("--data", data.data,
                      "Dataset: a CSV or LIBSVM file, a MNIST-layout directory, or 'fashion-mnist'")
     ->capture_default_str();
-  command.add_option("--format", data.format, "Input format: auto, csv, libsvm, idx")
+  command.add_option("--format", data.format, "Input format: auto, csv, libsvm, idx, vw (Vowpal Wabbit text)")
     ->capture_default_str();
   command.add_option("--label-column", data.label_column,
                      "CSV: 0-based label column; negative counts from the end (-1 = last)")
@@ -89,6 +89,19 @@ void add_data_options(CLI::App& command, data_options& data, bool training) {
   command.add_option("--header", data.header, "CSV header row: auto, yes, no")->capture_default_str();
   command.add_option("--features", data.features, "LIBSVM: number of features (0 = largest index)");
   command.add_option("--limit", data.limit, "Use only the first N examples (0 = all)");
+  const char* hashing = "Feature hashing (VW and CSV with string columns)";
+  command.add_option("--hash-bits", data.hash_bits,
+                     "Hash raw features into 2^B columns (default 18 for VW input and --categorical/--text)")
+    ->check(CLI::Range(1, io::max_hash_bits))->group(hashing);
+  command.add_option("--pairs", data.pairs,
+                     "VW: cross namespaces by their first letters, as VW's -q (ab,cc)")
+    ->delimiter(',')->group(hashing);
+  command.add_option("--categorical", data.categorical,
+                     "CSV: columns (header names or 0-based indices) hashed as column=value categories")
+    ->delimiter(',')->group(hashing);
+  command.add_option("--text", data.text, "CSV: columns of free text whose words are hashed")
+    ->delimiter(',')->group(hashing);
+  command.add_flag("--word-pairs", data.word_pairs, "CSV --text: hash adjacent word pairs too")->group(hashing);
   command.add_option("--max-decompressed-gib", data.max_decompressed_gib,
                      "gzip input: refuse a file that decompresses to more than this many GiB (0: no limit)")
     ->capture_default_str();

@@ -10,7 +10,7 @@ result<io::read_options> read_options_of(const data_options& options) {
   io::read_options read;
   auto format = io::parse_data_format(options.format);
   if (!format)
-    return fail_invalid("--format: unknown format '" + options.format + "' (expected auto, csv, libsvm, idx)");
+    return fail_invalid("--format: unknown format '" + options.format + "' (expected auto, csv, libsvm, idx, vw)");
   read.format = *format;
   read.label_column = options.label_column;
   if (options.header == "yes")
@@ -25,6 +25,23 @@ result<io::read_options> read_options_of(const data_options& options) {
     return fail_invalid("--max-decompressed-gib must be >= 0");
   read.max_decompressed =
     static_cast<std::uint64_t>(options.max_decompressed_gib * 1024.0 * 1024.0 * 1024.0);
+  read.hashing.bits = options.hash_bits;
+  read.hashing.pairs = options.pairs;
+  read.hashing.categorical = options.categorical;
+  read.hashing.text = options.text;
+  read.hashing.word_pairs = options.word_pairs;
+  const auto ends_with = [&](const char* tail) {
+    const std::string t{tail};
+    return options.data.size() >= t.size() && options.data.compare(options.data.size() - t.size(), t.size(), t) == 0;
+  };
+  const bool vw = read.format == io::data_format::vw
+                  || (read.format == io::data_format::automatic && (ends_with(".vw") || ends_with(".vw.gz")));
+  const bool asked = !read.hashing.pairs.empty() || !read.hashing.categorical.empty() || !read.hashing.text.empty()
+                     || read.hashing.word_pairs;
+  if (read.hashing.bits == 0 && (vw || asked))
+    read.hashing.bits = io::default_hash_bits;
+  if (auto ok = io::check_hashing(read.hashing); !ok)
+    return ok.error();
   return read;
 }
 
@@ -103,6 +120,7 @@ result<prepared_data> prepare(io::raw_dataset train, std::optional<io::raw_datas
     return scaling.error();
   out.scaling = std::move(*scaling);
   out.train_source = train.source;
+  out.hashing = train.hashing;
   out.shape = model::model_shape{architecture.kind, train.data.cols(), out.labels.outputs(),
                                  architecture.hidden, architecture.act};
   auto train_data = finish(std::move(train), out.labels, out.scaling);
@@ -160,6 +178,15 @@ result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_optio
   auto read = read_options_of(options);
   if (!read)
     return read.error();
+  // Raw rows are hashed as the model's training rows were; hashing options given that differ
+  // contradict it (the defaults, such as 18 bits for a .vw file, give way to the model's).
+  const bool given = options.hash_bits > 0 || !options.pairs.empty() || !options.categorical.empty()
+                     || !options.text.empty() || options.word_pairs;
+  if (given && read->hashing != saved.hashing)
+    return fail_invalid("the model was trained on features hashed as " + io::summary_of(saved.hashing)
+                        + "; the hashing options say " + io::summary_of(read->hashing)
+                        + " (leave them out: eval hashes as the model says)");
+  read->hashing = saved.hashing;
   auto raw = io::read_dataset(options.data, io::split::test, *read);
   if (!raw)
     return raw.error();
@@ -168,6 +195,9 @@ result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_optio
 
 result<std::shared_ptr<const model::dataset>> prepare_eval_data(io::raw_dataset raw,
                                                                 const io::saved_model& saved) {
+  if (raw.hashing != saved.hashing && raw.hashing.enabled())
+    return fail_invalid(raw.source + ": its features were hashed as " + io::summary_of(raw.hashing)
+                        + ", the model's as " + io::summary_of(saved.hashing));
   if (auto ok = io::match_features(raw, saved.shape.features, "the model"); !ok)
     return ok.error();
   return finish(std::move(raw), saved.labels, saved.scaling);

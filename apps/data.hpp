@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace shardopt::apps {
 
@@ -28,6 +29,11 @@ struct data_options {
   std::string scale = "auto";
   bool standardize = false;
   double max_decompressed_gib = 4;  ///< gzip input: the most it may decompress to (0: no limit)
+  int hash_bits = 0;                       ///< feature hashing: 2^bits columns (0: VW's 18 when hashing)
+  std::vector<std::string> pairs;          ///< VW: namespace pairs crossed (VW's -q)
+  std::vector<std::string> categorical;    ///< CSV: columns hashed as categories
+  std::vector<std::string> text;           ///< CSV: columns of free text, words hashed
+  bool word_pairs = false;                 ///< CSV text: adjacent word pairs too
   bool cache = false;               ///< read text files through binary caches (dataset_cache.hpp)
   std::string cache_dir;            ///< where caches go (empty: next to each source)
 };
@@ -45,6 +51,7 @@ struct prepared_data {
   std::string test_source;
   io::label_encoding labels;
   io::feature_scaling scaling;
+  io::hashing_options hashing;  ///< how the training features were hashed from raw input (none: numbers)
   model::model_shape shape;
   /// Set while `train` and `shape` cover only the used columns (see `leave_out_unused_columns`).
   std::optional<io::column_map> columns;
@@ -79,6 +86,8 @@ result<prepared_data> prepare_memory_data(memory_data data, const data_options& 
                                           const model::model_shape& architecture, std::int64_t classes);
 
 /// How `options` asks for files to be read, and for features to be scaled. Errors name the option.
+/// Hashing is on for VW input (`--format vw` or a .vw file) and for CSV with --categorical or
+/// --text or --hash-bits; its bits default to 18 (VW's).
 result<io::read_options> read_options_of(const data_options& options);
 result<io::scale_mode> scale_mode_of(const data_options& options);
 

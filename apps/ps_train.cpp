@@ -113,7 +113,7 @@ struct chief_hooks {
     chief.log_steps = o.ps.log_steps;
     chief.eval_steps = o.ps.eval_steps;
     chief.test = data.test;
-    chief.model = io::saved_model{data.shape, {}, data.labels, data.scaling, o.lambda};
+    chief.model = io::saved_model{data.shape, {}, data.labels, data.scaling, o.lambda, 0, data.hashing};
     chief.note = [this](const std::string& text) {
       if (!quiet)
         std::fprintf(stderr, "%s\n", text.c_str());
@@ -190,7 +190,7 @@ result<train_outcome> finish(const train_options& o, const actors::ps_job& job, 
     summary["checkpoint"] = outcome.last_checkpoint;
   add_qualities(summary, data, model::quality(data.shape, *data.train, {0, data.train->rows()}, theta), theta);
   summary["total_seconds"] = std::chrono::duration<double>(clock_type::now() - started).count();
-  train_outcome trained{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda},
+  train_outcome trained{std::move(summary), {data.shape, theta, data.labels, data.scaling, o.lambda, 0, data.hashing},
                       std::move(hooks.history), std::nullopt};
   if (auto written = hooks.metrics.written(); !written)
     trained.metrics_error = written.error();

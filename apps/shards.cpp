@@ -113,6 +113,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     data.feature_bytes = run->feature_bytes;
     data.sparse = run->sparse;
     data.train_source = source.data + " (read on the nodes)";
+    data.hashing = run->hashing;
     setup.objective = std::move(run->objective);
   } else {
     auto objective = cluster->ship(data.shape, lambda, data.train,

@@ -27,6 +27,7 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
           {"--label-column", std::to_string(o.data.label_column)},
           {"--header", o.data.header},
           {"--features", std::to_string(o.data.features)},
+          {"the feature hashing", io::summary_of(data.hashing)},
           {"the model", model::describe(data.shape)},
           {"--seed", std::to_string(o.ps.seed)},
           {"--lambda", exact(o.lambda)},

@@ -44,13 +44,16 @@ void add_quality(nlohmann::json& out, const std::string& prefix, model::model_ki
 }
 
 nlohmann::json data_summary(const std::string& model, const prepared_data& data, double lambda) {
-  return nlohmann::json{{"model", model},
+  auto out = nlohmann::json{{"model", model},
                         {"lambda", lambda},
                         {"examples", data.train_rows},
                         {"features", data.shape.features},
                         {"outputs", data.shape.outputs},
                         {"dimension", data.shape.dimension()},
                         {"architecture", model::describe(data.shape)}};
+  if (data.hashing.enabled())
+    out["hashing"] = io::summary_of(data.hashing);
+  return out;
 }
 
 void add_qualities(nlohmann::json& out, const prepared_data& data, const model::quality_sums& train_sums,

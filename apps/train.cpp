@@ -214,7 +214,8 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
   // The left-out columns' weights back, as zeros (training quality is taken on the solve's own).
   const Eigen::VectorXd solved = theta;
   theta = theta_for_model(*data, solved);
-  trained.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda, options.l1};
+  trained.model = io::saved_model{data->shape, theta, data->labels, data->scaling, options.lambda, options.l1,
+                                  data->hashing};
   if (run->reason == optimizer::stop_reason::evaluation_failed && !interrupted) {
     if (!options.save.empty() && run->iterations > 0 && io::save_model(options.save, trained.model).ok())
       std::fprintf(stderr, "shardopt: the last theta (iteration %d) was saved to %s\n", run->iterations,

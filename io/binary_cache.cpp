@@ -88,6 +88,7 @@ struct opened {
   std::shared_ptr<mapping> map;
   file_header header{};
   std::string source;
+  hashing_options hashing;
 };
 
 /// Checks that `count` elements of `size` bytes at `at` lie inside the file after `floor`.
@@ -122,8 +123,16 @@ result<opened> open_checked(const std::string& path) {
     return fail_invalid(path + ": truncated or damaged header (a source name of " + std::to_string(h.name_bytes)
                 + " bytes)");
   out.source.assign(out.map->at<char>(sizeof(file_header)), h.name_bytes);
-  if (checksum(h, out.source) != h.crc)
+  if (h.hashing_bytes > max_hashing_bytes || h.hashing_bytes > file - sizeof(file_header) - h.name_bytes)
+    return fail_invalid(path + ": truncated or damaged header (a hashing description of "
+                        + std::to_string(h.hashing_bytes) + " bytes)");
+  const std::string hashing{out.map->at<char>(sizeof(file_header) + h.name_bytes), h.hashing_bytes};
+  if (checksum(h, out.source + hashing) != h.crc)
     return fail_invalid(path + ": the header's checksum does not match: the file is damaged");
+  auto parsed = parse_hashing(hashing);
+  if (!parsed)
+    return parsed.error().with_context(path + ": damaged hashing description");
+  out.hashing = std::move(*parsed);
   if (h.file_bytes != file)
     return fail_invalid(path + ": truncated: the header says " + std::to_string(h.file_bytes) + " bytes, the file has "
                 + std::to_string(file));
@@ -135,7 +144,7 @@ result<opened> open_checked(const std::string& path) {
     return fail_invalid(path + ": more non-zero values or columns than a CSR dataset may hold");
   if (!sparse && (h.cols > 0 && h.rows > std::numeric_limits<std::int64_t>::max() / h.cols))
     return fail_invalid(path + ": impossible sizes in the header");
-  const auto floor = sizeof(file_header) + h.name_bytes;
+  const auto floor = sizeof(file_header) + h.name_bytes + h.hashing_bytes;
   auto ok = check_section(path, "labels", h.labels_at, h.rows, 8, floor, file);
   if (ok)
     ok = check_section(path, "lines", h.lines_at, h.rows, 8, h.labels_at + 8 * static_cast<std::uint64_t>(h.rows), file);
@@ -217,6 +226,7 @@ raw_dataset view_rows(const opened& file, std::int64_t begin, std::int64_t end, 
   const auto& h = file.header;
   raw_dataset out;
   out.source = file.source;
+  out.hashing = file.hashing;
   out.pixels = (h.flags & pixels_flag) != 0;
   const auto rows = end - begin;
   out.data.y = Eigen::Map<const Eigen::VectorXd>(file.map->at<double>(h.labels_at) + begin, rows);
@@ -261,6 +271,9 @@ result<raw_dataset> read_rows(const std::string& path, const read_options& optio
   if (!file)
     return file.error();
   const auto& h = file->header;
+  if (options.hashing.enabled() && options.hashing != file->hashing)
+    return fail_invalid(path + ": its features were hashed as " + summary_of(file->hashing)
+                        + ", not as the hashing options say (" + summary_of(options.hashing) + ")");
   if (options.features > 0 && options.features != h.cols && (h.layout == 0 || options.features < h.cols))
     return fail_invalid(path + ": holds " + std::to_string(h.cols) + " features, --features says "
                 + std::to_string(options.features));
@@ -302,6 +315,7 @@ result<cache_origin> recorded_origin(const std::string& path) {
     out.options.header = h.header_row == 1;
   out.options.features = h.features;
   out.options.limit = h.limit;
+  out.options.hashing = file->hashing;
   return out;
 }
 

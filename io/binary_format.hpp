@@ -2,7 +2,8 @@
 
 // The binary dataset's file layout, shared by its reader (binary_cache.cpp) and its writer
 // (binary_writer.cpp): a fixed 152-byte header, the source's name, then 64-byte aligned sections
-// (labels, line numbers, CSR row starts and column indices, values). Internal to io.
+// (labels, line numbers, CSR row starts and column indices, values). Hashed data has the
+// hashing's description (JSON) between the name and the labels. Internal to io.
 
 #include <array>
 #include <cstdint>
@@ -15,6 +16,7 @@ constexpr std::uint32_t format_version = 1;
 constexpr std::uint32_t byte_order = 0x01020304;
 constexpr std::uint64_t alignment = 64;
 constexpr std::uint32_t max_name_bytes = 4096;
+constexpr std::uint32_t max_hashing_bytes = 65536;
 constexpr std::uint32_t pixels_flag = 1;  // IDX pixels: scaled by 1/255 by default
 constexpr std::uint32_t lines_flag = 2;   // examples came from text lines (their numbers are kept)
 
@@ -42,8 +44,8 @@ struct file_header {
   std::uint32_t name_bytes;
   std::int64_t features;
   std::int64_t limit;
-  std::uint32_t crc;  // CRC-32 of the header and the name, with this field zero
-  std::uint32_t reserved;
+  std::uint32_t crc;  // CRC-32 of the header, the name and the hashing, with this field zero
+  std::uint32_t hashing_bytes;  // the hashing's description (io::describe) after the name; 0: none
 };
 static_assert(sizeof(file_header) == 152, "the header's layout is part of the file format");
 
@@ -51,7 +53,7 @@ inline std::uint64_t aligned(std::uint64_t at) {
   return (at + alignment - 1) / alignment * alignment;
 }
 
-/// CRC-32 of the header (its crc field zero) and the name.
+/// CRC-32 of the header (its crc field zero) and `name`: the name followed by the hashing's text.
 std::uint32_t checksum(file_header header, std::string_view name);
 
 } // namespace shardopt::io::binary_format

@@ -52,7 +52,7 @@ bool same_origin(const cache_origin& a, const cache_origin& b) {
   return a.source == b.source && a.size == b.size && a.mtime_ns == b.mtime_ns
          && a.options.format == b.options.format && a.options.label_column == b.options.label_column
          && a.options.header == b.options.header && a.options.features == b.options.features
-         && a.options.limit == b.options.limit;
+         && a.options.limit == b.options.limit && a.options.hashing == b.options.hashing;
 }
 
 result<void> write_binary_dataset(const std::string& path, const raw_dataset& data,
@@ -76,7 +76,11 @@ result<void> write_binary_dataset(const std::string& path, const raw_dataset& da
   h.nonzeros = x.nonzeros();
   const std::string name = data.source.substr(0, max_name_bytes);
   h.name_bytes = static_cast<std::uint32_t>(name.size());
-  h.labels_at = aligned(sizeof(file_header) + name.size());
+  const auto hashing = describe(options.hashing);
+  if (hashing.size() > max_hashing_bytes)
+    return fail_invalid(path + ": the hashing's description is longer than " + std::to_string(max_hashing_bytes) + " bytes");
+  h.hashing_bytes = static_cast<std::uint32_t>(hashing.size());
+  h.labels_at = aligned(sizeof(file_header) + name.size() + hashing.size());
   h.lines_at = aligned(h.labels_at + 8 * static_cast<std::uint64_t>(h.rows));
   std::uint64_t after = h.lines_at + 8 * static_cast<std::uint64_t>(h.rows);
   if (sparse) {
@@ -93,12 +97,13 @@ result<void> write_binary_dataset(const std::string& path, const raw_dataset& da
   h.header_row = options.header ? (*options.header ? 1 : 0) : -1;
   h.features = options.features;
   h.limit = options.limit;
-  h.crc = checksum(h, name);
+  h.crc = checksum(h, name + hashing);
   return stream_file_atomically(path, [&](std::ostream& out) {
     std::uint64_t written = 0;
     put(out, &h, 1);
     out.write(name.data(), static_cast<std::streamsize>(name.size()));
-    written = sizeof h + name.size();
+    out.write(hashing.data(), static_cast<std::streamsize>(hashing.size()));
+    written = sizeof h + name.size() + hashing.size();
     pad_to(out, written, h.labels_at);
     put(out, x.y.data(), h.rows);
     written += 8 * static_cast<std::uint64_t>(h.rows);
@@ -134,7 +139,8 @@ std::string cache_path(const std::string& source, const read_options& options,
   const std::string key = absolute + "\n" + std::to_string(static_cast<int>(options.format)) + ","
                           + std::to_string(options.label_column) + ","
                           + (options.header ? (*options.header ? "yes" : "no") : "auto") + ","
-                          + std::to_string(options.features) + "," + std::to_string(options.limit);
+                          + std::to_string(options.features) + "," + std::to_string(options.limit)
+                          + (options.hashing.enabled() ? "," + describe(options.hashing) : std::string{});
   const auto crc = crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(key.data()),
                          static_cast<uInt>(key.size()));
   char digest[9];

@@ -177,7 +177,7 @@ result<hashed_layout> hashed_layout_of(const std::string& name, detail::text_sou
 class hashed_csv_format {
 public:
   hashed_csv_format(std::string name, hashed_layout layout, const hashing_options& h)
-    : name_(name), layout_(std::move(layout)), word_pairs_(h.word_pairs), rows_(std::move(name), h.bits) {}
+    : name_(name), layout_(std::move(layout)), word_pairs_(h.word_pairs), rows_(std::move(name), h) {}
 
   piece_counts count(std::string_view piece, bool last) const {
     piece_counts c;

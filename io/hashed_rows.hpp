@@ -18,7 +18,8 @@ namespace shardopt::io::detail {
 /// Rows of 2^bits hashed columns in CSR arrays sized once by parse_text's counts.
 class hashed_rows {
 public:
-  hashed_rows(std::string name, int bits) : name_(std::move(name)), bits_(bits) {}
+  hashed_rows(std::string name, hashing_options hashing)
+    : name_(std::move(name)), hashing_(std::move(hashing)), bits_(hashing_.bits) {}
 
   result<void> allocate(const piece_counts& total) {
     constexpr auto max_items = std::int64_t{std::numeric_limits<std::int32_t>::max()};
@@ -88,6 +89,7 @@ public:
     x.writable = true;
     out.data.x = std::move(x);
     out.source = name_;
+    out.hashing = hashing_;
     return out;
   }
 
@@ -99,6 +101,7 @@ private:
   };
 
   std::string name_;
+  hashing_options hashing_;
   int bits_;
   std::int64_t capacity_ = 0;
   std::shared_ptr<storage> storage_;

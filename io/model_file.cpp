@@ -24,14 +24,14 @@ namespace {
 
 // File layout, in a Boost text archive: magic, format version, shape (kind, features, outputs),
 // theta, label encoding (kind, classes), scaling (factor, mean, inv_std), lambda, l1 (version 3),
-// end marker.
+// the feature hashing's description (version 4; empty for numeric input), end marker.
 // Vectors are a size followed by their elements. theta is a tag first (version 3): 0 and the
 // vector, or 1, when fewer than a fifth of its entries are non-zero (an L1 model), and its size,
 // the non-zero entries' indices (increasing) and their values. The end marker makes a file cut
 // anywhere fail to load instead of yielding a shorter last number.
 const std::string magic = "shardopt-model";
 const std::string end_marker = "end-of-model";
-constexpr int format_version = 3;  // 3: theta sparse when mostly 0; 2: the network architecture
+constexpr int format_version = 4;  // 4: the feature hashing; 3: theta sparse when mostly 0; 2: the network architecture
 constexpr int oldest_version = 1;
 
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
@@ -113,7 +113,7 @@ void write_model_fields(boost::archive::text_oarchive& archive, const saved_mode
   archive << model.scaling.factor;
   save_vector(archive, model.scaling.mean.data(), model.scaling.mean.size());
   save_vector(archive, model.scaling.inv_std.data(), model.scaling.inv_std.size());
-  archive << model.lambda << model.l1 << end_marker;
+  archive << model.lambda << model.l1 << describe(model.hashing) << end_marker;
 }
 
 } // namespace detail
@@ -200,6 +200,18 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   archive >> model.lambda;
   if (archive.version() >= 3)
     archive >> model.l1;
+  if (archive.version() >= 4) {
+    std::string hashing;
+    if (auto loaded = archive.load_string(hashing); !loaded)
+      return corrupt(loaded.error(), "feature hashing");
+    auto parsed = parse_hashing(hashing);
+    if (!parsed)
+      return corrupt(parsed.error(), "feature hashing");
+    model.hashing = std::move(*parsed);
+    if (model.hashing.enabled() && model.hashing.dimension() != model.shape.features)
+      return fail_invalid(path + ": corrupt model file: " + std::to_string(model.shape.features)
+                          + " features, but its hashing makes " + std::to_string(model.hashing.dimension()));
+  }
   if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
     return fail_invalid(path + ": truncated or corrupt model file: no end marker");
   if (auto consistent = check_consistent(model); !consistent)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "io/hashing.hpp"
 #include "io/labels.hpp"
 #include "io/scaling.hpp"
 #include "model/linear_model.hpp"
@@ -20,6 +21,9 @@ struct saved_model {
   feature_scaling scaling;
   double lambda = 0;
   double l1 = 0;  ///< --l1 (format 3 on; 0 in older files)
+  /// How raw input was hashed into the features (format 4 on; none in older files): `eval` and
+  /// Python's predict on raw rows hash them alike.
+  hashing_options hashing;
 };
 
 /// Writes the model with Boost.Serialization (portable text archive) through

@@ -24,7 +24,7 @@ namespace {
 // rule name, updates, slot count and slots, then the model fields exactly as in a model file
 // (ending with its end marker).
 const std::string magic = "shardopt-checkpoint";
-constexpr int format_version = 3;  // 3: theta sparse when mostly 0; 2: the network architecture
+constexpr int format_version = 4;  // 4: the model's feature hashing; 3: theta sparse when mostly 0; 2: the network architecture
 constexpr int oldest_version = 1;
 constexpr std::size_t max_slots = 8;
 const std::string prefix = "ckpt-";

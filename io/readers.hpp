@@ -54,6 +54,8 @@ struct raw_dataset {
   std::vector<std::int64_t> lines;
   /// True for IDX images: raw 0..255 pixel intensities, scaled by 1/255 by default.
   bool pixels = false;
+  /// How the features were hashed from raw tokens (VW, CSV with string columns); off for numbers.
+  hashing_options hashing;
 
   /// Names example `row` (0-based) for messages: "train.csv:17" (its 1-based line) for text formats,
   /// "train-labels-idx1-ubyte.gz: record 16" (the 0-based record index) for IDX.

@@ -94,6 +94,7 @@ part_summary summarize(const raw_dataset& part) {
   out.rows = data.rows();
   out.cols = data.cols();
   out.pixels = part.pixels;
+  out.hashing = part.hashing;
   std::set<double> labels;
   for (Eigen::Index i = 0; i < data.y.size() && labels.size() < max_distinct_labels; ++i)
     labels.insert(data.y[i]);
@@ -115,7 +116,7 @@ result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
   feature_bounds bounds;
   for (std::size_t p = 0; p < parts.size(); ++p) {
     const auto& part = parts[p];
-    if (part.bounds.sparse != sparse || part.pixels != pixels)
+    if (part.bounds.sparse != sparse || part.pixels != pixels || part.hashing != parts.front().hashing)
       return fail_invalid(source + ": part " + std::to_string(p + 1) + " is stored differently from part 1");
     if (!sparse && p > 0 && part.cols != d)
       return fail_invalid(source + ": part " + std::to_string(p + 1) + " has " + std::to_string(part.cols)
@@ -126,6 +127,7 @@ result<fitted_parts> fit_parts(model::model_kind kind, std::int64_t classes,
     merge_into(bounds, part.bounds);
   }
   out.features = d;
+  out.hashing = parts.front().hashing;
 
   // Labels: fit on one example per distinct value, as fit_labels does on the whole data.
   raw_dataset distinct;

@@ -38,6 +38,7 @@ struct part_summary {
   std::int64_t rows = 0;
   std::int64_t cols = 0;
   bool pixels = false;
+  hashing_options hashing;    ///< how the part's features were hashed (none: numbers)
   std::vector<double> labels;  ///< distinct label values, sorted (at most 65,537 kept)
   feature_bounds bounds;       ///< of the raw values; bounds.rows == rows
 };
@@ -47,6 +48,7 @@ part_summary summarize(const raw_dataset& part);
 
 /// The encoding and scaling of the whole dataset, fitted from its parts' summaries.
 struct fitted_parts {
+  hashing_options hashing;  ///< the parts' (all alike)
   label_encoding labels;
   feature_scaling scaling;
   std::int64_t features = 0;

@@ -84,7 +84,7 @@ std::int64_t paired(const std::vector<std::string>& pairs, const letter_counts& 
 class vw_format {
 public:
   vw_format(std::string name, const read_options& options)
-    : name_(name), hashing_(options.hashing), rows_(std::move(name), options.hashing.bits) {}
+    : name_(name), hashing_(options.hashing), rows_(std::move(name), options.hashing) {}
 
   piece_counts count(std::string_view piece, bool last) const {
     piece_counts c;

@@ -8,6 +8,7 @@
 #include "apps/keywords.hpp"
 #include "apps/train.hpp"
 #include "io/arrays.hpp"
+#include "io/hashing.hpp"
 #include "io/model_file.hpp"
 
 #include <pybind11/numpy.h>
@@ -26,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 
 namespace py = pybind11;
 
@@ -131,6 +133,80 @@ io::raw_dataset dataset(const py::object& x, const py::object& y, const std::str
   if (py::isinstance<py::array_t<double>>(a))
     return value_or_raise(io::dataset_from_arrays(strided<double>(a, x_name), l, count, x_name, y_name));
   throw py::value_error(x_name + " must hold float32 or float64 values");
+}
+
+/// Checks that `raw` (features from the array named `x_name`) fits the model, naming that array
+/// (a dataset from arrays is named after its labels, for label errors).
+void check_width(io::raw_dataset& raw, const io::saved_model& model, const std::string& x_name) {
+  auto named = std::exchange(raw.source, x_name);
+  auto ok = io::match_features(raw, model.shape.features, "the model");
+  raw.source = std::move(named);
+  if (!ok)
+    raise(ok.error());
+}
+
+/// The words of each of `texts` hashed as a CSV --text column named `column` is (io/hashing.hpp):
+/// CSR arrays (indptr int64, indices int32, data float64) of 2^bits columns.
+py::tuple hash_text(const std::vector<std::string>& texts, const std::string& column, int bits, bool word_pairs) {
+  io::hashing_options h;
+  h.bits = bits;
+  h.text = {column};
+  h.word_pairs = word_pairs;
+  if (auto ok = io::check_hashing(h); !ok)
+    raise(ok.error());
+  const auto seed = io::namespace_seed(column);
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::int32_t> indices;
+  std::vector<double> values;
+  io::hashed_row row;
+  for (const auto& text : texts) {
+    row.clear();
+    io::add_words(text, seed, word_pairs, row);
+    row.finish(bits);
+    for (const auto& [c, v] : row.items()) {
+      indices.push_back(static_cast<std::int32_t>(c));
+      values.push_back(v);
+    }
+    indptr.push_back(static_cast<std::int64_t>(indices.size()));
+  }
+  return py::make_tuple(py::array_t<std::int64_t>(static_cast<py::ssize_t>(indptr.size()), indptr.data()),
+                        py::array_t<std::int32_t>(static_cast<py::ssize_t>(indices.size()), indices.data()),
+                        py::array_t<double>(static_cast<py::ssize_t>(values.size()), values.data()));
+}
+
+/// Reads `path` with the command line's readers and read options (hashing included): a tuple
+/// ("csr", data, indices, indptr, (rows, cols), y) for sparse rows, ("dense", X, y) otherwise.
+py::tuple read_data(const std::string& path, const std::string& format, int label_column, const std::string& header,
+                    std::int64_t limit, int hash_bits, const std::vector<std::string>& pairs,
+                    const std::vector<std::string>& categorical, const std::vector<std::string>& text,
+                    bool word_pairs) {
+  apps::data_options o;
+  o.data = path;
+  o.format = format;
+  o.label_column = label_column;
+  o.header = header;
+  o.limit = limit;
+  o.hash_bits = hash_bits;
+  o.pairs = pairs;
+  o.categorical = categorical;
+  o.text = text;
+  o.word_pairs = word_pairs;
+  const auto read = value_or_raise(apps::read_options_of(o));
+  auto raw = value_or_raise(io::read_dataset(path, io::split::train, read));
+  const auto& y = raw.data.y;
+  py::array_t<double> labels(y.size(), y.data());
+  if (raw.data.is_sparse()) {
+    const auto x = raw.data.sparse();
+    const auto rows = static_cast<py::ssize_t>(x.rows());
+    const auto nnz = static_cast<py::ssize_t>(x.nonZeros());
+    return py::make_tuple("csr", py::array_t<float>(nnz, x.valuePtr()), py::array_t<std::int32_t>(nnz, x.innerIndexPtr()),
+                          py::array_t<std::int32_t>(rows + 1, x.outerIndexPtr()),
+                          py::make_tuple(x.rows(), x.cols()), labels);
+  }
+  const auto x = raw.data.dense();
+  py::array_t<float> features({static_cast<py::ssize_t>(x.rows()), static_cast<py::ssize_t>(x.cols())});
+  std::copy(x.data(), x.data() + x.size(), features.mutable_data());
+  return py::make_tuple("dense", features, labels);
 }
 
 /// What the training thread and the Python thread share.
@@ -347,9 +423,23 @@ PYBIND11_MODULE(_core, m) {
     .def_property_readonly("classes", [](const io::saved_model& s) { return s.labels.classes; },
                            "The class labels as the training data spelled them (empty for linear)")
     .def_property_readonly("lam", [](const io::saved_model& s) { return s.lambda; })
+    .def_property_readonly("hashing",
+                           [](const io::saved_model& s) -> py::object {
+                             if (!s.hashing.enabled())
+                               return py::none();
+                             py::dict out;
+                             out["hash_bits"] = s.hashing.bits;
+                             out["pairs"] = s.hashing.pairs;
+                             out["categorical"] = s.hashing.categorical;
+                             out["text"] = s.hashing.text;
+                             out["word_pairs"] = s.hashing.word_pairs;
+                             return std::move(out);
+                           },
+                           "How raw input was hashed into the features (train's options), or None")
     .def("_predict",
          [](const io::saved_model& s, const py::object& x) {
            auto raw = python::dataset(x, py::none(), "X", "y");
+           python::check_width(raw, s, "X");
            const auto predicted = python::value_or_raise(apps::predict(s, std::move(raw)));
            py::array_t<double> out(predicted.size());
            std::copy(predicted.data(), predicted.data() + predicted.size(), out.mutable_data());
@@ -358,6 +448,7 @@ PYBIND11_MODULE(_core, m) {
     .def("_evaluate",
          [](const io::saved_model& s, const py::object& x, const py::object& y) {
            auto raw = python::dataset(x, y, "X", "y");
+           python::check_width(raw, s, "X");
            auto data = python::value_or_raise(apps::prepare_eval_data(std::move(raw), s));
            return apps::evaluate_model(s, std::move(data)).dump();
          })
@@ -373,6 +464,9 @@ PYBIND11_MODULE(_core, m) {
           return std::make_shared<io::saved_model>(python::value_or_raise(io::load_model(path)));
         },
         py::arg("path"), "Reads a model file written by `shardopt train --save` or `Model.save`");
+  m.def("_hash_text", &python::hash_text, py::arg("texts"), py::arg("column"), py::arg("bits"),
+        py::arg("word_pairs"));
+  m.def("_read_data", &python::read_data);
   m.def("_train", &python::train);
   m.def("_is_option", &apps::is_train_option);
 }

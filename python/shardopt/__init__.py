@@ -11,6 +11,9 @@ TOML files. `lam` stands for `--lambda` (a Python keyword). Lists are joined wit
 (`nodes=["hostA:4242", "hostB:4242"]`, `hidden=[256, 128]`). Errors are the command line's
 one-line messages: ValueError for bad input, FileNotFoundError for missing files, RuntimeError for
 runs that could not finish, TypeError for unknown options.
+
+scikit-learn estimators over `train` (LogisticRegression, LinearRegression, Ridge, LinearSVC,
+MLPClassifier) are in the submodule `shardopt.sklearn`, imported on its own: it needs scikit-learn.
 """
 
 import json as _json
@@ -18,9 +21,9 @@ import math as _math
 
 import numpy as _np
 
-from ._core import Model, load_model, _is_option, _train
+from ._core import Model, load_model, _hash_text, _is_option, _read_data, _train
 
-__all__ = ["train", "load_model", "Model", "Result", "Info"]
+__all__ = ["train", "load_model", "read_data", "hash_text", "Model", "Result", "Info"]
 
 
 class Info:
@@ -216,3 +219,29 @@ def _evaluate(self, X, y):
 
 Model.predict = _predict
 Model.evaluate = _evaluate
+
+
+def read_data(data, *, format="auto", label_column=0, header="auto", limit=0, hash_bits=0, pairs=(),
+              categorical=(), text=(), word_pairs=False):
+    """Reads a file with the command line's readers and reading options: returns (X, y), X a SciPy
+    CSR matrix for sparse rows (LIBSVM, hashed VW or CSV with string columns) or a float32 NumPy
+    array. Hashing is as `shardopt train` does it (docs/data.md): `hash_bits` (default 18 for VW
+    input and with `categorical`/`text`), `pairs` (VW's -q), `categorical`, `text`, `word_pairs`."""
+    read = _read_data(str(data), format, int(label_column), header, int(limit), int(hash_bits),
+                      list(pairs), list(categorical), list(text), bool(word_pairs))
+    if read[0] == "dense":
+        return read[1], read[2]
+    import scipy.sparse as _sparse
+
+    _, values, indices, indptr, shape, y = read
+    return _sparse.csr_matrix((values, indices, indptr), shape=shape), y
+
+
+def hash_text(texts, *, column="text", hash_bits=18, word_pairs=False):
+    """The words of each string hashed as `shardopt train --text COLUMN` hashes a CSV column of that
+    name: a SciPy CSR matrix of len(texts) x 2^hash_bits (float64 word counts)."""
+    import scipy.sparse as _sparse
+
+    texts = [t if isinstance(t, str) else str(t) for t in texts]
+    indptr, indices, values = _hash_text(texts, str(column), int(hash_bits), bool(word_pairs))
+    return _sparse.csr_matrix((values, indices, indptr), shape=(len(texts), 1 << int(hash_bits)))

@@ -3,6 +3,7 @@
 // threads, pieces or parts, and every kind of bad line is named by file and line.
 // tests/python/test_hashing.py checks the same rows against scikit-learn's murmurhash3_32.
 
+#include "io/binary_cache.hpp"
 #include "io/hashing.hpp"
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
@@ -278,4 +279,30 @@ TEST_CASE("hashed readers: the same rows on any threads and pieces, and in parts
       CHECK(joined == expected);
     }
   }
+}
+
+TEST_CASE("a binary dataset of hashed rows keeps their hashing and refuses another") {
+  test::temp_dir dir;
+  const auto source = dir.file("d.vw");
+  test::write_file(source, "1 |a x y:2\n0 |a z\n");
+  auto options = hashed(12);
+  options.hashing.pairs = {"aa"};
+  auto text = io::read_dataset(source, io::split::train, options);
+  REQUIRE(text);
+  CHECK(text->hashing == options.hashing);
+  auto origin = io::origin_of(source, options);
+  REQUIRE(origin);
+  const auto binary = dir.file("d.shoptbin");
+  REQUIRE(io::write_binary_dataset(binary, *text, *origin));
+  auto back = io::read_dataset(binary, io::split::train, io::read_options{});
+  REQUIRE(back);
+  CHECK(back->hashing == options.hashing);
+  CHECK(rows_of(*back) == rows_of(*text));
+  auto recorded = io::recorded_origin(binary);
+  REQUIRE(recorded);
+  CHECK(io::same_origin(*recorded, *origin));
+  auto other = hashed(12);
+  CHECK(error_of(io::read_dataset(binary, io::split::train, other)).find("its features were hashed as 2^12 hashed columns, pairs aa")
+        != std::string::npos);
+  CHECK(io::cache_path(source, options, "") != io::cache_path(source, other, ""));
 }

@@ -230,7 +230,7 @@ TEST_CASE("model_file: hostile architectures are refused without allocating what
     {"act.model", head + "9 1 100"},                        // no such activation
     {"overflow.model", head + "0 2 4294967296 4294967296"},  // 2^64 weights between two layers
     {"zero.model", head + "0 1 0"},                         // a layer of no units
-    {"future.model", "22 serialization::archive 18 14 shardopt-model 4 2 784 10 0 0"},
+    {"future.model", "22 serialization::archive 18 14 shardopt-model 5 2 784 10 0 0"},
   };
   for (const auto& [name, bytes] : files) {
     CAPTURE(name);
@@ -239,8 +239,8 @@ TEST_CASE("model_file: hostile architectures are refused without allocating what
     REQUIRE_FALSE(r.ok());
     CHECK(starts_with(r.error().message(), path + ": "));
     if (name == "future.model")
-      CHECK(r.error().message() == path + ": model file format version 4 is not supported (this build reads "
-                                          "versions 1 to 3)");
+      CHECK(r.error().message() == path + ": model file format version 5 is not supported (this build reads "
+                                          "versions 1 to 4)");
     else
       CHECK(r.error().message().find("corrupt model file: invalid") != std::string::npos);
   }
@@ -302,4 +302,31 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
   m.l1 = 1e-3;
   REQUIRE(io::save_model(sparse_path, m).ok());
   CHECK(io::load_model(sparse_path)->l1 == 1e-3);
+}
+
+TEST_CASE("a model keeps the hashing its features were made with; a hashing that does not fit is corrupt") {
+  temp_dir dir;
+  io::saved_model m;
+  m.shape = model::model_shape{model::model_kind::logistic, 16, 1};
+  m.theta = Eigen::VectorXd::LinSpaced(17, 0, 1);
+  m.labels.kind = model::model_kind::logistic;
+  m.labels.classes = {0.0, 1.0};
+  m.hashing.bits = 4;
+  m.hashing.categorical = {"city", "a b"};
+  m.hashing.text = {"notes"};
+  m.hashing.word_pairs = true;
+  const auto path = dir.file("hashed.model");
+  REQUIRE(io::save_model(path, m).ok());
+  auto back = io::load_model(path);
+  REQUIRE_MESSAGE(back.ok(), back.error().message());
+  CHECK(back->hashing == m.hashing);
+  // The same file with 2^5 hashed columns for 16 features.
+  auto text = test::slurp(path);
+  const auto at = text.find("\"bits\":4");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 8, "\"bits\":5");
+  const auto bad = dir.write("bad.model", text);
+  auto r = io::load_model(bad);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message() == bad + ": corrupt model file: 16 features, but its hashing makes 32");
 }

@@ -346,7 +346,7 @@ TEST_CASE("read_dataset: files by extension or by the format option") {
 
   auto unknown = io::read_dataset(other, io::split::train, {});
   REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.error().message() == "cannot tell the format of " + other + "; pass --format csv|libsvm");
+  CHECK(unknown.error().message() == "cannot tell the format of " + other + "; pass --format csv|libsvm|vw");
 
   io::read_options options;
   options.format = io::data_format::libsvm;

@@ -1,0 +1,175 @@
+"""Feature hashing from Python: the readers' rows equal an independent implementation of the
+documented rule (docs/data.md) on scikit-learn's murmurhash3_32, HashingVectorizer equals the CLI's
+--text hashing, and a model keeps its hashing for predictions on raw strings."""
+
+import json
+import os
+import re
+import subprocess
+from collections import defaultdict
+
+import numpy as np
+import pytest
+
+import shardopt
+
+sklearn = pytest.importorskip("sklearn")
+from sklearn.utils import murmurhash3_32  # noqa: E402
+
+from shardopt.sklearn import HashingVectorizer  # noqa: E402
+
+
+def h(token, seed):
+    return murmurhash3_32(token.encode("utf-8"), seed=seed, positive=True)
+
+
+def seed_of(name):
+    return 0 if name == "" else h(name, 0)
+
+
+def pair(a, b):
+    return ((a * 16777619) & 0xFFFFFFFF) ^ b
+
+
+def rows_of(X):
+    X = X.tocsr()
+    out = []
+    for r in range(X.shape[0]):
+        start, end = X.indptr[r], X.indptr[r + 1]
+        out.append({int(c): float(v) for c, v in zip(X.indices[start:end], X.data[start:end])})
+    return out
+
+
+def finish(found, bits):
+    row = defaultdict(float)
+    for hash_, value in found:
+        row[hash_ & ((1 << bits) - 1)] += value
+    return {c: v for c, v in row.items() if v != 0}
+
+
+def vw_rows(lines, bits, pairs):
+    """VW text hashed by the rule in docs/data.md, written from that page alone."""
+    out = []
+    for line in lines:
+        if not line.strip():
+            continue
+        found, by_letter = [], []
+        for section in line.split("|")[1:]:
+            name, _, features = section.partition(" ")
+            weight = 1.0
+            if ":" in name:
+                name, w = name.split(":")
+                weight = float(w)
+            seed = seed_of(name)
+            for token in features.split():
+                token_name, _, value = token.partition(":")
+                v = (float(value) if value else 1.0) * weight
+                found.append((h(token_name, seed), v))
+                by_letter.append((name[:1] or " ", h(token_name, seed), v))
+        for a, b in pairs:
+            for i, (la, ha, va) in enumerate(by_letter):
+                if la != a:
+                    continue
+                for j, (lb, hb, vb) in enumerate(by_letter):
+                    if lb == b and (a != b or j >= i):
+                        found.append((pair(ha, hb), va * vb))
+        out.append(finish(found, bits))
+    return out
+
+
+def words(text):
+    return [w.lower() for w in re.findall(rb"[A-Za-z0-9\x80-\xff]+", text.encode("utf-8"))]
+
+
+def text_features(text, seed, word_pairs):
+    ws = [w.decode("utf-8", "surrogateescape") for w in words(text)]
+    found = [(murmurhash3_32(w.encode("utf-8", "surrogateescape"), seed=seed, positive=True), 1.0) for w in ws]
+    if word_pairs:
+        found += [(murmurhash3_32((a + " " + b).encode("utf-8", "surrogateescape"), seed=seed, positive=True), 1.0)
+                  for a, b in zip(ws, ws[1:])]
+    return found
+
+
+VW = [
+    "1 'first |words The cat sat:2 |city paris |n price:2.5 stars:4",
+    "-1 1 |words a dog:2 a |city:0.5 rome",
+    "",
+    "1 | plain tokens here |words x",
+]
+
+
+def test_vw_rows_equal_an_independent_implementation(tmp_path):
+    path = tmp_path / "sample.vw"
+    path.write_text("\n".join(VW) + "\n")
+    for bits, pairs in [(18, []), (10, ["wc"]), (12, ["ww", "wn", "  "])]:
+        X, y = shardopt.read_data(path, hash_bits=bits, pairs=pairs)
+        assert X.shape == (3, 1 << bits)
+        assert list(y) == [1, -1, 1]
+        assert rows_of(X) == vw_rows(VW, bits, pairs)
+
+
+def test_csv_rows_equal_an_independent_implementation(tmp_path):
+    lines = ['label,price,city,review',
+             '1,2.5,Paris,"Great food, GREAT view"',
+             '0,1,"New ""York""",plain words here',
+             '1,0,,naïve café']
+    path = tmp_path / "sample.csv"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bits = 16
+    X, y = shardopt.read_data(path, categorical=["city"], text=["review"], word_pairs=True, hash_bits=bits)
+    expected = []
+    for price, city, review in [(2.5, "Paris", "Great food, GREAT view"), (1.0, 'New "York"', "plain words here"),
+                                (0.0, "", "naïve café")]:
+        found = [(h("price", 0), price)]
+        if city:
+            found.append((h(city, seed_of("city")), 1.0))
+        found += text_features(review, seed_of("review"), True)
+        expected.append(finish(found, bits))
+    assert rows_of(X) == expected
+    assert list(y) == [1, 0, 1]
+
+
+def test_hashing_vectorizer_equals_the_cli_text_column(tmp_path):
+    texts = ["Great food, great view", "plain words here", "naïve café, Ünïcode", "", "x y z x"]
+    path = tmp_path / "t.csv"
+    path.write_text("label,notes\n" + "".join(f'{i % 2},"{t}"\n' for i, t in enumerate(texts)), encoding="utf-8")
+    for word_pairs in (False, True):
+        X, _ = shardopt.read_data(path, text=["notes"], word_pairs=word_pairs, hash_bits=14)
+        H = HashingVectorizer(column="notes", hash_bits=14, word_pairs=word_pairs).fit_transform(texts)
+        assert H.shape == X.shape
+        assert rows_of(H) == rows_of(X)
+
+
+def test_a_model_keeps_its_hashing_and_predicts_raw_strings_as_eval(tmp_path):
+    rng = np.random.default_rng(3)
+    good, bad = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "ugly"]
+    rows = []
+    for i in range(400):
+        label = int(rng.integers(2))
+        ws = list(rng.choice(good if label else bad, 3)) + list(rng.choice(good + bad, 2))
+        rows.append((label, " ".join(ws)))
+    path = tmp_path / "reviews.csv"
+    path.write_text("label,review\n" + "".join(f'{l},"{t}"\n' for l, t in rows))
+    model_path = tmp_path / "reviews.model"
+    r = shardopt.train(data=str(path), model="logistic", text=["review"], word_pairs=True, hash_bits=12,
+                       lam=1e-3, save=str(model_path))
+    assert r.summary["hashing"] == "2^12 hashed columns, text review, word pairs"
+    model = shardopt.load_model(str(model_path))
+    assert model.hashing == {"hash_bits": 12, "pairs": [], "categorical": [], "text": ["review"], "word_pairs": True}
+    vectorizer = HashingVectorizer.for_model(model, "review")
+    predicted = model.predict(vectorizer.transform([t for _, t in rows]))
+    accuracy = float(np.mean(predicted == np.array([l for l, _ in rows])))
+    cli = subprocess.run([os.environ["SHARDOPT_BINARY"], "eval", "--model-file", str(model_path), "--data", str(path),
+                          "--json"], capture_output=True, text=True, check=True)
+    assert accuracy == json.loads(cli.stdout)["accuracy"]
+    assert accuracy > 0.9
+
+
+def test_predict_names_x_when_its_width_is_wrong():
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = (X[:, 0] > 0).astype(float)
+    model = shardopt.train(X, y, model="logistic", max_iter=5).model
+    with pytest.raises(ValueError, match="the model has 3 features, X has 4"):
+        model.predict(np.zeros((2, 4)))
+    with pytest.raises(ValueError, match="the model has 3 features, X has 4"):
+        model.evaluate(np.zeros((2, 4)), np.zeros(2))
