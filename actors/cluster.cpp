@@ -232,6 +232,10 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
     auto handle = connect_to<node_actor>(rt, where, "a shardopt node");
     if (!handle)
       return handle.error();
+    // A node listed twice, or under two names (a host name and its address): CAF hands out one
+    // proxy per remote actor, so it is one node, greeted once (as arrivals mid-run are).
+    if (std::find(handles.begin(), handles.end(), *handle) != handles.end())
+      continue;
     handles.push_back(*handle);
     connected.push_back(connected_node{where, 0, {}});
   }

@@ -142,7 +142,13 @@ result<caf::strong_actor_ptr> connect_via_middleman(runtime& rt, const endpoint&
           out = std::move(published);
       },
       [&](caf::error& err) {
-        out = fail_runtime(prefix + describe(err, system));
+        // A TLS peer closes a plain connection before CAF's handshake ends: say so, not only
+        // "disconnect_during_handshake".
+        if (err == caf::sec::disconnect_during_handshake && !rt.options().tls.enabled())
+          out = fail_runtime(prefix + "the peer closed the connection during the handshake; it probably "
+                             "requires TLS (give --tls-cert, --tls-key and --tls-ca) (" + describe(err, system) + ")");
+        else
+          out = fail_runtime(prefix + describe(err, system));
         retry = err == caf::sec::cannot_connect_to_node;
       });
   return out;

@@ -96,8 +96,11 @@ result<io::part_request> check_part(io::part_request request, const node_limits&
       || request.options.limit < 0 || request.options.label_column < -(1 << 24)
       || request.options.label_column > (1 << 24))
     return fail_invalid("invalid read options");
-  if (request.options.hashing.dimension() > limits.dimension)
-    return fail_invalid("2^" + std::to_string(request.options.hashing.bits) + " hashed features are more than this node's "
+  auto hashing = request.options.hashing;
+  if (hashing.bits == 0 && request.options.format == io::data_format::vw)
+    hashing.bits = io::default_hash_bits;  // what the reader takes
+  if (hashing.dimension() > limits.dimension)
+    return fail_invalid("2^" + std::to_string(hashing.bits) + " hashed features are more than this node's "
                         "limit of " + std::to_string(limits.dimension));
   auto path = confine(request.spec, limits.data_root);
   if (!path)

@@ -136,11 +136,16 @@ void write_results(const fs::path& out, const std::vector<planned_run>& plan) {
     }
     return text;
   };
-  std::string csv = "run,status,exit_code,seconds,repeat,git_revision,host,timestamp";
-  for (const auto& p : params)
-    csv += "," + p;
+  // One name per column: the run's wall time is wall_seconds; a summary field that a parameter or
+  // a run column also names (lambda, seconds) is summary.<name>.
+  std::vector<std::string> columns{"run", "status", "exit_code", "wall_seconds", "repeat", "git_revision", "host",
+                                   "timestamp"};
+  columns.insert(columns.end(), params.begin(), params.end());
+  std::string csv;
+  for (const auto& c : columns)
+    csv += (csv.empty() ? "" : ",") + cell(c);
   for (const auto& f : fields)
-    csv += "," + f;
+    csv += "," + cell(std::find(columns.begin(), columns.end(), f) != columns.end() ? "summary." + f : f);
   csv += "\n";
   for (const auto& row : rows) {
     csv += cell(row["run"]) + "," + cell(row["status"]) + "," + cell(row["exit_code"]) + "," + cell(row["seconds"]) +
@@ -243,9 +248,14 @@ int run_sweep(const sweep_options& options) {
     while (next < total && !stopping && static_cast<int>(running.size()) < parallel) {
       const auto& run = (*plan)[next++];
       const auto dir = out / run.name;
-      if (finished_status(dir)) {
-        ++skipped;
-        continue;
+      // A run that finished well is kept; one that failed is run again (its cause may be fixed),
+      // and keeps failing the sweep until it succeeds.
+      if (const auto status = finished_status(dir)) {
+        if ((*status)["status"] == "ok") {
+          ++skipped;
+          continue;
+        }
+        std::fprintf(stderr, "sweep: %s failed before; running it again\n", run.name.c_str());
       }
       std::error_code made;
       fs::create_directories(dir, made);

@@ -13,9 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <optional>
+#include <utility>
 
 namespace shardopt::apps {
 
@@ -249,7 +255,57 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
 
 } // namespace
 
+namespace {
+
+/// Where `path` (a file this run writes, given by `option`) would go is a folder this process may
+/// write into; else the error, before any work.
+result<void> check_output_file(const char* option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    return fail_invalid(std::string{option} + ": " + path + " is a folder, not a file");
+  const auto parent = fs::path{path}.parent_path().empty() ? fs::path{"."} : fs::path{path}.parent_path();
+  if (!fs::is_directory(parent, ec))
+    return fail_not_found(std::string{option} + ": " + path + ": the folder " + parent.string() + " does not exist");
+  if (::access(parent.c_str(), W_OK | X_OK) != 0)
+    return fail_invalid(std::string{option} + ": " + path + ": cannot write into " + parent.string() + ": "
+                        + std::strerror(errno));
+  return {};
+}
+
+/// A folder this run makes if needed (--checkpoint-dir): it, or the nearest folder above it that
+/// exists, may be written into.
+result<void> check_output_folder(const char* option, const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  auto at = fs::absolute(path, ec);
+  while (!at.empty() && !fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at)
+    at = at.parent_path();
+  if (!fs::is_directory(at, ec))
+    return fail_invalid(std::string{option} + ": " + path + ": " + at.string() + " is not a folder");
+  if (::access(at.c_str(), W_OK | X_OK) != 0)
+    return fail_invalid(std::string{option} + ": " + path + ": cannot write into " + at.string() + ": "
+                        + std::strerror(errno));
+  return {};
+}
+
+/// Every path a run writes, checked before any work (a run that trains for an hour must not fail
+/// at the end for a typo in --save).
+result<void> check_outputs(const train_options& o) {
+  for (const auto& [option, path] : {std::pair{"--save", o.save}, std::pair{"--metrics", o.metrics}})
+    if (!path.empty())
+      if (auto ok = check_output_file(option, path); !ok)
+        return ok;
+  if (!o.checkpoints.dir.empty())
+    return check_output_folder("--checkpoint-dir", o.checkpoints.dir);
+  return {};
+}
+
+} // namespace
+
 result<train_outcome> train(const train_options& options, const train_controls& controls) {
+  if (auto ok = check_outputs(options); !ok)
+    return ok.error();
   return options.mode == train_mode::ps ? train_ps(options, controls) : train_sharded(options, controls);
 }
 

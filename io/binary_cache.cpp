@@ -114,9 +114,9 @@ result<opened> open_checked(const std::string& path) {
     return fail_invalid(path + ": not a shardopt binary dataset (no SHOPTBIN magic number)");
   std::memcpy(&out.header, out.map->data(), sizeof out.header);
   const auto& h = out.header;
-  if (h.version != format_version)
+  if (h.version < 1 || h.version > format_version)
     return fail_invalid(path + ": binary dataset version " + std::to_string(h.version) + ", this shardopt reads "
-                + std::to_string(format_version) + "; convert the source again");
+                + "versions 1 to " + std::to_string(format_version) + "; convert the source again");
   if (h.byte_order != byte_order)
     return fail_invalid(path + ": written on a machine of another byte order");
   if (h.name_bytes > max_name_bytes || h.name_bytes > file - sizeof(file_header))
@@ -133,6 +133,9 @@ result<opened> open_checked(const std::string& path) {
   if (!parsed)
     return parsed.error().with_context(path + ": damaged hashing description");
   out.hashing = std::move(*parsed);
+  if (out.hashing.enabled() && (h.layout != 1 || h.cols != out.hashing.dimension()))
+    return fail_invalid(path + ": damaged header: " + std::to_string(h.cols) + " columns, but its hashing makes "
+                        + std::to_string(out.hashing.dimension()));
   if (h.file_bytes != file)
     return fail_invalid(path + ": truncated: the header says " + std::to_string(h.file_bytes) + " bytes, the file has "
                 + std::to_string(file));

@@ -12,7 +12,7 @@
 namespace shardopt::io::binary_format {
 
 constexpr std::array<char, 8> magic{'S', 'H', 'O', 'P', 'T', 'B', 'I', 'N'};
-constexpr std::uint32_t format_version = 1;
+constexpr std::uint32_t format_version = 2;  // 2: the hashing's description; version 1 files read as ever
 constexpr std::uint32_t byte_order = 0x01020304;
 constexpr std::uint64_t alignment = 64;
 constexpr std::uint32_t max_name_bytes = 4096;

@@ -76,7 +76,8 @@ result<void> write_binary_dataset(const std::string& path, const raw_dataset& da
   h.nonzeros = x.nonzeros();
   const std::string name = data.source.substr(0, max_name_bytes);
   h.name_bytes = static_cast<std::uint32_t>(name.size());
-  const auto hashing = describe(options.hashing);
+  // The data's own hashing: it records a CSV's column names besides the options.
+  const auto hashing = describe(data.hashing.enabled() ? data.hashing : options.hashing);
   if (hashing.size() > max_hashing_bytes)
     return fail_invalid(path + ": the hashing's description is longer than " + std::to_string(max_hashing_bytes) + " bytes");
   h.hashing_bytes = static_cast<std::uint32_t>(hashing.size());

@@ -145,13 +145,31 @@ result<hashed_layout> hashed_layout_of(const std::string& name, detail::text_sou
                                       : std::to_string(i));
       if (header)
         layout.header_line = line_number;
+      // Columns recorded at training (eval): a header must name them; a file without one has them.
+      const auto& recorded = options.hashing.columns;
+      if (!recorded.empty()) {
+        const auto list = [](const std::vector<std::string>& names) {
+          std::string out;
+          for (std::size_t i = 0; i < names.size() && i < 20; ++i)
+            out += (i ? "," : "") + names[i];
+          return out;
+        };
+        if (recorded.size() != layout.names.size())
+          return fail_invalid(at + ": " + std::to_string(count) + " fields, but the model's data had "
+                              + std::to_string(recorded.size()) + " columns (" + list(recorded) + ")");
+        if (header && layout.names != recorded)
+          return fail_invalid(at + ": the header names " + list(layout.names) + ", the model's data had "
+                              + list(recorded));
+        layout.names = recorded;
+      }
+      const bool named = header || !recorded.empty();
       layout.kinds.assign(static_cast<std::size_t>(count), column_kind::number);
       layout.kinds[static_cast<std::size_t>(label)] = column_kind::label;
       for (const auto& [columns, kind, option] :
            {std::tuple{&options.hashing.categorical, column_kind::category, "--categorical"},
             std::tuple{&options.hashing.text, column_kind::text, "--text"}})
         for (const auto& wanted : *columns) {
-          auto index = column_index(wanted, layout.names, header, option);
+          auto index = column_index(wanted, layout.names, named, option);
           if (!index)
             return index.error().with_context(name);
           auto& slot = layout.kinds[*index];
@@ -176,8 +194,10 @@ result<hashed_layout> hashed_layout_of(const std::string& name, detail::text_sou
 /// CSV rows with hashed string columns (io/hashing.hpp), for parse_text (text_parse.hpp).
 class hashed_csv_format {
 public:
-  hashed_csv_format(std::string name, hashed_layout layout, const hashing_options& h)
-    : name_(name), layout_(std::move(layout)), word_pairs_(h.word_pairs), rows_(std::move(name), h) {}
+  /// `h` with the layout's column names recorded (the dataset and a model trained on it keep them).
+  hashed_csv_format(std::string name, hashed_layout layout, hashing_options h)
+    : name_(name), layout_(std::move(layout)), word_pairs_(h.word_pairs), dimension_(h.dimension()),
+      rows_(std::move(name), recorded(std::move(h), layout_.names)) {}
 
   piece_counts count(std::string_view piece, bool last) const {
     piece_counts c;
@@ -185,6 +205,7 @@ public:
     c.rows = c.lines + (last && !piece.empty() && piece.back() != '\n' ? 1 : 0);
     c.items = c.rows * layout_.numbers
               + (layout_.has_text ? max_words(static_cast<std::int64_t>(piece.size()), word_pairs_) : 0);
+    c.items = std::min(c.items, c.rows * dimension_);  // a merged row has at most 2^bits columns
     return c;
   }
 
@@ -258,9 +279,15 @@ public:
   raw_dataset finish(const detail::parsed_text& stored) { return rows_.finish(stored); }
 
 private:
+  static hashing_options recorded(hashing_options h, const std::vector<std::string>& names) {
+    h.columns = names;
+    return h;
+  }
+
   std::string name_;
   hashed_layout layout_;
   bool word_pairs_;
+  std::int64_t dimension_;
   detail::hashed_rows rows_;
 };
 

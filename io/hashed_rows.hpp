@@ -44,8 +44,9 @@ public:
     if (out.rows == room.rows || out.items + n > room.items || at.item + out.items + n > capacity_)
       return std::string{"more features than the counts allow; too many for one dataset"};
     for (const auto& [column, value] : row.items())
-      if (std::fabs(value) > std::numeric_limits<float>::max())
-        return "a feature's value " + std::to_string(value) + " is too large for a float";
+      if (!(std::fabs(value) <= std::numeric_limits<float>::max()))
+        return "a feature's value (" + std::to_string(value) + ", column " + std::to_string(column)
+               + ") is not a finite float";
     auto* indices = &storage_->indices[static_cast<std::size_t>(at.item + out.items)];
     auto* values = &storage_->values[static_cast<std::size_t>(at.item + out.items)];
     for (const auto& [column, value] : row.items()) {

@@ -23,6 +23,8 @@ std::string describe(const hashing_options& h) {
   j["categorical"] = h.categorical;
   j["text"] = h.text;
   j["word_pairs"] = h.word_pairs;
+  if (!h.columns.empty())
+    j["columns"] = h.columns;
   return j.dump();
 }
 
@@ -32,11 +34,18 @@ result<hashing_options> parse_hashing(std::string_view text) {
     return h;
   try {
     const auto j = nlohmann::json::parse(text);
-    h.bits = j.at("bits").get<int>();
+    const auto& bits = j.at("bits");
+    if (!bits.is_number_integer() || bits.get<std::int64_t>() < 1 || bits.get<std::int64_t>() > max_hash_bits)
+      return fail_invalid("unreadable hashing settings (bits " + bits.dump() + ")");
+    if (!j.at("word_pairs").is_boolean())
+      return fail_invalid("unreadable hashing settings (word_pairs " + j.at("word_pairs").dump() + ")");
+    h.bits = bits.get<int>();
     h.pairs = j.at("pairs").get<std::vector<std::string>>();
     h.categorical = j.at("categorical").get<std::vector<std::string>>();
     h.text = j.at("text").get<std::vector<std::string>>();
     h.word_pairs = j.at("word_pairs").get<bool>();
+    if (j.contains("columns"))
+      h.columns = j.at("columns").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
     return fail_invalid(std::string{"unreadable hashing settings ("} + e.what() + ")");
   }
@@ -52,9 +61,19 @@ result<void> check_hashing(const hashing_options& h) {
   if (h.bits < 1 || h.bits > max_hash_bits)
     return fail_invalid("--hash-bits: " + std::to_string(h.bits) + " is out of range (1 to "
                         + std::to_string(max_hash_bits) + ")");
-  for (const auto& pair : h.pairs)
+  if (h.pairs.size() > max_hashing_pairs)
+    return fail_invalid("--pairs: more than " + std::to_string(max_hashing_pairs) + " pairs");
+  for (std::size_t i = 0; i < h.pairs.size(); ++i) {
+    const auto& pair = h.pairs[i];
     if (pair.size() != 2)
       return fail_invalid("--pairs: '" + pair + "' is not two namespace letters (as VW's -q ab)");
+    for (std::size_t k = 0; k < i; ++k)
+      if (h.pairs[k] == pair)
+        return fail_invalid("--pairs: '" + pair + "' is given twice");
+  }
+  if (h.categorical.size() > max_hashing_columns || h.text.size() > max_hashing_columns
+      || h.columns.size() > max_hashing_columns)
+    return fail_invalid("--categorical, --text: more than " + std::to_string(max_hashing_columns) + " columns");
   for (const auto* columns : {&h.categorical, &h.text})
     for (const auto& column : *columns)
       if (column.empty())

@@ -31,6 +31,10 @@ constexpr int default_hash_bits = 18;
 /// The most features one hashed row may have after pairing (a hostile line cannot ask for more).
 constexpr std::int64_t max_hashed_row = std::int64_t{1} << 24;
 
+/// The longest lists a hashing may have: pairs, and CSV columns (named, and recorded).
+constexpr std::size_t max_hashing_pairs = 1024;
+constexpr std::size_t max_hashing_columns = 1 << 16;
+
 /// How raw input is hashed into features; `bits` = 0 means no hashing (numbers only).
 struct hashing_options {
   int bits = 0;
@@ -43,12 +47,16 @@ struct hashing_options {
   std::vector<std::string> text;
   /// CSV text columns: adjacent word pairs ("new york") hashed as well as the words.
   bool word_pairs = false;
+  /// CSV: every column's name as the training data had them (its header, or 0-based indices),
+  /// recorded by the reader; reading with them set (eval) checks a header against them, or names a
+  /// header-less file's columns by them. Not part of equality: the options are the same.
+  std::vector<std::string> columns;
 
   bool enabled() const { return bits > 0; }
   std::int64_t dimension() const { return enabled() ? std::int64_t{1} << bits : 0; }
   bool operator==(const hashing_options& other) const {
     return bits == other.bits && pairs == other.pairs && categorical == other.categorical
-           && text == other.text && word_pairs == other.word_pairs;
+           && text == other.text && word_pairs == other.word_pairs;  // `columns` left out
   }
   bool operator!=(const hashing_options& other) const { return !(*this == other); }
 };
@@ -61,7 +69,8 @@ std::string describe(const hashing_options& h);
 result<hashing_options> parse_hashing(std::string_view text);
 
 /// Checks a hashing's settings: bits in [1, max_hash_bits] when any other setting is given, pairs of
-/// two characters. Errors name the option (--hash-bits, --pairs).
+/// two characters, each once, and bounded lists (a peer's description is checked alike). Errors
+/// name the option (--hash-bits, --pairs).
 result<void> check_hashing(const hashing_options& h);
 
 /// A human-readable account for summaries and messages: "2^18 hashed columns, pairs ab".
@@ -96,8 +105,8 @@ private:
 };
 
 /// Adds the words of `text` to `row` with the namespace seed `seed`, each with value 1: a word is a
-/// longest run of ASCII letters and digits and bytes >= 0x80 (UTF-8 letters), ASCII letters
-/// lower-cased. With `word_pairs`, each two adjacent words also count, as "first second". Returns
+/// longest run of ASCII letters and digits and bytes >= 0x80 (any non-ASCII UTF-8 character,
+/// punctuation and spaces outside ASCII included), ASCII letters lower-cased (others kept). With `word_pairs`, each two adjacent words also count, as "first second". Returns
 /// the words found.
 std::int64_t add_words(std::string_view text, std::uint32_t seed, bool word_pairs, hashed_row& row);
 

@@ -2,7 +2,9 @@
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <string_view>
 #include <vector>
@@ -60,7 +62,11 @@ void for_each_section(std::string_view text, F&& f) {
   }
 }
 
-/// The first letter of a namespace, by which `--pairs` names it (' ' for the default one).
+/// A namespace's name without its weight (`name:weight`).
+std::string_view bare_name(std::string_view name) { return name.substr(0, name.find(':')); }
+
+/// The first letter of a namespace, by which `--pairs` names it (' ' for the default one); `name`
+/// without its weight.
 unsigned char letter_of(std::string_view name) { return name.empty() ? ' ' : static_cast<unsigned char>(name[0]); }
 
 /// Features of a row by namespace letter: how many (for bounds) before pairing.
@@ -104,10 +110,11 @@ public:
         for_each_token(s.features, [&](std::string_view) { ++n; });
         features += n;
         if (!hashing_.pairs.empty())
-          counts[letter_of(s.name)] += n;
+          counts[letter_of(bare_name(s.name))] += n;
       });
-      c.items += std::min(features + (hashing_.pairs.empty() ? 0 : paired(hashing_.pairs, counts)),
-                          max_hashed_row);
+      // After its columns are merged a row has at most 2^bits of them.
+      c.items += std::min({features + (hashing_.pairs.empty() ? 0 : paired(hashing_.pairs, counts)),
+                           max_hashed_row, hashing_.dimension()});
     });
     return c;
   }
@@ -214,10 +221,15 @@ public:
             error = "more than " + std::to_string(max_hashed_row) + " features in one row";
             return;
           }
+          const double weighted = value * weight;
+          if (!std::isfinite(weighted)) {
+            error = "feature " + detail::quote(token) + ": its value times the namespace's weight is not finite";
+            return;
+          }
           const auto hash = murmur3(feature_name, seed);
-          row.add(hash, value * weight);
+          row.add(hash, weighted);
           if (!hashing_.pairs.empty())
-            found.push_back({letter_of(name), hash, value * weight});
+            found.push_back({letter_of(name), hash, weighted});
         });
         if (!error && n == 0)
           error = "namespace " + (name.empty() ? std::string{"(default)"} : detail::quote(name))
@@ -231,16 +243,23 @@ public:
           ++counts[f.letter];
         if (static_cast<std::int64_t>(row.size()) + paired(hashing_.pairs, counts) > max_hashed_row)
           return fail_at("more than " + std::to_string(max_hashed_row) + " features in one row with --pairs");
+        // The features grouped by letter, in line order: a pair costs only the features it pairs.
+        std::stable_sort(found.begin(), found.end(), [](const feature& x, const feature& y) { return x.letter < y.letter; });
+        std::array<std::size_t, 257> first{};
+        for (const auto& f : found)
+          ++first[f.letter + 1u];
+        for (std::size_t l = 1; l < first.size(); ++l)
+          first[l] += first[l - 1];
         for (const auto& pair : hashing_.pairs) {
           const auto a = static_cast<unsigned char>(pair[0]);
           const auto b = static_cast<unsigned char>(pair[1]);
-          for (std::size_t i = 0; i < found.size(); ++i) {
-            if (found[i].letter != a)
-              continue;
-            for (std::size_t j = a == b ? i : 0; j < found.size(); ++j)
-              if (found[j].letter == b)
-                row.add(pair_hash(found[i].hash, found[j].hash), found[i].value * found[j].value);
-          }
+          for (std::size_t i = first[a]; i < first[a + 1u]; ++i)
+            for (std::size_t j = a == b ? i : first[b]; j < first[b + 1u]; ++j) {
+              const double product = found[i].value * found[j].value;
+              if (!std::isfinite(product))
+                return fail_at("a pair of features (--pairs " + pair + ") has a value that is not finite");
+              row.add(pair_hash(found[i].hash, found[j].hash), product);
+            }
         }
       }
       if (auto problem = rows_.store(row, *label, line_number, at, out, room))

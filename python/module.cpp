@@ -433,6 +433,7 @@ PYBIND11_MODULE(_core, m) {
                              out["categorical"] = s.hashing.categorical;
                              out["text"] = s.hashing.text;
                              out["word_pairs"] = s.hashing.word_pairs;
+                             out["columns"] = s.hashing.columns;
                              return std::move(out);
                            },
                            "How raw input was hashed into the features (train's options), or None")

@@ -400,13 +400,22 @@ class HashingVectorizer(TransformerMixin, BaseEstimator):
 
     @classmethod
     def for_model(cls, model, column):
-        """The vectorizer of a model trained on a CSV text column `column` (a `Model`)."""
+        """The vectorizer of a model (a `Model`) trained on a CSV file of a label and one text
+        column, `column` (its header name, or its 0-based index as the training options gave it).
+        Refused when the model's rows had other columns too: their features would be missing."""
         hashing = model.hashing
-        if hashing is None or column not in hashing["text"]:
-            raise ValueError(f"the model was not trained on a hashed text column {column!r}")
-        if hashing["categorical"] or len(hashing["text"]) > 1:
-            raise ValueError("the model hashed other columns too; read raw rows with shardopt.read_data")
-        return cls(column=column, hash_bits=hashing["hash_bits"], word_pairs=hashing["word_pairs"])
+        names = (hashing or {}).get("columns", [])
+
+        def resolve(c):  # a column as a header name (an index names the column at that place)
+            c = str(c)
+            return names[int(c)] if c.isdigit() and int(c) < len(names) and c not in names else c
+
+        if hashing is None or not names or resolve(column) not in [resolve(t) for t in hashing["text"]]:
+            raise ValueError(f"the model was not trained on a hashed text column {column!r} of a CSV file")
+        if len(names) != 2:
+            raise ValueError(f"the model's rows had other columns too ({', '.join(names)}); read raw rows "
+                             "with shardopt.read_data, which hashes every column as training did")
+        return cls(column=resolve(column), hash_bits=hashing["hash_bits"], word_pairs=hashing["word_pairs"])
 
     def fit(self, X, y=None):
         self._strings(X)

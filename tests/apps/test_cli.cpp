@@ -18,6 +18,7 @@
 
 using namespace shardopt::test;
 using json = nlohmann::json;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -321,4 +322,31 @@ TEST_CASE("--help shows each choice option's default as the value it takes, and 
   INFO(negative.err);
   CHECK(negative.err.find("--l1: must be 0 or more") != std::string::npos);
   CHECK(negative.err.size() < 300);  // no 309-digit bound
+}
+
+TEST_CASE("output paths (--save, --metrics, --checkpoint-dir) are checked before any work, in both modes") {
+  shardopt::test::require_fashion_mnist();
+  temp_dir dir;
+  const auto file = dir.file("a-file");
+  { std::ofstream{file} << "x"; }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+    {{"--save", dir.file("no-such-folder/m.model")}, "--save: " + dir.file("no-such-folder/m.model") + ": the folder "},
+    {{"--save", dir.path().string()}, "is a folder, not a file"},
+    {{"--metrics", dir.file("no-such-folder/m.jsonl")}, "--metrics: "},
+    {{"--checkpoint-dir", file + "/checkpoints"}, "--checkpoint-dir: " + file + "/checkpoints: " + file + " is not a folder"},
+  };
+  for (const auto* mode : {"lbfgs", "ps"})
+    for (const auto& [extra, message] : cases) {
+      CAPTURE(mode);
+      CAPTURE(message);
+      std::vector<std::string> args{shardopt_binary(), "train", "--mode", mode, "--data", "fashion-mnist", "--limit",
+                                    "3000", "--max-iter", "50", "--last-step", "200"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      const auto result = run(args, 60s);
+      INFO(result.err);
+      CHECK(result.exit_code == 1);
+      CHECK(result.err.find(message) != std::string::npos);
+      CHECK(result.err.find("iter ") == std::string::npos);  // refused before training
+      CHECK(result.err.find("step ") == std::string::npos);
+    }
 }

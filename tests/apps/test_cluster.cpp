@@ -366,3 +366,21 @@ TEST_CASE("hashed data (VW, CSV with strings) on 2 nodes: shipped gives the loca
     CHECK(json::parse(eval.out)["accuracy"].get<double>() == local["train_accuracy"].get<double>());
   }
 }
+
+TEST_CASE("a node given twice, or under two names, is one node: the driver does not wait for a second hello") {
+  shardopt::test::require_fashion_mnist();
+  node_process node;
+  const auto endpoint = node.endpoint();
+  const auto port = endpoint.substr(endpoint.rfind(':') + 1);
+  for (const auto& nodes : {endpoint + "," + endpoint, "localhost:" + port + ",127.0.0.1:" + port}) {
+    CAPTURE(nodes);
+    const auto started = std::chrono::steady_clock::now();
+    const auto result = run({shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "2000", "--test-limit",
+                             "100", "--max-iter", "3", "--shards", "2", "--json", "--quiet", "--nodes", nodes},
+                            60s);
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(json::parse(result.out)["nodes"] == 1);
+    CHECK(std::chrono::steady_clock::now() - started < 30s);  // the hang waited 60 s for a second hello
+  }
+}

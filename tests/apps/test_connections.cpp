@@ -78,6 +78,9 @@ TEST_CASE("mutual TLS: the right role certificate connects, another CA's, the wr
   const auto plain = driver({});
   CHECK(plain.exit_code == 1);
   CHECK(plain.err.find(node.endpoint() + ": cannot connect") != std::string::npos);
+  // A driver without TLS is told that the node probably wants TLS, not only CAF's error code.
+  CHECK_MESSAGE(plain.err.find("it probably requires TLS (give --tls-cert, --tls-key and --tls-ca)") != std::string::npos,
+                plain.err);
 
   // A node with TLS never lets raw bytes reach CAF's protocol layer, not even a crafted header.
   REQUIRE(send_raw(node.port, std::string(64, '\x00')));

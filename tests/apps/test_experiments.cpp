@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -77,7 +78,8 @@ TEST_CASE("a sweep makes one folder and row per run, records failures, and resum
   CHECK(resumed.exit_code == 1);  // the failing run
   CHECK_MESSAGE(resumed.err.find(std::to_string(before.size()) + " finished before") != std::string::npos, resumed.err);
   for (const auto& [name, time] : before)
-    CHECK(fs::last_write_time(out / name / "status.json") == time);  // nothing recomputed
+    if (name.find("data=") == std::string::npos)
+      CHECK(fs::last_write_time(out / name / "status.json") == time);  // nothing that succeeded recomputed
   const auto rows = rows_of(out / "results.jsonl");
   REQUIRE(rows.size() == 6);
   std::set<std::string> names;
@@ -107,6 +109,35 @@ TEST_CASE("a sweep makes one folder and row per run, records failures, and resum
   while (std::getline(csv, line))
     ++lines;
   CHECK(lines == 7);
+  // Every column is named once (the summary's lambda and seconds beside the parameter and the wall time).
+  {
+    std::istringstream first{slurp(out / "results.csv")};
+    std::string header;
+    std::getline(first, header);
+    std::vector<std::string> columns;
+    std::istringstream cells{header};
+    for (std::string c; std::getline(cells, c, ',');)
+      columns.push_back(c);
+    CHECK(std::set<std::string>(columns.begin(), columns.end()).size() == columns.size());
+    for (const auto* name : {"lambda", "summary.lambda", "wall_seconds", "seconds"})
+      CHECK_MESSAGE(std::find(columns.begin(), columns.end(), name) != columns.end(), name);
+  }
+  // Run again: the runs that succeeded are kept, the failed one is run again and fails the sweep again.
+  std::string failed_run;
+  std::size_t failures = 0;
+  for (const auto& row : rows)
+    if (row["status"] == "failed") {
+      failed_run = row["run"].get<std::string>();
+      ++failures;
+    }
+  REQUIRE_FALSE(failed_run.empty());
+  const auto failed_time = fs::last_write_time(out / failed_run / "status.json");
+  const auto again = run({shardopt_binary(), "sweep", file, "--out", out.string()}, 300s);
+  CHECK(again.exit_code == 1);
+  CHECK_MESSAGE(again.err.find(failed_run + " failed before; running it again") != std::string::npos, again.err);
+  CHECK_MESSAGE(again.err.find(std::to_string(6 - failures) + " finished before, " + std::to_string(failures) + " failed")
+                  != std::string::npos, again.err);
+  CHECK(fs::last_write_time(out / failed_run / "status.json") != failed_time);
 
   SUBCASE("the report renders in headless Chromium with one line per run in every line plot") {
     const auto report = (dir.path() / "report.html").string();
@@ -234,7 +265,9 @@ TEST_CASE("a sweep on a full disk keeps its previous results whole, names each f
   CHECK(full.exit_code == 1);
   CHECK(full.err.find("sweep: " + (out / "results.jsonl").string() + ": cannot write: ") != std::string::npos);
   CHECK(full.err.find(std::strerror(ENOSPC)) != std::string::npos);
-  CHECK(full.err.find("2 finished before") != std::string::npos);
+  // The two failed runs are tried again (a failed run is not finished), and cannot start either.
+  CHECK(full.err.find("000-lambda=0.001 failed before; running it again") != std::string::npos);
+  CHECK(full.err.find("0 finished before") != std::string::npos);
   // What was finished before is whole, and no temporary file is left.
   CHECK(slurp(out / "results.jsonl") == jsonl_before);
   CHECK(slurp(out / "results.csv") == csv_before);

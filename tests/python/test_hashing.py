@@ -155,7 +155,8 @@ def test_a_model_keeps_its_hashing_and_predicts_raw_strings_as_eval(tmp_path):
                        lam=1e-3, save=str(model_path))
     assert r.summary["hashing"] == "2^12 hashed columns, text review, word pairs"
     model = shardopt.load_model(str(model_path))
-    assert model.hashing == {"hash_bits": 12, "pairs": [], "categorical": [], "text": ["review"], "word_pairs": True}
+    assert model.hashing == {"hash_bits": 12, "pairs": [], "categorical": [], "text": ["review"], "word_pairs": True,
+                             "columns": ["label", "review"]}
     vectorizer = HashingVectorizer.for_model(model, "review")
     predicted = model.predict(vectorizer.transform([t for _, t in rows]))
     accuracy = float(np.mean(predicted == np.array([l for l, _ in rows])))
@@ -173,3 +174,29 @@ def test_predict_names_x_when_its_width_is_wrong():
         model.predict(np.zeros((2, 4)))
     with pytest.raises(ValueError, match="the model has 3 features, X has 4"):
         model.evaluate(np.zeros((2, 4)), np.zeros(2))
+
+
+def test_for_model_resolves_an_index_and_refuses_other_columns(tmp_path):
+    path = tmp_path / "g.csv"
+    path.write_text("label,gloss\n" + "".join(f'{i % 2},"{"good fine" if i % 2 else "bad poor"} x{i}"\n' for i in range(60)))
+    shardopt.train(data=str(path), model="logistic", text=["1"], hash_bits=10, save=str(tmp_path / "g.model"))
+    model = shardopt.load_model(str(tmp_path / "g.model"))
+    by_index = HashingVectorizer.for_model(model, "1")
+    assert by_index.column == "gloss"  # the namespace is the header's name, as the CLI hashed it
+    X, _ = shardopt.read_data(path, text=["1"], hash_bits=10)
+    assert rows_of(by_index.transform([f'{"good fine" if i % 2 else "bad poor"} x{i}' for i in range(60)])) == rows_of(X)
+    wide = tmp_path / "w.csv"
+    wide.write_text("label,price,gloss\n" + "".join(f'{i % 2},{i},"w{i % 3}"\n' for i in range(60)))
+    shardopt.train(data=str(wide), model="logistic", text=["gloss"], hash_bits=10, save=str(tmp_path / "w.model"))
+    with pytest.raises(ValueError, match="other columns too"):
+        HashingVectorizer.for_model(shardopt.load_model(str(tmp_path / "w.model")), "gloss")
+
+
+def test_non_finite_values_are_refused_with_file_and_line(tmp_path):
+    path = tmp_path / "n.vw"
+    path.write_text("1 |a x\n1 |n:1e308 a:10 a:-10\n")
+    with pytest.raises(ValueError, match=r"n.vw:2: feature 'a:10': its value times the namespace's weight is not finite"):
+        shardopt.read_data(path)
+    path.write_text("1 |a x:1e300 y:1e300\n")
+    with pytest.raises(ValueError, match=r"n.vw:1: a pair of features \(--pairs aa\)"):
+        shardopt.read_data(path, pairs=["aa"])
