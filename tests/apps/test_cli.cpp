@@ -15,6 +15,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 using namespace shardopt::test;
 using json = nlohmann::json;
@@ -349,4 +351,27 @@ TEST_CASE("output paths (--save, --metrics, --checkpoint-dir) are checked before
       CHECK(result.err.find("iter ") == std::string::npos);  // refused before training
       CHECK(result.err.find("step ") == std::string::npos);
     }
+}
+
+TEST_CASE("svm: two label values (any two) train one binary model, more are classes 0..K-1, as docs/data.md says") {
+  temp_dir dir;
+  const auto csv = [&](const std::string& name, const std::vector<int>& labels) {
+    std::ostringstream text;
+    for (std::size_t i = 0; i < 60; ++i)
+      text << labels[i % labels.size()] << "," << (i % labels.size()) * 1.0 + 0.1 * static_cast<double>(i % 7) << ","
+           << static_cast<double>(i % 5) << "\n";
+    const auto path = dir.file(name);
+    std::ofstream{path} << text.str();
+    return path;
+  };
+  const auto outputs = [&](const std::string& path) {
+    const auto result = run({shardopt_binary(), "train", "--model", "svm", "--data", path, "--max-iter", "20", "--json",
+                             "--quiet"});
+    INFO(result.err);
+    REQUIRE(result.exit_code == 0);
+    return json::parse(result.out)["outputs"].get<int>();
+  };
+  CHECK(outputs(csv("zero-five.csv", {0, 5})) == 1);
+  CHECK(outputs(csv("signs.csv", {-1, 1})) == 1);
+  CHECK(outputs(csv("three.csv", {0, 1, 2})) == 3);
 }

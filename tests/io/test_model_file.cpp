@@ -304,7 +304,7 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
   CHECK(io::load_model(sparse_path)->l1 == 1e-3);
 }
 
-TEST_CASE("a model keeps the hashing its features were made with; a hashing that does not fit is corrupt") {
+TEST_CASE("a model keeps the hashing its features were made with, and a hashing that does not fit is corrupt") {
   temp_dir dir;
   io::saved_model m;
   m.shape = model::model_shape{model::model_kind::logistic, 16, 1};
