@@ -424,6 +424,8 @@ void define_commands(CLI::App& app, command_line& o) {
   eval_command->add_option("--model-file", o.eval.model_file, "Model written by train --save")->required();
   add_data_options(*eval_command, o.eval.data, false);
   eval_command->add_flag("--json", o.eval.json, "Print the result as JSON");
+  eval_command->add_option("--predictions", o.eval.predictions,
+                           "Write each row's prediction and class probabilities (SVM: scores) to this CSV file");
   add_node_command(app, o.node);
   add_status_command(app, o.status);
   add_ps_task_command(app, o.task);

@@ -1,13 +1,17 @@
 #include "apps/eval.hpp"
 
 #include "apps/summary.hpp"
+#include "io/atomic_file.hpp"
 #include "io/scaling.hpp"
 #include "model/local_objective.hpp"
 #include "optimizer/owlqn.hpp"
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <cstdio>
 #include <iostream>
+#include <string>
 
 namespace shardopt::apps {
 
@@ -31,13 +35,46 @@ nlohmann::json evaluate_model(const io::saved_model& saved, std::shared_ptr<cons
   return out;
 }
 
-result<Eigen::VectorXd> predict(const io::saved_model& saved, io::raw_dataset raw) {
+result<Eigen::MatrixXd> decision_values(const io::saved_model& saved, io::raw_dataset raw) {
   if (auto ok = io::match_features(raw, saved.shape.features, "the model"); !ok)
     return ok.error();
   if (auto ok = io::apply_scaling(saved.scaling, raw); !ok)
     return ok.error();
   const auto& data = raw.data;
-  const Eigen::MatrixXd z = model::scores(saved.shape, data, {0, data.rows()}, saved.theta);
+  return Eigen::MatrixXd{model::scores(saved.shape, data, {0, data.rows()}, saved.theta)};
+}
+
+Eigen::MatrixXd probabilities(const model::model_shape& shape, const Eigen::MatrixXd& z) {
+  const bool softmax_output = shape.kind == model::model_kind::softmax;  // networks with cross-entropy too
+  if (shape.kind == model::model_kind::logistic && z.cols() == 1) {
+    Eigen::MatrixXd p(z.rows(), 2);
+    for (Eigen::Index i = 0; i < z.rows(); ++i) {
+      const double z_i = z(i, 0);  // stable both ways: exp of a non-positive number only
+      const double e = std::exp(-std::abs(z_i));
+      const double positive = z_i >= 0 ? 1 / (1 + e) : e / (1 + e);
+      p(i, 1) = positive;
+      p(i, 0) = z_i >= 0 ? e / (1 + e) : 1 / (1 + e);
+    }
+    return p;
+  }
+  if (!softmax_output)
+    return {};
+  Eigen::MatrixXd p(z.rows(), z.cols());
+  for (Eigen::Index i = 0; i < z.rows(); ++i) {
+    const double top = z.row(i).maxCoeff();
+    double total = 0;
+    for (Eigen::Index k = 0; k < z.cols(); ++k)
+      total += p(i, k) = std::exp(z(i, k) - top);
+    p.row(i) /= total;
+  }
+  return p;
+}
+
+result<Eigen::VectorXd> predict(const io::saved_model& saved, io::raw_dataset raw) {
+  auto values = decision_values(saved, std::move(raw));
+  if (!values)
+    return values.error();
+  const Eigen::MatrixXd& z = *values;
   const auto& classes = saved.labels.classes;
   Eigen::VectorXd out(z.rows());
   for (Eigen::Index i = 0; i < z.rows(); ++i) {
@@ -54,6 +91,51 @@ result<Eigen::VectorXd> predict(const io::saved_model& saved, io::raw_dataset ra
   return out;
 }
 
+namespace {
+
+/// A number that reads back to the same double.
+std::string exact(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+/// Writes each row's prediction and its probabilities (or an SVM's scores) as CSV to `path`.
+result<void> write_predictions(const std::string& path, const io::saved_model& saved, const model::dataset& data) {
+  const Eigen::MatrixXd z = model::scores(saved.shape, data, {0, data.rows()}, saved.theta);
+  const Eigen::MatrixXd p = probabilities(saved.shape, z);
+  const auto& classes = saved.labels.classes;
+  const bool classifier = model::is_classifier(saved.shape.kind);
+  return io::stream_file_atomically(path, [&](std::ostream& out) {
+    out << "prediction";
+    const bool scores = classifier && p.size() == 0;  // an SVM: its decision values
+    const auto columns = p.size() > 0 ? p.cols() : scores ? z.cols() : 0;
+    for (Eigen::Index k = 0; k < columns; ++k) {
+      const auto name = z.cols() == 1 && scores ? std::string{"score"}
+                                               : (scores ? "score_" : "p_") + exact(classes[static_cast<std::size_t>(k)]);
+      out << ',' << name;
+    }
+    out << '\n';
+    for (Eigen::Index i = 0; i < z.rows(); ++i) {
+      if (!classifier) {
+        out << exact(z(i, 0)) << '\n';
+        continue;
+      }
+      Eigen::Index best = 0;
+      if (z.cols() == 1)
+        best = z(i, 0) >= 0 ? 1 : 0;
+      else
+        z.row(i).maxCoeff(&best);
+      out << exact(classes[static_cast<std::size_t>(best)]);
+      for (Eigen::Index k = 0; k < columns; ++k)
+        out << ',' << exact(p.size() > 0 ? p(i, k) : z(i, k));
+      out << '\n';
+    }
+  });
+}
+
+} // namespace
+
 int run_eval(const eval_options& options) {
   auto saved = io::load_model(options.model_file);
   if (!saved)
@@ -61,6 +143,9 @@ int run_eval(const eval_options& options) {
   auto data = prepare_eval_data(options.data, *saved);
   if (!data)
     return exit_with_error(data.error().message());
+  if (!options.predictions.empty())
+    if (auto ok = write_predictions(options.predictions, *saved, **data); !ok)
+      return exit_with_error("--predictions: " + ok.error().message());
   const auto out = evaluate_model(*saved, *data);
   const auto rows = out["examples"].get<std::int64_t>();
   const auto f = out["objective"].get<double>();

@@ -135,6 +135,16 @@ io::raw_dataset dataset(const py::object& x, const py::object& y, const std::str
   throw py::value_error(x_name + " must hold float32 or float64 values");
 }
 
+/// A (rows x cols) float64 NumPy array holding a copy of `m`.
+py::array_t<double> matrix(const Eigen::MatrixXd& m) {
+  py::array_t<double> out({static_cast<py::ssize_t>(m.rows()), static_cast<py::ssize_t>(m.cols())});
+  auto view = out.mutable_unchecked<2>();
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index k = 0; k < m.cols(); ++k)
+      view(i, k) = m(i, k);
+  return out;
+}
+
 /// Checks that `raw` (features from the array named `x_name`) fits the model, naming that array
 /// (a dataset from arrays is named after its labels, for label errors).
 void check_width(io::raw_dataset& raw, const io::saved_model& model, const std::string& x_name) {
@@ -445,6 +455,23 @@ PYBIND11_MODULE(_core, m) {
            py::array_t<double> out(predicted.size());
            std::copy(predicted.data(), predicted.data() + predicted.size(), out.mutable_data());
            return out;
+         })
+    .def("_scores",
+         [](const io::saved_model& s, const py::object& x) {
+           auto raw = python::dataset(x, py::none(), "X", "y");
+           python::check_width(raw, s, "X");
+           const Eigen::MatrixXd z = python::value_or_raise(apps::decision_values(s, std::move(raw)));
+           return python::matrix(z);
+         })
+    .def("_proba",
+         [](const io::saved_model& s, const py::object& x) {
+           auto raw = python::dataset(x, py::none(), "X", "y");
+           python::check_width(raw, s, "X");
+           const Eigen::MatrixXd z = python::value_or_raise(apps::decision_values(s, std::move(raw)));
+           const Eigen::MatrixXd p = apps::probabilities(s.shape, z);
+           if (p.size() == 0 && z.rows() > 0)
+             throw py::value_error("a " + std::string{model::to_string(s.shape.kind)} + " model gives no probabilities");
+           return python::matrix(p);
          })
     .def("_evaluate",
          [](const io::saved_model& s, const py::object& x, const py::object& y) {

@@ -217,8 +217,24 @@ def _evaluate(self, X, y):
     return _json.loads(self._evaluate(_features(X, "X"), _labels(y, "y")))
 
 
+def _decision_function(self, X):
+    """Decision values of the rows of X (scaled as the training data was): (n,) for a binary model
+    (positive: the second class) or least squares, (n, K) for K classes."""
+    z = self._scores(_features(X, "X"))
+    return z[:, 0] if z.shape[1] == 1 else z
+
+
+def _predict_proba(self, X):
+    """Class probabilities of the rows of X, (n, K), in the order of `classes`: logistic and
+    softmax models and networks with a softmax output (ValueError for others). The same numbers as
+    `shardopt eval --predictions` writes."""
+    return self._proba(_features(X, "X"))
+
+
 Model.predict = _predict
 Model.evaluate = _evaluate
+Model.decision_function = _decision_function
+Model.predict_proba = _predict_proba
 
 
 def read_data(data, *, format="auto", label_column=0, header="auto", limit=0, hash_bits=0, pairs=(),

@@ -23,9 +23,8 @@ shards, nodes, ...), with the command line's defaults; `options` passes any furt
 shardopt model has biases. Labels of any kind are mapped through `classes_` to the codes shardopt
 takes (0/1 for a binary model, 0..K-1 for K classes).
 
-decision_function and predict_proba are computed here from the trained weights (the native module
-offers class predictions, not scores): the rows rounded to float32 as shardopt stores them, then
-X W + b (and the hidden layers of a network) in float64, then the logistic function or softmax.
+decision_function and predict_proba are the trained model's own (`Model.decision_function`,
+`Model.predict_proba`): the numbers `shardopt eval --predictions` writes for the same rows.
 """
 
 import os as _os
@@ -33,8 +32,6 @@ import tempfile as _tempfile
 import warnings as _warnings
 
 import numpy as _np
-from scipy.special import expit as _expit
-from scipy.special import softmax as _softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
@@ -55,21 +52,6 @@ _FEW_ROWS = 64
 
 # The solver ran out of iterations or could not find a step: a result, worth a warning.
 _UNCONVERGED = {"max_iterations", "line_search_failed"}
-
-
-def _float32_rows(X):
-    """X's values as shardopt stores them (float32), in float64 for the products."""
-    if hasattr(X, "tocsr"):
-        return X.astype(_np.float32).astype(_np.float64)
-    return _np.asarray(X, dtype=_np.float32).astype(_np.float64)
-
-
-def _probabilities(scores):
-    """Class probabilities, (n, K), from scores: (n,) of a binary model (the logistic function
-    of the score is classes_[1]'s probability), or (n, K) (softmax)."""
-    if scores.ndim == 1:
-        return _np.column_stack([_expit(-scores), _expit(scores)])
-    return _softmax(scores, axis=1)
 
 
 def _lambda_from_c(C, n, name):
@@ -177,10 +159,10 @@ class _LinearClassifier(_Classifier):
         return self
 
     def decision_function(self, X):
-        """Scores X W + b: (n,) for two classes (positive: classes_[1]), (n, K) for K."""
-        X = self._check_X(X)
-        scores = _float32_rows(X) @ self.coef_.T + self.intercept_
-        return scores[:, 0] if scores.shape[1] == 1 else scores
+        """Scores X W + b: (n,) for two classes (positive: classes_[1]), (n, K) for K; the model's
+        own (Model.decision_function)."""
+        X = self._check_X(X)  # NotFittedError before the model is looked at
+        return self.model_.decision_function(X)
 
 
 class LogisticRegression(_LinearClassifier):
@@ -216,8 +198,10 @@ class LogisticRegression(_LinearClassifier):
         return self._fit_linear(X, y, "logistic", "softmax")
 
     def predict_proba(self, X):
-        """Class probabilities, (n, K), columns in classes_ order."""
-        return _probabilities(self.decision_function(X))
+        """Class probabilities, (n, K), columns in classes_ order: the model's own
+        (Model.predict_proba), the numbers `shardopt eval --predictions` writes."""
+        X = self._check_X(X)
+        return self.model_.predict_proba(X)
 
     def predict_log_proba(self, X):
         return _np.log(self.predict_proba(X))
@@ -372,13 +356,10 @@ class MLPClassifier(_Classifier):
         return self
 
     def predict_proba(self, X):
-        """Class probabilities, (n, K): the softmax of the network's output scores."""
-        h = _float32_rows(self._check_X(X))
-        tanh = "tanh" in self.model_.architecture  # "mlp 784-100-10 (relu, softmax output)"
-        for W, b in zip(self.coefs_[:-1], self.intercepts_[:-1]):
-            h = h @ W + b
-            h = _np.tanh(h) if tanh else _np.maximum(h, 0)
-        return _probabilities(h @ self.coefs_[-1] + self.intercepts_[-1])
+        """Class probabilities, (n, K): the softmax of the network's output scores (the model's
+        own, Model.predict_proba)."""
+        X = self._check_X(X)
+        return self.model_.predict_proba(X)
 
     def predict_log_proba(self, X):
         return _np.log(self.predict_proba(X))

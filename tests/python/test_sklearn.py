@@ -175,16 +175,18 @@ def test_scores_and_probabilities_agree_with_model_predict():
                                rtol=1e-12, atol=1e-12)
 
 
-def eval_cli(binary, model_path, data_path):
-    done = subprocess.run([binary, "eval", "--model-file", model_path, "--data", data_path, "--json"],
+def eval_cli(binary, model_path, data_path, predictions=None):
+    extra = ["--predictions", predictions] if predictions else []
+    done = subprocess.run([binary, "eval", "--model-file", model_path, "--data", data_path, "--json", *extra],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
 def test_probabilities_give_the_objective_and_accuracy_of_shardopt_eval(tmp_path, binary):
-    # `shardopt eval` prints the mean loss (+ lambda/2 ||W||^2) and the accuracy of a saved model,
-    # not per-row probabilities: the loss is -log of predict_proba's probability of the true class.
+    # `shardopt eval` prints the mean loss (+ lambda/2 ||W||^2) and the accuracy of a saved model
+    # (the loss is -log of predict_proba's probability of the true class), and with --predictions
+    # each row's probabilities: predict_proba's, to the bit.
     X, y = two_classes("train", 6000, 2, 4)
     Xt, yt = two_classes("t10k", 2000, 2, 4)
     Xk, yk = fashion("train", 2000)
@@ -197,7 +199,15 @@ def test_probabilities_give_the_objective_and_accuracy_of_shardopt_eval(tmp_path
         assert (estimator.classes_[codes] == ye).all()
         model = str(tmp_path / f"model{i}.bin")
         estimator.model_.save(model)
-        expected = eval_cli(binary, model, write_csv(tmp_path / f"test{i}.csv", Xe, codes))
+        written = str(tmp_path / f"predictions{i}.csv")
+        expected = eval_cli(binary, model, write_csv(tmp_path / f"test{i}.csv", Xe, codes), written)
+        # predict_proba is the CLI's: the probabilities `eval --predictions` writes, to the bit.
+        with open(written) as f:
+            header = f.readline().strip().split(",")
+            table = np.loadtxt(f, delimiter=",", ndmin=2)
+        assert header == ["prediction"] + [f"p_{k}" for k in range(len(estimator.classes_))]
+        np.testing.assert_array_equal(estimator.predict_proba(Xe), table[:, 1:])
+        np.testing.assert_array_equal(estimator.classes_[table[:, 0].astype(int)], estimator.predict(Xe))
         probability = estimator.predict_proba(Xe)[np.arange(len(codes)), codes]
         penalty = sum((W ** 2).sum() for W, _ in estimator.model_.layers) * estimator.model_.lam / 2
         assert np.mean(-np.log(probability)) + penalty == pytest.approx(expected["objective"], rel=1e-9)
