@@ -79,6 +79,10 @@ public:
 
   std::size_t joined_nodes() const;
 
+  /// "tree" when the latest evaluations went through a reduction tree among the nodes, else
+  /// "star" (the driver asks every node).
+  std::string topology_in_use() const;
+
   /// The most bytes of data one message carries when `ship` sends a shard's rows (default 8 MiB):
   /// a larger shard goes in pieces. A node's connection keeps a read buffer as large as the
   /// largest message it received, so this bounds what shipping costs a node beyond the data.

@@ -225,6 +225,7 @@ struct cluster::impl {
   bool per_node = true;           // one peer per node (its shards grouped), else one per shard
   topology routing = topology::automatic;
   std::size_t fan_in = 0;         // children per tree node; 0: automatic
+  bool in_tree = false;           // the latest evaluations went through a reduction tree
   std::size_t lost = 0;           // nodes given up during the run
   std::int64_t piece_bytes = std::int64_t{8} << 20;  // the most data one message ships
 };

@@ -34,6 +34,10 @@ std::size_t cluster::joined_nodes() const {
   return impl_->joined;
 }
 
+std::string cluster::topology_in_use() const {
+  return impl_->in_tree ? "tree" : "star";
+}
+
 tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimension,
                      std::function<void(const std::string&)> log) {
   return [state = std::move(state), dimension, log = std::move(log)](
@@ -49,6 +53,7 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
         order.push_back(node);
     const auto n = order.size();
     // No tree for a star, nor for one node holding one peer (asking it is the same).
+    c.in_tree = false;
     if (n == 0 || c.routing == topology::star
         || (c.routing == topology::automatic && n <= 2) || (n == 1 && held[order[0]].size() == 1))
       return peer_tree{};
@@ -106,6 +111,7 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
     std::vector<std::size_t> all;
     for (std::size_t g = 0; g < peers.size(); ++g)
       all.push_back(g);
+    c.in_tree = true;
     // The node's reply names its tree by the shard protocol it shares with a group.
     return peer_tree{{caf::actor_cast<tree_actor>(made[0])}, {all}};
   };

@@ -88,6 +88,7 @@ TEST_CASE("a driver with 3 node processes on loopback (5 shards) gets the bits o
     CHECK(remote["grad_norm"].get<double>() == local["grad_norm"].get<double>());
     CHECK(remote["test_accuracy"] == local["test_accuracy"]);
     CHECK(remote["nodes"] == 3);
+    CHECK(remote["topology"] == "tree");  // no --topology: auto, a tree from 3 nodes up
     CHECK(remote["recreated_shards"] == 0);
     // 2 + 1 + 2 threads: shards 0-1, 2, 3-4.
     CHECK(result.err.find("placement: node " + nodes[1]->endpoint() + " (") != std::string::npos);
@@ -381,6 +382,7 @@ TEST_CASE("a node given twice, or under two names, is one node: the driver does 
     INFO(result.err);
     REQUIRE(result.exit_code == 0);
     CHECK(json::parse(result.out)["nodes"] == 1);
+    CHECK(json::parse(result.out)["topology"] == "star");
     CHECK(std::chrono::steady_clock::now() - started < 30s);  // the hang waited 60 s for a second hello
   }
 }
