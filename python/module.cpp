@@ -8,8 +8,9 @@
 #include "apps/keywords.hpp"
 #include "apps/train.hpp"
 #include "io/arrays.hpp"
-#include "io/hashing.hpp"
 #include "io/model_file.hpp"
+#include "python/errors.hpp"
+#include "python/reading.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -35,26 +36,6 @@ namespace shardopt::python {
 
 namespace {
 
-/// Raises a failure as the Python exception of its kind, with the CLI's message.
-[[noreturn]] void raise(const failure& f) {
-  switch (f.kind()) {
-  case failure_kind::not_found:
-    PyErr_SetString(PyExc_FileNotFoundError, f.message().c_str());
-    throw py::error_already_set();
-  case failure_kind::runtime:
-    throw std::runtime_error(f.message());
-  case failure_kind::invalid:
-    break;
-  }
-  throw py::value_error(f.message());
-}
-
-template <class T>
-T value_or_raise(result<T> r) {
-  if (!r)
-    raise(r.error());
-  return std::move(*r);
-}
 
 template <class T>
 io::strided_matrix<T> strided(const py::array& a, const std::string& name) {
@@ -153,70 +134,6 @@ void check_width(io::raw_dataset& raw, const io::saved_model& model, const std::
   raw.source = std::move(named);
   if (!ok)
     raise(ok.error());
-}
-
-/// The words of each of `texts` hashed as a CSV --text column named `column` is (io/hashing.hpp):
-/// CSR arrays (indptr int64, indices int32, data float64) of 2^bits columns.
-py::tuple hash_text(const std::vector<std::string>& texts, const std::string& column, int bits, bool word_pairs) {
-  io::hashing_options h;
-  h.bits = bits;
-  h.text = {column};
-  h.word_pairs = word_pairs;
-  if (auto ok = io::check_hashing(h); !ok)
-    raise(ok.error());
-  const auto seed = io::namespace_seed(column);
-  std::vector<std::int64_t> indptr{0};
-  std::vector<std::int32_t> indices;
-  std::vector<double> values;
-  io::hashed_row row;
-  for (const auto& text : texts) {
-    row.clear();
-    io::add_words(text, seed, word_pairs, row);
-    row.finish(bits);
-    for (const auto& [c, v] : row.items()) {
-      indices.push_back(static_cast<std::int32_t>(c));
-      values.push_back(v);
-    }
-    indptr.push_back(static_cast<std::int64_t>(indices.size()));
-  }
-  return py::make_tuple(py::array_t<std::int64_t>(static_cast<py::ssize_t>(indptr.size()), indptr.data()),
-                        py::array_t<std::int32_t>(static_cast<py::ssize_t>(indices.size()), indices.data()),
-                        py::array_t<double>(static_cast<py::ssize_t>(values.size()), values.data()));
-}
-
-/// Reads `path` with the command line's readers and read options (hashing included): a tuple
-/// ("csr", data, indices, indptr, (rows, cols), y) for sparse rows, ("dense", X, y) otherwise.
-py::tuple read_data(const std::string& path, const std::string& format, int label_column, const std::string& header,
-                    std::int64_t limit, int hash_bits, const std::vector<std::string>& pairs,
-                    const std::vector<std::string>& categorical, const std::vector<std::string>& text,
-                    bool word_pairs) {
-  apps::data_options o;
-  o.data = path;
-  o.format = format;
-  o.label_column = label_column;
-  o.header = header;
-  o.limit = limit;
-  o.hash_bits = hash_bits;
-  o.pairs = pairs;
-  o.categorical = categorical;
-  o.text = text;
-  o.word_pairs = word_pairs;
-  const auto read = value_or_raise(apps::read_options_of(o));
-  auto raw = value_or_raise(io::read_dataset(path, io::split::train, read));
-  const auto& y = raw.data.y;
-  py::array_t<double> labels(y.size(), y.data());
-  if (raw.data.is_sparse()) {
-    const auto x = raw.data.sparse();
-    const auto rows = static_cast<py::ssize_t>(x.rows());
-    const auto nnz = static_cast<py::ssize_t>(x.nonZeros());
-    return py::make_tuple("csr", py::array_t<float>(nnz, x.valuePtr()), py::array_t<std::int32_t>(nnz, x.innerIndexPtr()),
-                          py::array_t<std::int32_t>(rows + 1, x.outerIndexPtr()),
-                          py::make_tuple(x.rows(), x.cols()), labels);
-  }
-  const auto x = raw.data.dense();
-  py::array_t<float> features({static_cast<py::ssize_t>(x.rows()), static_cast<py::ssize_t>(x.cols())});
-  std::copy(x.data(), x.data() + x.size(), features.mutable_data());
-  return py::make_tuple("dense", features, labels);
 }
 
 /// What the training thread and the Python thread share.
