@@ -181,11 +181,9 @@ private:
   }
 
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
-  shard_actor host(const caf::actor_addr& driver, const model::model_shape& shape,
-                   std::shared_ptr<const model::dataset> data, model::row_range rows,
+  shard_actor host(const caf::actor_addr& driver, model::block_evaluator evaluator, std::int64_t bytes,
                    const block_layout& layout, const access_token& token) {
-    const auto bytes = io::bytes_of(*data);
-    auto shard = spawn_shard(system(), shape, std::move(data), rows, layout, token, counters_);
+    auto shard = spawn_shard(system(), std::move(evaluator), layout, token, counters_);
     holdings_.hold(share_of(driver), shard, bytes);
     return shard;
   }
@@ -347,7 +345,8 @@ private:
     auto driver = admit(io::bytes_of(*block.data));
     if (!driver)
       return refused(driver.error().message());
-    return host(*driver, shape, block.data, block.rows, spec.layout, token);
+    return host(*driver, model::block_evaluator{shape, block.data, block.rows, spec.layout.block_rows},
+                io::bytes_of(*block.data), spec.layout, token);
   }
 
   /// A node-local shard, its rows and its data's bounds.
@@ -376,9 +375,11 @@ private:
     if (!driver)
       return refused(driver.error().message());
     const model::row_range rows{0, data->rows()};
-    const auto bounds = model::bounds_of(*data, rows, spec.layout.block_rows);
-    return part_shard{host(*driver, shape, std::move(data), rows, spec.layout, token), rows.size(),
-                      bounds};
+    const auto bytes = io::bytes_of(*data);
+    model::block_evaluator evaluator{shape, std::move(data), rows, spec.layout.block_rows};
+    auto bounds = evaluator.bounds();  // found while the evaluator numbered the features
+    return part_shard{host(*driver, std::move(evaluator), bytes, spec.layout, token), rows.size(),
+                      std::move(bounds)};
   }
 
   std::uint32_t threads_;

@@ -42,7 +42,7 @@ struct sharded_objective::impl {
        std::chrono::milliseconds limit, shard_factory make_peer)
     : system(rt.system()), self(system), shape(std::move(model_shape)), lambda(l2),
       peers(self.ptr(), std::move(handles), peer_names(peer_shares)),
-      shares(std::move(peer_shares)), bounds(data), plan(shape, data), token(run_token), timeout(limit),
+      shares(std::move(peer_shares)), bounds(std::move(data)), plan(shape, bounds), token(run_token), timeout(limit),
       replace(std::move(make_peer)) {
     for (const auto& share : shares)
       rows += share.rows;

@@ -41,12 +41,10 @@ using sums_result = caf::result<std::uint64_t, block_sums>;
 /// driver's objective (or its group) ends it.
 class shard_impl : public guarded<shard_actor::base> {
 public:
-  shard_impl(caf::actor_config& config, model::model_shape shape,
-             std::shared_ptr<const model::dataset> data, model::row_range rows,
-             block_layout layout, access_token token, std::shared_ptr<node_counters> counters)
-    : guarded<shard_actor::base>(config),
-      evaluator_(std::move(shape), std::move(data), rows, layout.block_rows),
-      rows_(rows), first_(layout.first_block), token_(token), counters_(std::move(counters)) {}
+  shard_impl(caf::actor_config& config, model::block_evaluator evaluator, block_layout layout,
+             access_token token, std::shared_ptr<node_counters> counters)
+    : guarded<shard_actor::base>(config), evaluator_(std::move(evaluator)), rows_(evaluator_.range()),
+      first_(layout.first_block), token_(token), counters_(std::move(counters)) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
@@ -207,8 +205,13 @@ shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows,
                         block_layout layout, const access_token& token,
                         std::shared_ptr<node_counters> counters) {
-  return system.spawn<shard_impl, caf::detached>(std::move(shape), std::move(data), rows, layout,
-                                                 token, std::move(counters));
+  return spawn_shard(system, model::block_evaluator{std::move(shape), std::move(data), rows, layout.block_rows},
+                     layout, token, std::move(counters));
+}
+
+shard_actor spawn_shard(caf::actor_system& system, model::block_evaluator evaluator, block_layout layout,
+                        const access_token& token, std::shared_ptr<node_counters> counters) {
+  return system.spawn<shard_impl, caf::detached>(std::move(evaluator), layout, token, std::move(counters));
 }
 
 } // namespace shardopt::actors

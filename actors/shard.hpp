@@ -6,6 +6,7 @@
 #include "actors/messages.hpp"
 #include "actors/sharded_objective.hpp"
 #include "model/block_bounds.hpp"
+#include "model/block_evaluator.hpp"
 
 #include <chrono>
 #include <functional>
@@ -26,6 +27,11 @@ shard_actor spawn_shard(caf::actor_system& system, model::model_shape shape,
                         std::shared_ptr<const model::dataset> data, model::row_range rows,
                         block_layout layout, const access_token& token,
                         std::shared_ptr<node_counters> counters = nullptr);
+
+/// The same over an evaluator built beforehand (on another thread, or to take its bounds first):
+/// its rows must lie in blocks `layout` names.
+shard_actor spawn_shard(caf::actor_system& system, model::block_evaluator evaluator, block_layout layout,
+                        const access_token& token, std::shared_ptr<node_counters> counters = nullptr);
 
 /// Spawns a group over shards of this process: it answers the shard protocol with the sum of its
 /// members' replies (one request and one reply per node instead of per shard), goes down when a

@@ -1,10 +1,13 @@
 #include "actors/sharded_objective.hpp"
 
 #include "actors/objective_state.hpp"
+#include "actors/shard.hpp"
+#include "base/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,18 +28,29 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   for (const auto& range : blocks)
     total_rows += range.size();
   const auto block_rows = model::block_rows_for(total_rows);
+  // Each shard's evaluator (its features numbered, their largest values found) and bounds, built
+  // on as many threads as this process may use: the setup's passes over the non-zeros run on
+  // every core, as a pass does. Bounds merge in any order to the same maxima and counts.
+  std::vector<std::optional<model::block_evaluator>> evaluators(blocks.size());
+  model::data_bounds bounds{{}, 0, block_rows, 0};
+  std::mutex merging;
+  run_parallel(blocks.size(), usable_cpus(), [&](std::size_t i) {
+    evaluators[i].emplace(shape, data, blocks[i], block_rows);
+    const auto part = evaluators[i]->bounds();
+    const std::lock_guard<std::mutex> lock{merging};
+    bounds += part;
+  });
   std::vector<shard_actor> shards;
   std::vector<peer_share> shares;
-  model::data_bounds bounds{{}, 0, block_rows, 0};
-  for (const auto& range : blocks) {
-    const auto count = model::block_count(range.size(), block_rows);
-    shards.push_back(
-      spawn_shard(rt.system(), shape, data, range, block_layout{bounds.blocks, block_rows}, token));
-    shares.push_back(peer_share{{{bounds.blocks, count}}, range.size(), {}});
-    bounds += model::bounds_of(*data, range, block_rows);
+  std::int64_t first = 0;
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const auto count = model::block_count(blocks[i].size(), block_rows);
+    shards.push_back(spawn_shard(rt.system(), std::move(*evaluators[i]), block_layout{first, block_rows}, token));
+    shares.push_back(peer_share{{{first, count}}, blocks[i].size(), {}});
+    first += count;
   }
   return make_sharded_objective(rt, std::move(shape), lambda, std::move(shards), std::move(shares),
-                                bounds, token, timeout);
+                                std::move(bounds), token, timeout);
 }
 
 std::int64_t sharded_objective::dimension() const {
@@ -209,7 +223,7 @@ sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, 
                                          shard_factory replace, tree_builder tree,
                                          boundary_hook boundary) {
   auto state = std::make_unique<sharded_objective::impl>(
-    rt, std::move(shape), lambda, std::move(peers), std::move(shares), bounds, token, timeout,
+    rt, std::move(shape), lambda, std::move(peers), std::move(shares), std::move(bounds), token, timeout,
     std::move(replace));
   state->build_tree = std::move(tree);
   state->boundary = std::move(boundary);

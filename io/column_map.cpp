@@ -1,22 +1,51 @@
 #include "io/column_map.hpp"
 
+#include "base/parallel.hpp"
+
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <memory>
 
 namespace shardopt::io {
+
+namespace {
+
+/// How many non-zeros ahead a scattered column's line is asked for (each access is a cache miss
+/// on hashed features).
+constexpr std::int64_t ahead = 32;
+
+/// Runs f(begin, end) over pieces of [0, n) on every core this process may use.
+void over_pieces(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& f) {
+  const auto threads = usable_cpus();
+  const std::int64_t piece = std::max<std::int64_t>(n / (4 * static_cast<std::int64_t>(threads)) + 1, 1 << 16);
+  const auto pieces = static_cast<std::size_t>((n + piece - 1) / piece);
+  run_parallel(pieces, threads, [&](std::size_t i) {
+    const auto begin = static_cast<std::int64_t>(i) * piece;
+    f(begin, std::min(n, begin + piece));
+  });
+}
+
+} // namespace
 
 std::optional<column_map> used_columns(const model::dataset& data, double fraction) {
   if (!data.is_sparse())
     return std::nullopt;
   const auto x = data.sparse();
-  std::vector<char> seen(static_cast<std::size_t>(x.cols()), 0);
+  // Marked on every core (relaxed stores of the same 1: any order gives the same marks).
+  const std::unique_ptr<std::atomic<std::uint8_t>[]> seen{new std::atomic<std::uint8_t>[static_cast<std::size_t>(x.cols())]()};
   const auto* index = x.innerIndexPtr();
-  for (std::int64_t p = 0; p < x.nonZeros(); ++p)
-    seen[static_cast<std::size_t>(index[p])] = 1;
+  over_pieces(x.nonZeros(), [&](std::int64_t begin, std::int64_t end) {
+    for (auto p = begin; p < end; ++p) {
+      if (p + ahead < end)
+        __builtin_prefetch(&seen[static_cast<std::size_t>(index[p + ahead])], 1);
+      seen[static_cast<std::size_t>(index[p])].store(1, std::memory_order_relaxed);
+    }
+  });
   column_map map;
   map.features = x.cols();
   for (std::int64_t j = 0; j < x.cols(); ++j)
-    if (seen[static_cast<std::size_t>(j)])
+    if (seen[static_cast<std::size_t>(j)].load(std::memory_order_relaxed) != 0)
       map.used.push_back(static_cast<std::int32_t>(j));
   if (static_cast<double>(map.used.size()) > fraction * static_cast<double>(map.features))
     return std::nullopt;
@@ -32,8 +61,13 @@ model::dataset compact_columns(model::dataset data, const column_map& map) {
     // Eigen's own storage: renumbered in place (a column map keeps every row's order).
     owned->makeCompressed();
     auto* index = owned->innerIndexPtr();
-    for (std::int64_t p = 0; p < owned->nonZeros(); ++p)
-      index[p] = place[static_cast<std::size_t>(index[p])];
+    over_pieces(owned->nonZeros(), [&](std::int64_t begin, std::int64_t end) {
+      for (auto p = begin; p < end; ++p) {
+        if (p + ahead < end)
+          __builtin_prefetch(&place[static_cast<std::size_t>(index[p + ahead])]);
+        index[p] = place[static_cast<std::size_t>(index[p])];
+      }
+    });
     // Narrower in place: every index is below `columns` now, so no entry is dropped.
     owned->conservativeResize(owned->rows(), columns);
     owned->makeCompressed();
@@ -47,8 +81,14 @@ model::dataset compact_columns(model::dataset data, const column_map& map) {
   };
   auto kept = std::make_shared<holder>();
   kept->indices.resize(static_cast<std::size_t>(view.nonZeros()));
-  for (std::int64_t p = 0; p < view.nonZeros(); ++p)
-    kept->indices[static_cast<std::size_t>(p)] = place[static_cast<std::size_t>(view.innerIndexPtr()[p])];
+  const auto* index = view.innerIndexPtr();
+  over_pieces(view.nonZeros(), [&](std::int64_t begin, std::int64_t end) {
+    for (auto p = begin; p < end; ++p) {
+      if (p + ahead < end)
+        __builtin_prefetch(&place[static_cast<std::size_t>(index[p + ahead])]);
+      kept->indices[static_cast<std::size_t>(p)] = place[static_cast<std::size_t>(index[p])];
+    }
+  });
   const auto& shared = std::get<model::shared_sparse>(data.x);
   model::shared_sparse narrowed{shared.starts, kept->indices.data(), shared.values, shared.rows, columns,
                                 nullptr, false};

@@ -1,40 +1,9 @@
 #include "io/text_parse.hpp"
 
-#include <sched.h>
-
 #include <atomic>
 #include <thread>
 
 namespace shardopt::io::detail {
-
-unsigned usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0)
-    return static_cast<unsigned>(std::max(CPU_COUNT(&set), 1));
-  return std::max(std::thread::hardware_concurrency(), 1U);
-}
-
-void run_parallel(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& f) {
-  const auto workers = std::min<std::size_t>(std::max(threads, 1U), n);
-  if (workers <= 1) {
-    for (std::size_t i = 0; i < n; ++i)
-      f(i);
-    return;
-  }
-  std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (auto i = next++; i < n; i = next++)
-      f(i);
-  };
-  std::vector<std::thread> helpers;
-  helpers.reserve(workers - 1);
-  for (std::size_t t = 1; t < workers; ++t)
-    helpers.emplace_back(work);
-  work();
-  for (auto& helper : helpers)
-    helper.join();
-}
 
 std::pair<std::int64_t, std::int64_t> count_bytes(std::string_view text, char a, char b) {
   // 255 rounds of 64 byte-wide counters at a time: they cannot overflow, and the compiler keeps

@@ -7,6 +7,7 @@
 // regions their bounds reserve, and closes the gaps where a piece stored less than it reserved (a
 // comment, a blank line). The first error in text order wins, whichever thread finds it.
 
+#include "base/parallel.hpp"
 #include "io/readers.hpp"
 #include "io/text_source.hpp"
 #include "base/result.hpp"
@@ -33,12 +34,8 @@ struct parse_options {
   std::int64_t limit = 0;
 };
 
-/// The CPUs this process may run on (its affinity mask: 1 under `taskset -c 0`), at least 1.
-unsigned usable_cpus();
-
-/// Runs f(i) for every i in [0, n) on up to `threads` threads, the calling one among them, and
-/// returns when all are done.
-void run_parallel(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& f);
+using shardopt::run_parallel;
+using shardopt::usable_cpus;
 
 /// How often bytes `a` and `b` occur in `text` (one pass, in byte-wide vector lanes).
 std::pair<std::int64_t, std::int64_t> count_bytes(std::string_view text, char a, char b);

@@ -166,24 +166,33 @@ grid_plan::grid_plan(const model_shape& shape, const data_bounds& bounds)
   if (shape.is_network())
     return;
   // Per entry: a power of two above slack x rows per block x the entry's largest |feature| (1 for
-  // a bias), squared for the diagonal's entries.
+  // a bias), squared for the diagonal's entries. The table holds each entry's distance below the
+  // largest of them, which the largest feature gives (binade is monotone): one pass, no
+  // dimension-sized vector of parts beside the table.
   const double rows = slack * static_cast<double>(bounds.block_rows);
-  const Eigen::VectorXd features = features_of(shape, bounds);
+  const bool known = bounds.feature_max.size() == shape.features;
+  const double largest = known && shape.features > 0 ? bounds.feature_max.maxCoeff() : 0.0;
+  const int bias_part = binade(rows) + 1;
+  top_ = std::max({binade(rows * largest) + 1, binade(rows * largest * largest) + 1, bias_part});
   const auto dimension = static_cast<std::size_t>(shape.dimension());
   const auto weights = static_cast<std::size_t>(shape.weight_count());
-  std::vector<int> part(2 * dimension);
-  for (std::int64_t k = 0; k < shape.outputs; ++k)
-    for (std::int64_t j = 0; j < shape.features; ++j) {
+  auto table = std::make_shared<std::vector<std::uint8_t>>(2 * dimension);
+  auto& below = *table;
+  const auto distance = [this](int part) {
+    return static_cast<std::uint8_t>(std::min(top_ - part, max_grid_below));
+  };
+  for (std::int64_t j = 0; j < shape.features; ++j) {
+    const double feature = known ? bounds.feature_max[j] : 0.0;
+    const auto linear = distance(binade(rows * feature) + 1);
+    const auto square = distance(binade(rows * feature * feature) + 1);
+    for (std::int64_t k = 0; k < shape.outputs; ++k) {
       const auto entry = static_cast<std::size_t>(k * shape.features + j);
-      part[entry] = binade(rows * features[j]) + 1;
-      part[dimension + entry] = binade(rows * features[j] * features[j]) + 1;
+      below[entry] = linear;
+      below[dimension + entry] = square;
     }
+  }
   for (std::size_t b = weights; b < dimension; ++b)
-    part[b] = part[dimension + b] = binade(rows) + 1;
-  top_ = *std::max_element(part.begin(), part.end());
-  auto table = std::make_shared<std::vector<std::uint8_t>>(part.size());
-  for (std::size_t i = 0; i < part.size(); ++i)
-    (*table)[i] = static_cast<std::uint8_t>(std::min(top_ - part[i], max_grid_below));
+    below[b] = below[dimension + b] = distance(bias_part);
   table_ = std::move(table);
 }
 

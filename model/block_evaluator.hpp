@@ -6,6 +6,7 @@
 // buffers its passes reuse. The shard actor and the local objective both evaluate through it, so
 // a shard's answer is the same bits in a driver's process, on a node and in a test.
 
+#include "model/block_bounds.hpp"
 #include "model/dataset.hpp"
 #include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
@@ -47,6 +48,7 @@ public:
 
   const model_shape& shape() const { return shape_; }
   std::int64_t rows() const { return rows_.size(); }
+  const row_range& range() const { return rows_; }
   const std::vector<row_range>& blocks() const { return blocks_; }
 
   /// Loss sums per block (into `losses`, in order) and the gradient sums of all blocks on grid
@@ -84,6 +86,10 @@ public:
 
   /// The features the rows touch (sparse rows of a linear model), for tests; empty otherwise.
   std::int64_t touched_features() const;
+
+  /// `bounds_of` its rows, in its blocks: for sparse rows of a linear model from what the
+  /// layout found while numbering the features (no second pass over the non-zeros).
+  data_bounds bounds() const;
 
 private:
   /// Shifts the kept evaluations: a new latest under `tag`, its buffers returned to fill.

@@ -204,20 +204,44 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
   const auto x = data.sparse();
   const auto* starts = x.outerIndexPtr();
   const auto* index = x.innerIndexPtr();
+  const auto* value = x.valuePtr();
   first_nonzero_ = rows.size() > 0 ? starts[rows.begin] : 0;
   const std::int64_t last = rows.size() > 0 ? starts[rows.end] : 0;
-  // Number the touched features in increasing order: mark them, then count the marks.
-  std::vector<std::int32_t> place(static_cast<std::size_t>(shape.features), -1);
-  for (std::int64_t p = first_nonzero_; p < last; ++p)
-    place[static_cast<std::size_t>(index[p])] = 0;
+  nonzeros_ = last - first_nonzero_;
+  // One random access per non-zero marks its feature with the largest |value| so far (-1: not
+  // touched); the touched features are then numbered in increasing order.
+  std::vector<float> most(static_cast<std::size_t>(shape.features), -1.0F);
+  // The features are scattered (hashed text): each access is a cache miss, so the ones a few
+  // non-zeros ahead are asked for first.
+  for (std::int64_t p = first_nonzero_; p < last; ++p) {
+    if (p + prefetch_distance < last)
+      __builtin_prefetch(&most[static_cast<std::size_t>(index[p + prefetch_distance])], 1);
+    auto& m = most[static_cast<std::size_t>(index[p])];
+    m = std::max(m, std::fabs(value[p]));
+  }
   for (std::int64_t j = 0; j < shape.features; ++j)
-    if (place[static_cast<std::size_t>(j)] == 0) {
-      place[static_cast<std::size_t>(j)] = static_cast<std::int32_t>(columns_.size());
+    if (most[static_cast<std::size_t>(j)] >= 0)
       columns_.push_back(static_cast<std::int32_t>(j));
-    }
+  column_max_.reserve(columns_.size());
+  for (const auto j : columns_)
+    column_max_.push_back(most[static_cast<std::size_t>(j)]);
+  if (columns() == shape.features)
+    return;  // every feature touched: its place is itself, and the dataset's indices serve
+  std::vector<float>().swap(most);  // one dimension-sized array at a time
+  std::vector<std::int32_t> place(static_cast<std::size_t>(shape.features), -1);
+  for (std::size_t k = 0; k < columns_.size(); ++k)
+    place[static_cast<std::size_t>(columns_[k])] = static_cast<std::int32_t>(k);
   local_.resize(static_cast<std::size_t>(last - first_nonzero_));
-  for (std::int64_t p = first_nonzero_; p < last; ++p)
+  for (std::int64_t p = first_nonzero_; p < last; ++p) {
+    if (p + prefetch_distance < last)
+      __builtin_prefetch(&place[static_cast<std::size_t>(index[p + prefetch_distance])]);
     local_[static_cast<std::size_t>(p - first_nonzero_)] = place[static_cast<std::size_t>(index[p])];
+  }
+}
+
+void sparse_layout::put_feature_max(Eigen::Ref<Eigen::VectorXd> feature_max) const {
+  for (std::size_t k = 0; k < columns_.size(); ++k)
+    feature_max[columns_[k]] = static_cast<double>(column_max_[k]);
 }
 
 const std::shared_ptr<const std::vector<std::int32_t>>& sparse_layout::entries(const model_shape& shape,
@@ -284,8 +308,8 @@ entry_sums sparse_layout::pass(const model_shape& shape, const dataset& data,
   double most = 0;
   const auto* starts = x.outerIndexPtr();
   const auto* value = x.valuePtr() + first_nonzero_;
-  const auto* index = local_.data();
-  const auto last = static_cast<std::int64_t>(local_.size());
+  const auto* index = local_.empty() ? x.innerIndexPtr() + first_nonzero_ : local_.data();
+  const auto last = nonzeros_;
   losses.assign(blocks.size(), 0.0);
   for (std::size_t b = 0; b < blocks.size(); ++b) {
     const row_selection rows = blocks[b];

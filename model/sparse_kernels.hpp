@@ -61,6 +61,10 @@ public:
   /// Touched features.
   std::int64_t columns() const { return static_cast<std::int64_t>(columns_.size()); }
 
+  /// Writes each touched feature's largest |value| over the layout's rows into `feature_max`
+  /// (dimension-sized, zero elsewhere): what `bounds_of` finds, taken in the numbering pass.
+  void put_feature_max(Eigen::Ref<Eigen::VectorXd> feature_max) const;
+
   /// What a pass computes per chunk of rows from the chunk's scores zt (outputs x m, columns in
   /// row order): its residuals rt (the gradient of the loss in the scores, per example), with
   /// `diagonal` its curvatures dt (the Hessian diagonal's, per output and example), and the
@@ -88,8 +92,12 @@ private:
 
   std::int64_t first_row_;
   std::int64_t first_nonzero_;            // of the layout's first row, in the dataset
+  std::int64_t nonzeros_;                 // in the layout's rows
   std::vector<std::int32_t> columns_;     // the touched features, increasing
-  std::vector<std::int32_t> local_;       // each non-zero's feature, as its place in columns_
+  std::vector<std::int32_t> local_;       // each non-zero's feature, as its place in columns_;
+                                          // empty when the rows touch every feature (the place
+                                          // is the feature: the dataset's own indices are read)
+  std::vector<float> column_max_;         // per touched feature, its largest |value|
   std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per touched feature: coefficients, words, diagonal words
   std::shared_ptr<const std::vector<std::int32_t>> entries_[2];
 };

@@ -2,7 +2,7 @@
 // touch, add up to one shard's answer bit for bit whatever the shards (blocks touching disjoint and
 // overlapping columns); a shard that rebuilds an evaluation it did not serve answers products and
 // lines with the bits of one that served it; the Hessian's diagonal is the diagonal of the
-// products' matrix.
+// products' matrix; the bounds an evaluator finds while numbering its features are bounds_of's.
 
 #include "model/block_bounds.hpp"
 #include "model/block_evaluator.hpp"
@@ -93,6 +93,7 @@ TEST_CASE("sparse answers over the touched features add up to one shard's answer
     const auto g = plan.gradient(theta, true);
     const auto h = plan.hessian_vector(v);
     model::block_evaluator whole{shape, data, {0, n}, block_rows};
+    REQUIRE(whole.touched_features() == d);  // every feature: the layout reads the dataset's own indices
     std::vector<double> losses;
     const auto one = whole.loss_grad(theta, g, losses, 1);
     const auto one_product = whole.hessian_vector(v, h);
@@ -115,6 +116,33 @@ TEST_CASE("sparse answers over the touched features add up to one shard's answer
         CHECK(smaller > 0);  // a shard on one side of the split answers for fewer entries
     }
   }
+}
+
+TEST_CASE("an evaluator's bounds are those bounds_of finds over its rows, sparse and dense") {
+  const std::int64_t n = 900, d = 400;
+  const auto sparse = halves(n, d, 450, 40, 11);
+  auto dense = std::make_shared<model::dataset>();
+  dense->x = model::dense_features(sparse->sparse());
+  dense->y = sparse->y;
+  const auto block_rows = model::block_rows_for(n);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  for (const auto& data : {sparse, std::shared_ptr<const model::dataset>(dense)})
+    for (const model::row_range rows : {model::row_range{0, n}, model::row_range{0, 450}, model::row_range{300, 800},
+                                        model::row_range{450, 450}}) {
+      CAPTURE(data->is_sparse());
+      CAPTURE(rows.begin);
+      CAPTURE(rows.end);
+      const model::block_evaluator evaluator{shape, data, rows, block_rows};
+      const auto expected = model::bounds_of(*data, rows, block_rows);
+      const auto found = evaluator.bounds();
+      CHECK(found.feature_max == expected.feature_max);
+      CHECK(found.max_label == expected.max_label);
+      CHECK(found.blocks == expected.blocks);
+      CHECK(found.block_rows == expected.block_rows);
+      CHECK(found.bits == expected.bits);
+      if (rows.size() > 0)
+        CHECK(found.feature_max.maxCoeff() > 0);
+    }
 }
 
 TEST_CASE("a shard that rebuilds an evaluation it did not serve answers products and lines with the bits of one that served it") {
