@@ -1,12 +1,10 @@
 #include "actors/cluster.hpp"
 
 #include "actors/cluster_impl.hpp"
-#include "base/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <optional>
 
 namespace shardopt::actors {
@@ -278,12 +276,8 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
   const auto block_rows = model::block_rows_for(total);
   const auto layouts = layouts_of(rows, block_rows, blocks);
   auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
-  std::mutex merging;  // the ranges' bounds on every core, merged in any order to the same bounds
-  run_parallel(ranges.size(), usable_cpus(), [&](std::size_t i) {
-    const auto part = model::bounds_of(*data, ranges[i], block_rows);
-    const std::lock_guard<std::mutex> lock{merging};
-    *bounds += part;
-  });
+  for (const auto& range : ranges)
+    *bounds += model::bounds_of(*data, range, block_rows);
   spawn_fn spawn = [shape, data, ranges, layouts](impl& c, std::size_t node, std::size_t i) {
     return c.ship_on(node, shape, data, ranges[i], layouts[i]);
   };

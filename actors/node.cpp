@@ -377,7 +377,8 @@ private:
     const model::row_range rows{0, data->rows()};
     const auto bytes = io::bytes_of(*data);
     model::block_evaluator evaluator{shape, std::move(data), rows, spec.layout.block_rows};
-    auto bounds = evaluator.bounds();  // found while the evaluator numbered the features
+    model::data_bounds bounds{{}, 0, spec.layout.block_rows, 0};
+    evaluator.add_bounds_to(bounds);  // found while the evaluator numbered the features
     return part_shard{host(*driver, std::move(evaluator), bytes, spec.layout, token), rows.size(),
                       std::move(bounds)};
   }

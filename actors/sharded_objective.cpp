@@ -30,15 +30,15 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   const auto block_rows = model::block_rows_for(total_rows);
   // Each shard's evaluator (its features numbered, their largest values found) and bounds, built
   // on as many threads as this process may use: the setup's passes over the non-zeros run on
-  // every core, as a pass does. Bounds merge in any order to the same maxima and counts.
+  // every core, as a pass does. Each adds its bounds to the run's as it finishes (maxima and
+  // counts: the same in any order), so no thread holds a dimension-sized vector of its own.
   std::vector<std::optional<model::block_evaluator>> evaluators(blocks.size());
   model::data_bounds bounds{{}, 0, block_rows, 0};
   std::mutex merging;
   run_parallel(blocks.size(), usable_cpus(), [&](std::size_t i) {
     evaluators[i].emplace(shape, data, blocks[i], block_rows);
-    const auto part = evaluators[i]->bounds();
     const std::lock_guard<std::mutex> lock{merging};
-    bounds += part;
+    evaluators[i]->add_bounds_to(bounds);
   });
   std::vector<shard_actor> shards;
   std::vector<peer_share> shares;

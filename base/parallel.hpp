@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstddef>
+#include <exception>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -24,7 +26,9 @@ inline unsigned usable_cpus() {
 }
 
 /// Runs f(i) for every i in [0, n) on up to `threads` threads, the calling one among them, and
-/// returns when all are done. f must not throw.
+/// returns when all are done. An exception from f (std::bad_alloc) stops the work not yet started
+/// and is thrown again here once every thread has finished, as a loop would throw it; a thread
+/// that cannot be started leaves its share to the others.
 inline void run_parallel(std::size_t n, unsigned threads, const std::function<void(std::size_t)>& f) {
   const auto workers = std::min<std::size_t>(std::max(threads, 1U), n);
   if (workers <= 1) {
@@ -33,17 +37,31 @@ inline void run_parallel(std::size_t n, unsigned threads, const std::function<vo
     return;
   }
   std::atomic<std::size_t> next{0};
-  const auto work = [&] {
-    for (auto i = next++; i < n; i = next++)
-      f(i);
+  std::mutex failing;
+  std::exception_ptr failure;
+  const auto work = [&]() noexcept {
+    try {
+      for (auto i = next++; i < n; i = next++)
+        f(i);
+    } catch (...) {
+      next = n;
+      const std::lock_guard<std::mutex> lock{failing};
+      if (!failure)
+        failure = std::current_exception();
+    }
   };
   std::vector<std::thread> helpers;
-  helpers.reserve(workers - 1);
-  for (std::size_t t = 1; t < workers; ++t)
-    helpers.emplace_back(work);
+  try {
+    helpers.reserve(workers - 1);
+    for (std::size_t t = 1; t < workers; ++t)
+      helpers.emplace_back(work);
+  } catch (...) {  // std::system_error or std::bad_alloc: fewer threads do the work
+  }
   work();
   for (auto& helper : helpers)
     helper.join();
+  if (failure)
+    std::rethrow_exception(failure);
 }
 
 } // namespace shardopt

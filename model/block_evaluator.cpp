@@ -58,17 +58,21 @@ std::int64_t block_evaluator::touched_features() const {
   return sparse_ ? sparse_->columns() : 0;
 }
 
-data_bounds block_evaluator::bounds() const {
-  if (!sparse_ || rows_.size() <= 0)
-    return bounds_of(*data_, rows_, block_rows_);
-  data_bounds out;
-  out.block_rows = block_rows_;
-  out.blocks = block_count(rows_.size(), block_rows_);
-  out.bits = packed_bits;
-  out.feature_max = Eigen::VectorXd::Zero(data_->cols());
-  sparse_->put_feature_max(out.feature_max);
-  out.max_label = data_->y.segment(rows_.begin, rows_.size()).cwiseAbs().maxCoeff();
-  return out;
+void block_evaluator::add_bounds_to(data_bounds& total) {
+  if (!sparse_ || rows_.size() <= 0 ||
+      (total.feature_max.size() != 0 && total.feature_max.size() != data_->cols())) {
+    total += bounds_of(*data_, rows_, block_rows_);
+    return;
+  }
+  if (total.feature_max.size() == 0)
+    total.feature_max = Eigen::VectorXd::Zero(data_->cols());
+  if (!sparse_->max_into(total.feature_max)) {
+    total += bounds_of(*data_, rows_, block_rows_);
+    return;
+  }
+  total.max_label = std::max(total.max_label, data_->y.segment(rows_.begin, rows_.size()).cwiseAbs().maxCoeff());
+  total.blocks += block_count(rows_.size(), block_rows_);
+  total.bits = std::min(total.bits, packed_bits);
 }
 
 void block_evaluator::push_latest(std::uint64_t tag) {

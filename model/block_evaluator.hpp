@@ -87,9 +87,10 @@ public:
   /// The features the rows touch (sparse rows of a linear model), for tests; empty otherwise.
   std::int64_t touched_features() const;
 
-  /// `bounds_of` its rows, in its blocks: for sparse rows of a linear model from what the
-  /// layout found while numbering the features (no second pass over the non-zeros).
-  data_bounds bounds() const;
+  /// Adds the bounds of its rows to `total`, as `total += bounds_of(rows)` does: for sparse rows
+  /// of a linear model, the first time, from what the layout found while numbering the features
+  /// (no second pass over the non-zeros, and no dimension-sized vector of its own).
+  void add_bounds_to(data_bounds& total);
 
 private:
   /// Shifts the kept evaluations: a new latest under `tag`, its buffers returned to fill.

@@ -217,7 +217,7 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
     if (p + prefetch_distance < last)
       __builtin_prefetch(&most[static_cast<std::size_t>(index[p + prefetch_distance])], 1);
     auto& m = most[static_cast<std::size_t>(index[p])];
-    m = std::max(m, std::fabs(value[p]));
+    m = std::max(std::max(m, 0.0F), std::fabs(value[p]));  // touched even by a NaN (which bounds skip)
   }
   for (std::int64_t j = 0; j < shape.features; ++j)
     if (most[static_cast<std::size_t>(j)] >= 0)
@@ -239,9 +239,15 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
   }
 }
 
-void sparse_layout::put_feature_max(Eigen::Ref<Eigen::VectorXd> feature_max) const {
-  for (std::size_t k = 0; k < columns_.size(); ++k)
-    feature_max[columns_[k]] = static_cast<double>(column_max_[k]);
+bool sparse_layout::max_into(Eigen::Ref<Eigen::VectorXd> feature_max) {
+  if (column_max_.size() != columns_.size())
+    return false;
+  for (std::size_t k = 0; k < columns_.size(); ++k) {
+    auto& most = feature_max[columns_[k]];
+    most = std::max(most, static_cast<double>(column_max_[k]));
+  }
+  std::vector<float>().swap(column_max_);
+  return true;
 }
 
 const std::shared_ptr<const std::vector<std::int32_t>>& sparse_layout::entries(const model_shape& shape,

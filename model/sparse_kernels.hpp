@@ -61,9 +61,10 @@ public:
   /// Touched features.
   std::int64_t columns() const { return static_cast<std::int64_t>(columns_.size()); }
 
-  /// Writes each touched feature's largest |value| over the layout's rows into `feature_max`
-  /// (dimension-sized, zero elsewhere): what `bounds_of` finds, taken in the numbering pass.
-  void put_feature_max(Eigen::Ref<Eigen::VectorXd> feature_max) const;
+  /// Raises `feature_max` (dimension-sized) to each touched feature's largest |value| over the
+  /// layout's rows, found in the numbering pass, and forgets those maxima. False, and nothing
+  /// changed, once they are forgotten.
+  bool max_into(Eigen::Ref<Eigen::VectorXd> feature_max);
 
   /// What a pass computes per chunk of rows from the chunk's scores zt (outputs x m, columns in
   /// row order): its residuals rt (the gradient of the loss in the scores, per example), with
@@ -97,7 +98,7 @@ private:
   std::vector<std::int32_t> local_;       // each non-zero's feature, as its place in columns_;
                                           // empty when the rows touch every feature (the place
                                           // is the feature: the dataset's own indices are read)
-  std::vector<float> column_max_;         // per touched feature, its largest |value|
+  std::vector<float> column_max_;         // per touched feature, its largest |value|, until read
   std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per touched feature: coefficients, words, diagonal words
   std::shared_ptr<const std::vector<std::int32_t>> entries_[2];
 };

@@ -1,6 +1,7 @@
 // The parallel text readers (io/text_parse.hpp, io/text_source.hpp): the arrays do not depend on
 // the threads, pieces or buffers; the first error in the text is the one reported, with its line;
-// parts of a file hold every line once; memory during a load stays near the final arrays.
+// parts of a file hold every line once; memory during a load stays near the final arrays;
+// run_parallel (base/parallel.hpp) covers every index once and hands an exception back.
 
 #include "io/reader_support.hpp"
 #include "io/readers.hpp"
@@ -12,7 +13,9 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cstring>
+#include <new>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -279,4 +282,23 @@ TEST_CASE("text parse: a load's peak memory stays within 1.2x its final arrays p
   MESSAGE("peak growth " << (after - before) / 1024 << " KiB for " << arrays / 1024 << " KiB of arrays and a "
                          << buffer / 1024 << " KiB buffer");
   CHECK(after - before <= arrays * 12 / 10 + buffer);
+}
+
+TEST_CASE("run_parallel: every index once on any number of threads, and an exception from one is thrown to the caller after all stop") {
+  for (const unsigned threads : {1U, 2U, 5U}) {
+    CAPTURE(threads);
+    std::vector<std::atomic<int>> seen(1000);
+    run_parallel(seen.size(), threads, [&](std::size_t i) { ++seen[i]; });
+    for (const auto& count : seen)
+      CHECK(count.load() == 1);
+    std::atomic<int> done{0};
+    CHECK_THROWS_AS(run_parallel(1000, threads,
+                                 [&](std::size_t i) {
+                                   if (i == 10)
+                                     throw std::bad_alloc();
+                                   ++done;
+                                 }),
+                    std::bad_alloc);
+    CHECK(done.load() < 1000);  // the work not started is left, and no thread is still running
+  }
 }

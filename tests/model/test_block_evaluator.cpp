@@ -118,31 +118,112 @@ TEST_CASE("sparse answers over the touched features add up to one shard's answer
   }
 }
 
-TEST_CASE("an evaluator's bounds are those bounds_of finds over its rows, sparse and dense") {
+TEST_CASE("the bounds evaluators add while numbering their features are those bounds_of finds, over any parts in any order") {
   const std::int64_t n = 900, d = 400;
-  const auto sparse = halves(n, d, 450, 40, 11);
-  auto dense = std::make_shared<model::dataset>();
-  dense->x = model::dense_features(sparse->sparse());
-  dense->y = sparse->y;
+  auto sparse = std::const_pointer_cast<model::dataset>(halves(n, d, 450, 40, 11));
+  {
+    // Rows 600..899 touch every feature (a layout that reads the dataset's own indices, from a
+    // row past the first), with stored zeros and a negative largest value.
+    std::vector<Eigen::Triplet<float>> entries;
+    const auto& x = sparse->sparse();
+    for (std::int64_t i = 0; i < 600; ++i)
+      for (auto it = model::sparse_view::InnerIterator(x, i); it; ++it)
+        entries.emplace_back(static_cast<int>(i), static_cast<int>(it.col()), it.value());
+    for (std::int64_t j = 0; j < d; ++j)
+      entries.emplace_back(static_cast<int>(600 + j % 300), static_cast<int>(j),
+                           j % 7 == 0 ? 0.0F : (j % 5 == 0 ? -9.5F : 0.25F));
+    model::sparse_features rebuilt(n, d);
+    rebuilt.setFromTriplets(entries.begin(), entries.end());
+    rebuilt.makeCompressed();
+    sparse->x = std::move(rebuilt);
+  }
   const auto block_rows = model::block_rows_for(n);
   const model::model_shape shape{model::model_kind::logistic, d, 1};
-  for (const auto& data : {sparse, std::shared_ptr<const model::dataset>(dense)})
-    for (const model::row_range rows : {model::row_range{0, n}, model::row_range{0, 450}, model::row_range{300, 800},
-                                        model::row_range{450, 450}}) {
-      CAPTURE(data->is_sparse());
-      CAPTURE(rows.begin);
-      CAPTURE(rows.end);
-      const model::block_evaluator evaluator{shape, data, rows, block_rows};
-      const auto expected = model::bounds_of(*data, rows, block_rows);
-      const auto found = evaluator.bounds();
-      CHECK(found.feature_max == expected.feature_max);
-      CHECK(found.max_label == expected.max_label);
-      CHECK(found.blocks == expected.blocks);
-      CHECK(found.block_rows == expected.block_rows);
-      CHECK(found.bits == expected.bits);
-      if (rows.size() > 0)
-        CHECK(found.feature_max.maxCoeff() > 0);
+  // Parts of whole blocks (as shards are), the last from row 600 on.
+  const auto cut = [&](std::int64_t row) { return row / block_rows * block_rows; };
+  const std::vector<model::row_range> parts{{0, cut(450)}, {cut(450), cut(600)}, {cut(600), n}};
+  {
+    model::block_evaluator tail{shape, sparse, {600, n}, block_rows};
+    REQUIRE(tail.touched_features() == d);
+  }
+  for (const auto& rows : std::vector<model::row_range>{{0, n}, {0, 450}, {300, 800}, {600, n}, {450, 450}}) {
+    CAPTURE(rows.begin);
+    CAPTURE(rows.end);
+    model::block_evaluator evaluator{shape, sparse, rows, block_rows};
+    model::data_bounds found{{}, 0, block_rows, 0};
+    evaluator.add_bounds_to(found);
+    const auto expected = model::bounds_of(*sparse, rows, block_rows);
+    CHECK(found.feature_max == expected.feature_max);
+    CHECK(found.max_label == expected.max_label);
+    CHECK(found.blocks == expected.blocks);
+    CHECK(found.bits == expected.bits);
+    model::data_bounds again{{}, 0, block_rows, 0};  // a second time: bounds_of's pass, the same
+    evaluator.add_bounds_to(again);
+    CHECK(again.feature_max == expected.feature_max);
+  }
+  // The parts in both orders add up to the bounds of all rows.
+  const auto whole = model::bounds_of(*sparse, {0, n}, block_rows);
+  for (const bool reversed : {false, true}) {
+    model::data_bounds total{{}, 0, block_rows, 0};
+    for (std::size_t k = 0; k < parts.size(); ++k) {
+      model::block_evaluator evaluator{shape, sparse, parts[reversed ? parts.size() - 1 - k : k], block_rows};
+      evaluator.add_bounds_to(total);
     }
+    CHECK(total.feature_max == whole.feature_max);
+    CHECK(total.max_label == whole.max_label);
+    CHECK(total.blocks == whole.blocks);
+    CHECK(total.bits == whole.bits);
+  }
+  CHECK(whole.feature_max.maxCoeff() == 9.5);
+}
+
+TEST_CASE("a layout that reads the dataset's own indices from a row past the first answers with the bits of renumbered ones") {
+  // Rows 200..399 touch every feature; rows 0..199 only the first half.
+  const std::int64_t n = 400, d = 120;
+  std::mt19937 rng{21};
+  std::normal_distribution<float> normal;
+  std::vector<Eigen::Triplet<float>> entries;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t span = i < 200 ? d / 2 : d;
+    for (int k = 0; k < 4; ++k)
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(rng() % span), normal(rng));
+    if (i >= 200)
+      entries.emplace_back(static_cast<int>(i), static_cast<int>((i - 200) % d), 1.0F);
+    data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
+  }
+  model::sparse_features x(n, d);
+  x.setFromTriplets(entries.begin(), entries.end(), [](float a, float b) { return a + b; });
+  x.makeCompressed();
+  data->x = std::move(x);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  const auto block_rows = model::block_rows_for(n);
+  const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
+  std::normal_distribution<double> gauss;
+  const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.2 * gauss(rng); });
+  const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gauss(rng); });
+  const auto g = plan.gradient(theta, true);
+  const auto h = plan.hessian_vector(v);
+  std::vector<double> losses;
+  model::block_evaluator whole{shape, data, {0, n}, block_rows};
+  const auto reference = added({whole.loss_grad(theta, g, losses, 1)}, g);
+  const auto reference_product = added({whole.hessian_vector(v, h)}, h);
+  // Splits on whole blocks (as shards are): the second part starts past the first row and touches
+  // every feature (rows from 200 on touch one feature each in turn, d of them before row 400).
+  const auto up = (200 + block_rows - 1) / block_rows * block_rows;
+  REQUIRE(up <= n - d);
+  for (const std::int64_t split : {up, 100 / block_rows * block_rows}) {
+    CAPTURE(split);
+    model::block_evaluator first{shape, data, {0, split}, block_rows};
+    model::block_evaluator second{shape, data, {split, n}, block_rows};
+    CHECK(first.touched_features() < d);
+    CHECK(second.touched_features() == d);
+    const auto a = first.loss_grad(theta, g, losses, 1);
+    const auto b = second.loss_grad(theta, g, losses, 1);
+    CHECK(added({a, b}, g) == reference);
+    CHECK(added({first.hessian_vector(v, h), second.hessian_vector(v, h)}, h) == reference_product);
+  }
 }
 
 TEST_CASE("a shard that rebuilds an evaluation it did not serve answers products and lines with the bits of one that served it") {
