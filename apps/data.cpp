@@ -10,7 +10,7 @@ result<io::read_options> read_options_of(const data_options& options) {
   io::read_options read;
   auto format = io::parse_data_format(options.format);
   if (!format)
-    return fail_invalid("--format: unknown format '" + options.format + "' (expected auto, csv, libsvm, idx, vw)");
+    return fail_invalid("--format: unknown format '" + options.format + "' (expected auto, csv, tsv, libsvm, idx, vw)");
   read.format = *format;
   read.label_column = options.label_column;
   if (options.header == "yes")

@@ -17,12 +17,12 @@ using detail::piece_counts;
 using detail::piece_result;
 using detail::region;
 
-/// Splits a line at every comma into trimmed fields; a field in double quotes loses its quotes.
-/// Quoted commas are not supported: numeric data has none.
-void split_fields(std::string_view line, std::vector<std::string_view>& fields) {
+/// Splits a line at every `separator` (a comma, or a tab for TSV) into trimmed fields; a field in
+/// double quotes loses its quotes. Quoted separators are not supported: numeric data has none.
+void split_fields(std::string_view line, char separator, std::vector<std::string_view>& fields) {
   fields.clear();
   for (;;) {
-    const auto comma = line.find(',');
+    const auto comma = line.find(separator);
     auto field = detail::trim(line.substr(0, comma));
     if (field.size() >= 2 && field.front() == '"' && field.back() == '"')
       field = field.substr(1, field.size() - 2);
@@ -72,7 +72,7 @@ result<csv_layout> layout_of(const std::string& name, detail::text_source& sourc
       ++line_number;
       if (detail::trim(line).empty())
         continue;
-      split_fields(line, fields);
+      split_fields(line, field_separator(options.format), fields);
       const auto at = name + ":" + std::to_string(line_number);
       if (!seen_first_row) {
         seen_first_row = true;
@@ -84,7 +84,8 @@ result<csv_layout> layout_of(const std::string& name, detail::text_source& sourc
       // The first data row fixes the number of fields and the label column.
       layout.fields = options.features > 0 ? options.features + 1 : static_cast<std::int64_t>(fields.size());
       if (layout.fields < 2)
-        return fail_invalid(at + ": only one field; a row needs a label and at least one feature");
+        return fail_invalid(at + ": only one field (split at " + (options.format == data_format::tsv ? "tabs" : "commas")
+                            + "); a row needs a label and at least one feature");
       layout.label_column = options.label_column < 0 ? layout.fields + options.label_column
                                                      : options.label_column;
       if (layout.label_column < 0 || layout.label_column >= layout.fields)
@@ -109,8 +110,8 @@ struct dense_storage {
 /// CSV rows of a known layout, for parse_text (text_parse.hpp).
 class csv_format {
 public:
-  csv_format(std::string name, csv_layout layout)
-    : name_(std::move(name)), layout_(layout), width_(layout.fields - 1) {}
+  csv_format(std::string name, csv_layout layout, char separator)
+    : name_(std::move(name)), layout_(layout), width_(layout.fields - 1), separator_(separator) {}
 
   piece_counts count(std::string_view piece, bool last) const {
     piece_counts c;
@@ -155,7 +156,7 @@ public:
       ++line_number;
       if (line_number == layout_.header_line || detail::trim(line).empty())
         continue;
-      split_fields(line, fields);
+      split_fields(line, separator_, fields);
       if (static_cast<std::int64_t>(fields.size()) != layout_.fields)
         return fail_at("expected " + std::to_string(layout_.fields) + " fields, got " +
                        std::to_string(fields.size()));
@@ -217,6 +218,7 @@ private:
   std::string name_;
   csv_layout layout_;
   std::int64_t width_;
+  char separator_;
   std::shared_ptr<dense_storage> storage_;
   detail::row_labels rows_;
 };
@@ -231,7 +233,7 @@ result<raw_dataset> detail::parse_csv(const std::string& name, text_source& sour
   if (auto ok = source.rewind(); !ok)
     return ok.error();
   how.limit = options.limit;
-  csv_format format{name, *layout};
+  csv_format format{name, *layout, field_separator(options.format)};
   return parse_whole(source, format, how,
                      name + ": no data rows after the header on line " + std::to_string(layout->header_line));
 }

@@ -20,16 +20,18 @@ struct field {
   bool escaped = false;
 };
 
-/// Splits a line into fields (RFC 4180 within one line): commas separate fields; a field that starts
-/// with '"' runs to its closing '"', may hold commas, and writes '"' as "". Unquoted fields are
-/// trimmed of blanks. Returns the error text (naming the field) for an unterminated quote or text
-/// after a closing quote.
-std::optional<std::string> split_quoted(std::string_view line, std::vector<field>& fields) {
+/// Splits a line into fields (RFC 4180 within one line): `separator` (a comma, or a tab for TSV)
+/// separates fields; a field that starts with '"' runs to its closing '"', may hold separators, and
+/// writes '"' as "". Unquoted fields are trimmed of blanks (spaces, and tabs where they do not
+/// separate). Returns the error text (naming the field) for an unterminated quote or text after a
+/// closing quote.
+std::optional<std::string> split_quoted(std::string_view line, char separator, std::vector<field>& fields) {
   fields.clear();
   std::size_t i = 0;
   const auto n = line.size();
+  const auto blank = [&](char c) { return c == ' ' || (c == '\t' && separator != '\t'); };
   for (;;) {
-    while (i < n && (line[i] == ' ' || line[i] == '\t'))
+    while (i < n && blank(line[i]))
       ++i;
     field f;
     if (i < n && line[i] == '"') {
@@ -49,19 +51,19 @@ std::optional<std::string> split_quoted(std::string_view line, std::vector<field
       }
       f.text = line.substr(i + 1, j - i - 1);
       i = j + 1;
-      while (i < n && (line[i] == ' ' || line[i] == '\t'))
+      while (i < n && blank(line[i]))
         ++i;
-      if (i < n && line[i] != ',')
+      if (i < n && line[i] != separator)
         return "field " + std::to_string(fields.size() + 1) + ": text after the closing quote";
     } else {
-      const auto comma = line.find(',', i);
+      const auto comma = line.find(separator, i);
       f.text = detail::trim(line.substr(i, comma == std::string_view::npos ? n - i : comma - i));
       i = comma == std::string_view::npos ? n : comma;
     }
     fields.push_back(f);
     if (i >= n)
       return std::nullopt;
-    ++i;  // the comma
+    ++i;  // the separator
   }
 }
 
@@ -84,6 +86,7 @@ enum class column_kind { label, number, category, text };
 /// The columns of a hashed CSV: names (the header's, or 0-based indices), kinds and seeds.
 struct hashed_layout {
   std::int64_t header_line = 0;  ///< 0: no header
+  char separator = ',';          ///< a tab for TSV
   std::vector<std::string> names;
   std::vector<column_kind> kinds;
   std::vector<std::uint32_t> hashes;  ///< numbers: the column's feature hash; others: the namespace seed
@@ -115,6 +118,7 @@ result<hashed_layout> hashed_layout_of(const std::string& name, detail::text_sou
                                        const read_options& options) {
   std::vector<field> fields;
   std::int64_t line_number = 0;
+  const char separator = field_separator(options.format);
   for (;;) {
     auto text = source.next();
     if (!text)
@@ -128,16 +132,18 @@ result<hashed_layout> hashed_layout_of(const std::string& name, detail::text_sou
       if (detail::trim(line).empty())
         continue;
       const auto at = name + ":" + std::to_string(line_number);
-      if (auto problem = split_quoted(line, fields))
+      if (auto problem = split_quoted(line, separator, fields))
         return fail_invalid(at + ": " + *problem);
       const auto count = static_cast<std::int64_t>(fields.size());
       if (count < 2)
-        return fail_invalid(at + ": only one field; a row needs a label and at least one feature");
+        return fail_invalid(at + ": only one field (split at " + (separator == '\t' ? "tabs" : "commas")
+                            + "); a row needs a label and at least one feature");
       const auto label = options.label_column < 0 ? count + options.label_column : options.label_column;
       if (label < 0 || label >= count)
         return fail_invalid(at + ": label column " + std::to_string(options.label_column)
                             + " is out of range for " + std::to_string(count) + " fields");
       hashed_layout layout;
+      layout.separator = separator;
       const bool header = options.header.value_or(!detail::parse_number(fields[static_cast<std::size_t>(label)].text));
       std::string buffer;
       for (std::int64_t i = 0; i < count; ++i)
@@ -236,7 +242,7 @@ public:
       ++line_number;
       if (line_number == layout_.header_line || detail::trim(line).empty())
         continue;
-      if (auto problem = split_quoted(line, fields))
+      if (auto problem = split_quoted(line, layout_.separator, fields))
         return fail_at(*problem);
       if (fields.size() != count)
         return fail_at("expected " + std::to_string(count) + " fields, got " + std::to_string(fields.size()));

@@ -67,6 +67,8 @@ std::optional<data_format> parse_data_format(const std::string& name) {
     return data_format::automatic;
   if (name == "csv")
     return data_format::csv;
+  if (name == "tsv")
+    return data_format::tsv;
   if (name == "libsvm" || name == "svmlight")
     return data_format::libsvm;
   if (name == "idx")
@@ -93,11 +95,13 @@ result<data_format> detail::file_format(const std::string& spec, const read_opti
   const std::string ext = extension_of(spec);
   if (ext == ".csv")
     return data_format::csv;
+  if (ext == ".tsv")
+    return data_format::tsv;
   if (ext == ".svm" || ext == ".libsvm" || ext == ".svmlight" || ext == ".txt")
     return data_format::libsvm;
   if (ext == ".vw")
     return data_format::vw;
-  return fail_invalid("cannot tell the format of " + spec + "; pass --format csv|libsvm|vw");
+  return fail_invalid("cannot tell the format of " + spec + "; pass --format csv|tsv|libsvm|vw");
 }
 
 std::string raw_dataset::where(std::int64_t row) const {
@@ -110,7 +114,7 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
   // Named datasets and directories hold IDX files in the MNIST layout.
   if (has_builtin_test_split(spec)) {
     if (options.format != data_format::automatic && options.format != data_format::idx)
-      return fail_invalid(spec + ": a dataset directory holds IDX files; its format cannot be csv, libsvm or vw");
+      return fail_invalid(spec + ": a dataset directory holds IDX files; its format cannot be csv, tsv, libsvm or vw");
     auto files = detail::mnist_files(spec, which);
     if (!files)
       return files.error();
@@ -124,7 +128,11 @@ result<raw_dataset> read_dataset(const std::string& spec, split which, const rea
     return format.error();
   switch (*format) {
     case data_format::csv:
-      return read_csv(spec, options);
+    case data_format::tsv: {
+      auto csv = options;
+      csv.format = *format;  // the separator, for a format told by the extension
+      return read_csv(spec, csv);
+    }
     case data_format::libsvm:
       if (options.hashing.enabled())
         return fail_invalid(spec + ": LIBSVM input is numbers already; hashing (--hash-bits) is for VW and CSV");

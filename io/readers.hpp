@@ -12,7 +12,10 @@
 namespace shardopt::io {
 
 /// On-disk formats of a dataset.
-enum class data_format { automatic, csv, libsvm, idx, vw };
+enum class data_format { automatic, csv, libsvm, idx, vw, tsv };  // values stored in binary datasets: append only
+
+/// The field separator of CSV-like text: a tab for TSV, else a comma.
+inline char field_separator(data_format format) { return format == data_format::tsv ? '\t' : ','; }
 
 /// Parses "auto", "csv", "libsvm" (or "svmlight"), "idx", "vw"; nullopt otherwise.
 std::optional<data_format> parse_data_format(const std::string& name);
@@ -63,8 +66,8 @@ struct raw_dataset {
 };
 
 /// Reads a CSV file (plain or gzip-compressed): one example per line, the label in `label_column`,
-/// every other field a feature. Fields are split at every comma (no quoted commas); blank lines are
-/// skipped. Errors name file and line: a ragged row, a non-numeric field, an empty file.
+/// every other field a feature. Fields are split at every comma (no quoted commas), or at every tab
+/// when `options.format` is `tsv`; blank lines are skipped. Errors name file and line: a ragged row, a non-numeric field, an empty file.
 result<raw_dataset> read_csv(const std::string& path, const read_options& options);
 
 /// Reads a LIBSVM/svmlight file (plain or gzip-compressed): `label index:value ...`, 1-based strictly

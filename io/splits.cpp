@@ -48,7 +48,8 @@ result<raw_dataset> read_part(const part_request& request) {
   auto format = detail::file_format(spec, request.options);
   if (!format)
     return format.error();
-  if (*format != data_format::csv && *format != data_format::libsvm && *format != data_format::vw)
+  const bool csv = *format == data_format::csv || *format == data_format::tsv;
+  if (!csv && *format != data_format::libsvm && *format != data_format::vw)
     return fail_invalid(spec + ": IDX data is read from a directory in the MNIST layout, not a single file");
   auto source = detail::text_source::open(spec, request.options.max_decompressed, part, parts);
   if (!source)
@@ -68,23 +69,23 @@ result<raw_dataset> read_part(const part_request& request) {
     return ok.error();
   if (*format == data_format::vw)
     return detail::parse_vw(name, *source, request.options, detail::parse_options{});
-  if (*format == data_format::csv && request.options.hashing.enabled()) {
+  auto options = request.options;
+  options.format = *format;  // CSV or TSV: the separator, for a format told by the extension
+  if (csv && options.hashing.enabled()) {
     // Hashed columns are named by the header, which only the file's first part holds: a later part
     // reads it from the start of the file, so that every part hashes alike.
     if (part == 0)
-      return detail::parse_hashed_csv(name, *source, request.options, detail::parse_options{}, nullptr);
+      return detail::parse_hashed_csv(name, *source, options, detail::parse_options{}, nullptr);
     auto whole = detail::text_source::open(spec, request.options.max_decompressed);
     if (!whole)
       return whole.error();
-    return detail::parse_hashed_csv(name, *source, request.options, detail::parse_options{}, &*whole);
+    return detail::parse_hashed_csv(name, *source, options, detail::parse_options{}, &*whole);
   }
   if (*format == data_format::libsvm && request.options.hashing.enabled())
     return fail_invalid(spec + ": LIBSVM input is numbers already; hashing (--hash-bits) is for VW and CSV");
-  auto options = request.options;
   if (part > 0)
     options.header = false;  // only the file's first line can be a header
-  return *format == data_format::csv
-           ? detail::parse_csv(name, *source, options, detail::parse_options{})
+  return csv ? detail::parse_csv(name, *source, options, detail::parse_options{})
            : detail::parse_libsvm(name, *source, options, detail::parse_options{});
 }
 

@@ -228,6 +228,53 @@ TEST_CASE("hashed CSV: each kind of bad line is named by file and line") {
   CHECK_MESSAGE(one_word, (one_word ? std::string{} : one_word.error().message()));
 }
 
+TEST_CASE("hashed TSV: the rows of the same CSV, commas inside fields, empty fields, in parts") {
+  test::temp_dir dir;
+  std::string csv = "label,city,notes,x\n";
+  std::string tsv = "label\tcity\tnotes\tx\n";
+  for (int r = 0; r < 500; ++r) {
+    const auto city = "c" + std::to_string(r % 11);
+    const auto notes = r % 5 == 0 ? std::string{} : "word" + std::to_string(r % 7) + ", other words";  // empty: no words
+    const auto x = std::to_string(r % 13);
+    csv += std::to_string(r % 2) + "," + city + ",\"" + notes + "\"," + x + "\n";
+    tsv += std::to_string(r % 2) + "\t" + city + "\t " + notes + "\t" + x + "\n";  // blanks are trimmed
+  }
+  auto options = hashed(12);
+  options.hashing.categorical = {"city"};
+  options.hashing.text = {"notes"};
+  options.hashing.word_pairs = true;
+  const auto csv_path = dir.file("d.csv");
+  const auto tsv_path = dir.file("d.tsv");
+  test::write_file(csv_path, csv);
+  test::write_file(tsv_path, tsv);
+  auto expected = io::read_dataset(csv_path, io::split::train, options);
+  REQUIRE(expected);
+  auto whole = io::read_dataset(tsv_path, io::split::train, options);
+  REQUIRE(whole);
+  CHECK(rows_of(*whole) == rows_of(*expected));
+  CHECK(whole->data.y == expected->data.y);
+  for (std::int64_t parts : {2, 3}) {
+    std::vector<row_map> joined;
+    for (std::int64_t part = 0; part < parts; ++part) {
+      auto piece = io::read_part({tsv_path, options, part, parts});
+      REQUIRE(piece);
+      for (auto& row : rows_of(*piece))
+        joined.push_back(row);
+    }
+    CHECK(joined == rows_of(*expected));
+  }
+  // A quoted TSV field may hold a tab; an unterminated one is named by file and line.
+  auto tsv_options = options;
+  tsv_options.format = io::data_format::tsv;
+  auto quoted = io::detail::parse_hashed_csv("q.tsv", "label\tcity\tnotes\tx\n1\tc1\t\"a\tb\"\t2\n", tsv_options);
+  REQUIRE(quoted);
+  auto unquoted = io::detail::parse_hashed_csv("q.tsv", "label\tcity\tnotes\tx\n1\tc1\ta b\t2\n", tsv_options);
+  REQUIRE(unquoted);
+  CHECK(rows_of(*quoted) == rows_of(*unquoted));  // a tab inside a text field separates words
+  CHECK(error_of(io::detail::parse_hashed_csv("q.tsv", "label\tcity\tnotes\tx\n1\tc1\t\"a b\t2\n", tsv_options))
+        == "q.tsv:2: field 3: unterminated quote (a quoted field must close on its line)");
+}
+
 TEST_CASE("hashed readers: the same rows on any threads and pieces, and in parts") {
   test::temp_dir dir;
   std::string vw;

@@ -2,6 +2,7 @@
 // read, and errors that name the file, the line and what is wrong.
 
 #include "io/readers.hpp"
+#include "io/splits.hpp"
 #include "support/datasets.hpp"
 #include "support/files.hpp"
 #include "support/memory.hpp"
@@ -146,7 +147,7 @@ TEST_CASE("read_csv: malformed files name file, line and what is wrong") {
     auto r = io::read_csv(path, {});
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().message() ==
-          path + ":1: only one field; a row needs a label and at least one feature");
+          path + ":1: only one field (split at commas); a row needs a label and at least one feature");
   }
   SUBCASE("missing file") {
     const auto path = dir.file("absent.csv");
@@ -346,7 +347,7 @@ TEST_CASE("read_dataset: files by extension or by the format option") {
 
   auto unknown = io::read_dataset(other, io::split::train, {});
   REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.error().message() == "cannot tell the format of " + other + "; pass --format csv|libsvm|vw");
+  CHECK(unknown.error().message() == "cannot tell the format of " + other + "; pass --format csv|tsv|libsvm|vw");
 
   io::read_options options;
   options.format = io::data_format::libsvm;
@@ -360,4 +361,52 @@ TEST_CASE("read_dataset: files by extension or by the format option") {
 
   CHECK_FALSE(io::has_builtin_test_split(csv));
   CHECK(io::has_builtin_test_split("fashion-mnist"));
+}
+
+TEST_CASE("read_dataset: TSV reads as CSV split at tabs, by extension, by format, whole and in parts") {
+  temp_dir dir;
+  const std::string rows = "label,a,b\n1,2.5,-3\n0, 4 ,\"5\"\n\n1,6,7\n";
+  std::string tabbed = rows;
+  for (auto& c : tabbed)
+    c = c == ',' ? '\t' : c;
+  const auto csv = dir.write("d.csv", rows);
+  const auto tsv = dir.write("d.tsv", tabbed);
+  const auto plain = dir.write("d.dat", tabbed);
+  auto expected = io::read_dataset(csv, io::split::train, {});
+  REQUIRE_MESSAGE(expected.ok(), expected.error().message());
+  CHECK(expected->data.dense() == test::dense_rows({{2.5, -3}, {4, 5}, {6, 7}}));
+
+  auto by_extension = io::read_dataset(tsv, io::split::train, {});
+  REQUIRE_MESSAGE(by_extension.ok(), by_extension.error().message());
+  CHECK(by_extension->data.dense() == expected->data.dense());
+  CHECK(by_extension->data.y == expected->data.y);
+  CHECK(by_extension->lines == expected->lines);
+
+  io::read_options options;
+  REQUIRE(io::parse_data_format("tsv"));
+  options.format = *io::parse_data_format("tsv");
+  auto by_format = io::read_dataset(plain, io::split::train, options);
+  REQUIRE_MESSAGE(by_format.ok(), by_format.error().message());
+  CHECK(by_format->data.dense() == expected->data.dense());
+
+  for (std::int64_t parts : {2, 3}) {  // as nodes read node-local parts
+    std::vector<double> labels;
+    for (std::int64_t part = 0; part < parts; ++part) {
+      auto piece = io::read_part({tsv, {}, part, parts});
+      if (!piece && piece.error().message().find("no examples") != std::string::npos)
+        continue;  // a part of blank bytes only
+      REQUIRE_MESSAGE(piece.ok(), piece.error().message());
+      CHECK(piece->data.cols() == 2);
+      for (Eigen::Index r = 0; r < piece->data.y.size(); ++r)
+        labels.push_back(piece->data.y[r]);
+    }
+    CHECK(labels == std::vector<double>{1, 0, 1});
+  }
+
+  // A CSV file read as TSV has one field a line: the message says where it split.
+  options.format = io::data_format::tsv;
+  auto wrong = io::read_dataset(csv, io::split::train, options);
+  REQUIRE_FALSE(wrong.ok());
+  CHECK(wrong.error().message()
+        == csv + ":2: only one field (split at tabs); a row needs a label and at least one feature");
 }
