@@ -79,9 +79,11 @@ void add_number_or_auto(CLI::App& command, const std::string& name, T& target, T
 
 void add_data_options(CLI::App& command, data_options& data, bool training) {
   command.add_option("--data", data.data,
-                     "Dataset: a CSV or LIBSVM file, a MNIST-layout directory, or 'fashion-mnist'")
+                     "Dataset: a CSV, TSV, LIBSVM or VW file, a binary dataset, a MNIST-layout directory, or "
+                     "'fashion-mnist'")
     ->capture_default_str();
-  command.add_option("--format", data.format, "Input format: auto, csv, tsv (tab-separated), libsvm, idx, vw (Vowpal Wabbit text)")
+  command.add_option("--format", data.format,
+                     "Input format: auto, csv, tsv (tab-separated), libsvm, idx, vw (Vowpal Wabbit text)")
     ->capture_default_str();
   command.add_option("--label-column", data.label_column,
                      "CSV: 0-based label column; negative counts from the end (-1 = last)")

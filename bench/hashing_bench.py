@@ -5,20 +5,23 @@ scikit-learn's HashingVectorizer (the outside tool a Python user would reach for
 
 The documents are the real sets' (bench/real_sets.py: SpamAssassin, WordNet glosses, Debian's
 package descriptions in English and in 15 languages), written once as a CSV and a TSV of
-`label,text` (the text quoted, newlines and tabs turned into spaces) in build/bench-data/real/raw.
-Runs, one after the other, on each set:
+`label,text` (every field quoted in both, newlines and tabs turned into spaces) in
+build/bench-data/real/raw. Every file is read once before the runs (the page cache warm for all),
+then each round runs, one after the other, on each set:
   shardopt convert --text text --word-pairs --hash-bits B of the CSV, on every core, and pinned to
       one core (taskset: its reader then parses with one thread), and of the TSV on every core;
   shardopt convert of the set's LIBSVM file (numbers already hashed), on every core;
   scikit-learn's HashingVectorizer (word unigrams and bigrams, counts, no sign, no norm, the same
       2^B columns) over the same CSV read with Python's csv module, one core.
 Each is timed end to end as a process (start, read, hash, and for shardopt writing the binary
-dataset); peak RSS from wait4. Columns: seconds, ns per non-zero (of that run's own output), peak
-RSS, and the ratio to the hashed CSV on every core. The non-zero counts differ slightly between
-shardopt and scikit-learn: shardopt's words are runs of ASCII letters, digits and non-ASCII bytes,
-scikit-learn's are Unicode \\w runs (the token pattern given below).
+dataset), over --repeats rounds (default 3), and the median reported; peak RSS from wait4.
+Columns: seconds, ns per non-zero (of that run's own output), peak RSS, and the ratio to the
+hashed CSV on every core. The non-zero counts differ slightly between shardopt and scikit-learn:
+shardopt's words are runs of ASCII letters, digits and non-ASCII bytes, scikit-learn's are Unicode
+\\w runs (the token pattern given below).
 
-    /usr/bin/python3 bench/hashing_bench.py BUILD/apps/shardopt [--sets spam,...] [--out FILE]
+    /usr/bin/python3 bench/hashing_bench.py BUILD/apps/shardopt [--sets spam,...] [--repeats 3]
+        [--out FILE]
 """
 
 import argparse
@@ -63,7 +66,7 @@ def raw_files(name, folder):
     for kind, path in paths.items():
         partial = path + ".partial"
         with open(partial, "w", newline="", encoding="utf-8") as f:
-            writer = csv.writer(f, delimiter="," if kind == "csv" else "\t", quoting=csv.QUOTE_MINIMAL,
+            writer = csv.writer(f, delimiter="," if kind == "csv" else "\t", quoting=csv.QUOTE_ALL,
                                 lineterminator="\n")
             writer.writerow(["label", "text"])
             for label, text in documents:
@@ -95,6 +98,7 @@ def main():
     parser.add_argument("--data", default="build/bench-data")
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", default="bench/results/hashing.json")
+    parser.add_argument("--repeats", type=int, default=3)
     options = parser.parse_args()
     folder = os.path.join(options.data, "real")
     scratch = os.path.join(options.data, "scratch")
@@ -110,14 +114,24 @@ def main():
         libsvm, _ = real_sets.build(name, folder)
         out = os.path.join(scratch, f"{name}-hashed.shoptbin")
         hashing = ["--text", "text", "--word-pairs", "--hash-bits", str(bits)]
-        runs = [
-            ("shardopt, hashed CSV (2 cores)", convert(options.binary, paths["csv"], out, hashing)),
-            ("shardopt, hashed CSV (1 core)", convert(options.binary, paths["csv"], out, hashing, pinned=True)),
-            ("shardopt, hashed TSV (2 cores)", convert(options.binary, paths["tsv"], out, hashing)),
+        configs = [
+            ("shardopt, hashed CSV (2 cores)", lambda: convert(options.binary, paths["csv"], out, hashing)),
+            ("shardopt, hashed CSV (1 core)", lambda: convert(options.binary, paths["csv"], out, hashing, pinned=True)),
+            ("shardopt, hashed TSV (2 cores)", lambda: convert(options.binary, paths["tsv"], out, hashing)),
             ("shardopt, LIBSVM already hashed (2 cores)",
-             convert(options.binary, libsvm, out, ["--features", str(1 << bits)])),
-            ("scikit-learn HashingVectorizer (1 core)", peer(paths["csv"], bits)),
+             lambda: convert(options.binary, libsvm, out, ["--features", str(1 << bits)])),
+            ("scikit-learn HashingVectorizer (1 core)", lambda: peer(paths["csv"], bits)),
         ]
+        for path in (paths["csv"], paths["tsv"], libsvm):  # warm the page cache for every run alike
+            with open(path, "rb") as f:
+                while f.read(1 << 24):
+                    pass
+        rounds = [[run() for _, run in configs] for _ in range(max(options.repeats, 1))]
+        runs = []
+        for i, (label, _) in enumerate(configs):
+            seconds = sorted(r[i][0] for r in rounds)[len(rounds) // 2]
+            _, rss, rows, nonzeros = rounds[-1][i]
+            runs.append((label, (seconds, max(r[i][1] for r in rounds), rows, nonzeros)))
         os.remove(out)
         base = runs[0][1][0]
         size = os.path.getsize(paths["csv"])

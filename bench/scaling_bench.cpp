@@ -1,19 +1,15 @@
-// Two cores over one, without actors: how much a second core can give a pass
-// over a large sparse set on this machine. Issue 39 asks for 2 shards at 1.8x
-// one on sets of 50 million non-zeros or more; this measures the ceiling the
-// memory system sets, with the same rows split in two halves:
-//   - the floor: a plain fused logistic pass (one gather per non-zero for the
-//   scores, one scatter
-//     for the gradient into lines kept next to the weights, plain double sums),
-//     written here by hand, on one thread over all rows and on two threads over
-//     a half each (each its own lines, as two shards have);
-//   - shardopt's shard evaluator (model/block_evaluator: exact sums), the same
-//   way, for an
+// Two cores over one, without actors: how much a second core gives a pass over a large sparse set
+// on this machine. Issue 39 asks for 2 shards at 1.8x one on sets of 50 million non-zeros or more;
+// this measures what a pass split in two halves of the same rows gains here, with no driver:
+//   - the floor: a plain fused logistic pass (one gather per non-zero for the scores, one scatter
+//     for the gradient into lines kept next to the weights, plain double sums), written here by
+//     hand, on one thread over all rows and on two threads over a half each (each its own lines,
+//     filled from the vector at the start of every pass, as a shard fills its records);
+//   - shardopt's shard evaluator (model/block_evaluator: exact sums), the same way, for an
 //     evaluation and a Hessian-vector product.
-// The data are generated (uniform features, 40 non-zeros a row by default, 2.5
-// million rows x 2^22: the real-data suite's generated-2^22 set of 100 million
-// non-zeros). Prints a table and writes JSON (--out FILE). Run: scripts/bench
-// scaling [--rows N --log2-features K --per-row P].
+// The data are generated (uniform features, 40 non-zeros a row by default, 2.5 million rows x
+// 2^22: the real-data suite's generated-2^22 set of 100 million non-zeros). Prints a table and
+// writes JSON (--out FILE). Run: scripts/bench scaling [--rows N --log2-features K --per-row P].
 
 #include "model/block_bounds.hpp"
 #include "model/block_evaluator.hpp"
@@ -135,14 +131,19 @@ struct paired_times {
   double ratio = 0; // median of the runs' one / two, each pair run back to back
 };
 
-/// `repeats` pairs, one core then two, back to back: this machine's speed
-/// drifts by tens of percent over a minute, and a ratio of neighbours is
-/// steadier than a ratio of medians.
+/// `repeats` pairs of a one-core and a two-core run, back to back, the order alternating: this
+/// machine's speed drifts by tens of percent over a minute, and a ratio of neighbours is steadier
+/// than a ratio of medians (so the ratio need not equal the medians' quotient).
 paired_times paired(int repeats, const std::function<void(int)>& one, const std::function<void(int)>& two) {
   std::vector<double> ones, twos, ratios;
   for (int i = 0; i < repeats; ++i) {
-    ones.push_back(seconds(1, one));
-    twos.push_back(seconds(2, two));
+    if (i % 2 == 0) {
+      ones.push_back(seconds(1, one));
+      twos.push_back(seconds(2, two));
+    } else {
+      twos.push_back(seconds(2, two));
+      ones.push_back(seconds(1, one));
+    }
     ratios.push_back(ones.back() / twos.back());
   }
   return {median(ones), median(twos), median(ratios)};
@@ -202,7 +203,8 @@ int main(int argc, char** argv) {
   nlohmann::json table = nlohmann::json::array();
   std::printf("\n%-26s %10s %10s %12s %12s %14s\n", "pass", "1 core s", "2 cores s", "1 core ns/nnz", "2 cores ns/nnz",
               "2 cores over 1");
-  std::printf("(medians of %d runs; the ratio is the median of back-to-back pairs)\n", o.repeats);
+  std::printf("(medians of %d runs; the ratio is the median of back-to-back pairs, not the medians' quotient)\n",
+              o.repeats);
   const auto report = [&](const char* name, const paired_times& t) {
     std::printf("%-26s %10.3f %10.3f %12.2f %12.2f %13.2fx\n", name, t.one, t.two, t.one / nnz * 1e9, t.two / nnz * 1e9,
                 t.ratio);
@@ -214,29 +216,27 @@ int main(int argc, char** argv) {
                      {"two_over_one", t.ratio}});
   };
 
-  { // The floor: each thread its own lines (weights and gradient side by side)
-    // and curvature.
+  { // The floor: each run its own lines (weights and gradient side by side) and curvature.
     const auto fill = [&](std::vector<double>& lines, const Eigen::VectorXd& w) {
       lines.assign(2 * static_cast<std::size_t>(features), 0.0);
       for (std::int64_t j = 0; j < features; ++j)
         lines[2 * static_cast<std::size_t>(j)] = w[j];
     };
-    std::vector<double> lines[2];
-    std::vector<double> curvature[2];
+    std::vector<double> lines[3];      // [0]: one thread; [1], [2]: the halves
+    std::vector<double> curvature[3];  // each run's own, from its last evaluation
     const auto pass = [&](bool product, int threads) {
       return [&, product, threads](int t) {
         const auto range = threads == 1 ? all : halves[t];
-        curvature[t].resize(static_cast<std::size_t>(range.size()));
-        fill(lines[t],
-             product ? v : theta); // a pass starts from its vector, as a shard's does
-        floor_pass(*data, range, lines[t], curvature[t], product);
+        const auto k = static_cast<std::size_t>(threads == 1 ? 0 : 1 + t);
+        curvature[k].resize(static_cast<std::size_t>(range.size()));
+        fill(lines[k], product ? v : theta);  // a pass starts from its vector, as a shard's does
+        floor_pass(*data, range, lines[k], curvature[k], product);
       };
     };
     report("floor evaluation", paired(o.repeats, pass(false, 1), pass(false, 2)));
     report("floor product", paired(o.repeats, pass(true, 1), pass(true, 2)));
   }
-  { // shardopt's evaluator: one over all rows, then one per half, each on its
-    // own thread.
+  { // shardopt's evaluator: one over all rows, then one per half, each on its own thread.
     const auto bounds = model::bounds_of(*data, all, model::block_rows_for(o.rows));
     const model::grid_plan plan{shape, bounds};
     const auto gradient_grid = plan.gradient(theta);

@@ -3,7 +3,8 @@
 // Input: one byte that picks the options, then the file's bytes. The byte, taken apart by
 // fuzz::chooser: header (auto, yes, no), label column (0, -1, 1, 7), features (0, 3), limit (0, 2),
 // parts (1..4; without a limit, the file is also read in that many parts and the parts must hold
-// its rows).
+// its rows), separator (comma; tab, as `--format tsv`, for bytes from 192: taken last, so that every
+// byte's earlier choices are what they were before it was added).
 
 #include "chooser.hpp"
 #include "read_in_parts.hpp"
@@ -31,6 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   options.features = pick.take(2) == 0 ? 0 : 3;
   options.limit = pick.take(2) == 0 ? 0 : 2;
   const auto parts = static_cast<std::int64_t>(1 + pick.take(4));
+  if (pick.take(2) == 1)
+    options.format = io::data_format::tsv;
 
   const auto path = dir.write("data.csv", {reinterpret_cast<const char*>(data) + 1, size - 1});
   const auto whole = io::read_csv(path, options);

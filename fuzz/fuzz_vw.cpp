@@ -5,8 +5,8 @@
 // Input: one byte that picks the options, then the file's bytes. The byte, taken apart by
 // fuzz::chooser: the format (VW, hashed CSV), bits (4, 18), pairs or word pairs (off, on), limit
 // (0, 2), parts (1..4; without a limit, the file is also read in that many parts and the parts
-// must hold its rows), and for CSV the separator (comma, or tab: TSV; last, so that older seeds keep
-// their meaning).
+// must hold its rows), and for CSV the separator (comma, or tab: TSV; taken last, so that every
+// byte's earlier choices are what they were before it was added).
 
 #include "chooser.hpp"
 #include "read_in_parts.hpp"
@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!vw && pick.take(2) == 1)
     options.format = io::data_format::tsv;
 
-  const auto path = dir.write(vw ? "data.vw" : options.format == io::data_format::tsv ? "data.tsv" : "data.csv", {reinterpret_cast<const char*>(data) + 1, size - 1});
+  const char* name = vw ? "data.vw" : options.format == io::data_format::tsv ? "data.tsv" : "data.csv";
+  const auto path = dir.write(name, {reinterpret_cast<const char*>(data) + 1, size - 1});
   const auto whole = io::read_dataset(path, io::split::train, options);
   if (options.limit == 0)
     fuzz::read_in_parts(path, options, parts, whole);

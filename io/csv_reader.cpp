@@ -22,14 +22,14 @@ using detail::region;
 void split_fields(std::string_view line, char separator, std::vector<std::string_view>& fields) {
   fields.clear();
   for (;;) {
-    const auto comma = line.find(separator);
-    auto field = detail::trim(line.substr(0, comma));
+    const auto end = line.find(separator);
+    auto field = detail::trim(line.substr(0, end));
     if (field.size() >= 2 && field.front() == '"' && field.back() == '"')
       field = field.substr(1, field.size() - 2);
     fields.push_back(field);
-    if (comma == std::string_view::npos)
+    if (end == std::string_view::npos)
       return;
-    line.remove_prefix(comma + 1);
+    line.remove_prefix(end + 1);
   }
 }
 
@@ -84,7 +84,7 @@ result<csv_layout> layout_of(const std::string& name, detail::text_source& sourc
       // The first data row fixes the number of fields and the label column.
       layout.fields = options.features > 0 ? options.features + 1 : static_cast<std::int64_t>(fields.size());
       if (layout.fields < 2)
-        return fail_invalid(at + ": only one field (split at " + (options.format == data_format::tsv ? "tabs" : "commas")
+        return fail_invalid(at + ": only one field (split at " + separator_name(options.format)
                             + "); a row needs a label and at least one feature");
       layout.label_column = options.label_column < 0 ? layout.fields + options.label_column
                                                      : options.label_column;

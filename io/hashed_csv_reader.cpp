@@ -56,9 +56,9 @@ std::optional<std::string> split_quoted(std::string_view line, char separator, s
       if (i < n && line[i] != separator)
         return "field " + std::to_string(fields.size() + 1) + ": text after the closing quote";
     } else {
-      const auto comma = line.find(separator, i);
-      f.text = detail::trim(line.substr(i, comma == std::string_view::npos ? n - i : comma - i));
-      i = comma == std::string_view::npos ? n : comma;
+      const auto end = line.find(separator, i);
+      f.text = detail::trim(line.substr(i, end == std::string_view::npos ? n - i : end - i));
+      i = end == std::string_view::npos ? n : end;
     }
     fields.push_back(f);
     if (i >= n)
@@ -136,7 +136,7 @@ result<hashed_layout> hashed_layout_of(const std::string& name, detail::text_sou
         return fail_invalid(at + ": " + *problem);
       const auto count = static_cast<std::int64_t>(fields.size());
       if (count < 2)
-        return fail_invalid(at + ": only one field (split at " + (separator == '\t' ? "tabs" : "commas")
+        return fail_invalid(at + ": only one field (split at " + separator_name(options.format)
                             + "); a row needs a label and at least one feature");
       const auto label = options.label_column < 0 ? count + options.label_column : options.label_column;
       if (label < 0 || label >= count)

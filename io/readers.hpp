@@ -12,12 +12,16 @@
 namespace shardopt::io {
 
 /// On-disk formats of a dataset.
-enum class data_format { automatic, csv, libsvm, idx, vw, tsv };  // values stored in binary datasets: append only
+/// Values are stored in binary datasets and sent to nodes: append only.
+enum class data_format { automatic, csv, libsvm, idx, vw, tsv };
 
 /// The field separator of CSV-like text: a tab for TSV, else a comma.
 inline char field_separator(data_format format) { return format == data_format::tsv ? '\t' : ','; }
 
-/// Parses "auto", "csv", "libsvm" (or "svmlight"), "idx", "vw"; nullopt otherwise.
+/// "tabs" or "commas", for messages about fields.
+inline const char* separator_name(data_format format) { return format == data_format::tsv ? "tabs" : "commas"; }
+
+/// Parses "auto", "csv", "tsv", "libsvm" (or "svmlight"), "idx", "vw"; nullopt otherwise.
 std::optional<data_format> parse_data_format(const std::string& name);
 
 /// The default of `read_options::max_decompressed`: 4 GiB.
@@ -95,8 +99,8 @@ enum class split { train, test };
 /// - a directory in the MNIST layout: train-images-idx3-ubyte[.gz] + train-labels-idx1-ubyte[.gz]
 ///   for `split::train`, t10k-* for `split::test`;
 /// - a binary dataset (binary_cache.hpp), by its magic number, whatever its name;
-/// - a file: CSV or LIBSVM by `options.format`, else by extension (.csv; .svm, .libsvm, .svmlight,
-///   .txt; each optionally followed by .gz).
+/// - a file: CSV, TSV, LIBSVM or VW by `options.format`, else by extension (.csv; .tsv; .svm,
+///   .libsvm, .svmlight, .txt; .vw; each optionally followed by .gz).
 result<raw_dataset> read_dataset(const std::string& spec, split which, const read_options& options);
 
 /// Checks that a test set has the training set's number of features; the message names both files

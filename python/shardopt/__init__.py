@@ -240,7 +240,7 @@ Model.predict_proba = _predict_proba
 def read_data(data, *, format="auto", label_column=0, header="auto", limit=0, hash_bits=0, pairs=(),
               categorical=(), text=(), word_pairs=False):
     """Reads a file with the command line's readers and reading options: returns (X, y), X a SciPy
-    CSR matrix for sparse rows (LIBSVM, hashed VW or CSV with string columns) or a float32 NumPy
+    CSR matrix for sparse rows (LIBSVM, hashed VW, or CSV or TSV with string columns) or a float32 NumPy
     array. Hashing is as `shardopt train` does it (docs/data.md): `hash_bits` (default 18 for VW
     input and with `categorical`/`text`), `pairs` (VW's -q), `categorical`, `text`, `word_pairs`."""
     read = _read_data(str(data), format, int(label_column), header, int(limit), int(hash_bits),

@@ -365,7 +365,7 @@ TEST_CASE("read_dataset: files by extension or by the format option") {
 
 TEST_CASE("read_dataset: TSV reads as CSV split at tabs, by extension, by format, whole and in parts") {
   temp_dir dir;
-  const std::string rows = "label,a,b\n1,2.5,-3\n0, 4 ,\"5\"\n\n1,6,7\n";
+  const std::string rows = "label,a,b\n1,2.5,-3\r\n0, 4 ,\"5\"\n\n1,6,7\n";  // CRLF, a blank line
   std::string tabbed = rows;
   for (auto& c : tabbed)
     c = c == ',' ? '\t' : c;
@@ -389,18 +389,23 @@ TEST_CASE("read_dataset: TSV reads as CSV split at tabs, by extension, by format
   REQUIRE_MESSAGE(by_format.ok(), by_format.error().message());
   CHECK(by_format->data.dense() == expected->data.dense());
 
-  for (std::int64_t parts : {2, 3}) {  // as nodes read node-local parts
-    std::vector<double> labels;
-    for (std::int64_t part = 0; part < parts; ++part) {
-      auto piece = io::read_part({tsv, {}, part, parts});
-      if (!piece && piece.error().message().find("no examples") != std::string::npos)
-        continue;  // a part of blank bytes only
-      REQUIRE_MESSAGE(piece.ok(), piece.error().message());
-      CHECK(piece->data.cols() == 2);
-      for (Eigen::Index r = 0; r < piece->data.y.size(); ++r)
-        labels.push_back(piece->data.y[r]);
+  // As nodes read node-local parts: a .tsv file, and another name with the format told.
+  for (const auto& [path, how] : {std::pair{tsv, io::read_options{}}, std::pair{plain, options}}) {
+    for (std::int64_t parts : {2, 3}) {
+      CAPTURE(path);
+      CAPTURE(parts);
+      std::vector<double> labels;
+      for (std::int64_t part = 0; part < parts; ++part) {
+        auto piece = io::read_part({path, how, part, parts});
+        if (!piece && piece.error().message().find("no examples") != std::string::npos)
+          continue;  // a part of blank bytes only
+        REQUIRE_MESSAGE(piece.ok(), piece.error().message());
+        CHECK(piece->data.cols() == 2);
+        for (Eigen::Index r = 0; r < piece->data.y.size(); ++r)
+          labels.push_back(piece->data.y[r]);
+      }
+      CHECK(labels == std::vector<double>{1, 0, 1});
     }
-    CHECK(labels == std::vector<double>{1, 0, 1});
   }
 
   // A CSV file read as TSV has one field a line: the message says where it split.
