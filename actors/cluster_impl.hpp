@@ -6,9 +6,9 @@
 
 #include "actors/cluster.hpp"
 #include "actors/fan_out.hpp"
-#include "actors/node.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/off_thread.hpp"
-#include "actors/shard.hpp"
+#include "actors/peers.hpp"
 #include "io/assembly.hpp"
 
 #include <algorithm>

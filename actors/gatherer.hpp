@@ -1,6 +1,6 @@
 #pragma once
 
-// Inside a group or a tree (shard.hpp): the actor a peer reaches (the front, group.cpp) checks the
+// Inside a group or a tree (group.hpp): the actor a peer reaches (the front, group.cpp) checks the
 // token and hands each request, under a fresh random ticket, to a gatherer that asks the members and
 // sends the sum back under that ticket. A group's gatherer asks its node's shards (group.cpp); a
 // tree's asks its node's peers and, slice by slice, its children's trees (tree.cpp).

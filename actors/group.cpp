@@ -1,8 +1,8 @@
 // Groups and the fronts of trees: one actor that answers for several peers (a group the shard
-// protocol, a tree its slices) by asking each and adding their exact sums (shard.hpp says what each is for; gatherer.hpp how a
+// protocol, a tree its slices) by asking each and adding their exact sums (group.hpp says what each is for; gatherer.hpp how a
 // front and its gatherer split the work; tree.cpp holds a tree's gatherer).
 
-#include "actors/shard.hpp"
+#include "actors/group.hpp"
 
 #include "actors/gatherer.hpp"
 #include "actors/guard.hpp"

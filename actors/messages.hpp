@@ -24,7 +24,7 @@
 // Exact sums travel dense (one word per entry) or sparse (the entries answered for, increasing,
 // and one word each): a shard of sparse rows answers for the features its rows touch.
 //
-// A node's part of a reduction tree (shard.hpp, spawn_tree) takes its requests in slices
+// A node's part of a reduction tree (group.hpp, spawn_tree) takes its requests in slices
 // (protocol 10), from its parent in the tree or, at a root, from the driver, so that long vectors
 // are pipelined down and up the tree instead of waiting at every hop for the whole:
 //

@@ -1,5 +1,6 @@
 #include "actors/node.hpp"
 
+#include "actors/group.hpp"
 #include "actors/guard.hpp"
 #include "actors/node_checks.hpp"
 #include "actors/node_holdings.hpp"

@@ -48,7 +48,7 @@ private:
 struct endpoint;
 struct node_status;
 
-/// Asks the node at `where` for its status (node.hpp: the status request), waiting up to
+/// Asks the node at `where` for its status (node_protocol.hpp: the status request), waiting up to
 /// `timeout` for the answer once connected. Errors name the node and say why.
 result<node_status> ask_node_status(runtime& rt, const endpoint& where,
                                     std::chrono::milliseconds timeout);

@@ -1,7 +1,7 @@
 #pragma once
 
-// A node's links to the nodes below it in reduction trees (node.hpp, the tree request): connected
-// once each, over TLS with the node's own certificate when it has one.
+// A node's links to the nodes below it in reduction trees (node_protocol.hpp, the tree request):
+// connected once each, over TLS with the node's own certificate when it has one.
 
 #include "actors/node.hpp"
 #include "actors/runtime.hpp"

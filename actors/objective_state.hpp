@@ -1,13 +1,17 @@
 #pragma once
 
 // Internal to the sharded objective's source: its state over the peers and how a round gathers
-// their replies (through the reduction tree, then directly), checks them and adds them exactly.
-// Not part of the actors library's interface.
+// their replies (through the reduction tree, then directly). It keeps three parts of its own: a
+// round's totals (round_totals.hpp), the buffers its requests carry (send_buffers.hpp) and the
+// evaluations that products and lines are taken at (line_state.hpp). Not part of the actors
+// library's interface.
 
-#include "actors/block_runs.hpp"
 #include "actors/fan_out.hpp"
+#include "actors/line_state.hpp"
+#include "actors/peers.hpp"
 #include "actors/request_spec.hpp"
-#include "actors/shard.hpp"
+#include "actors/round_totals.hpp"
+#include "actors/send_buffers.hpp"
 #include "actors/sharded_objective.hpp"
 #include "actors/tree_slices.hpp"
 #include "model/block_bounds.hpp"
@@ -15,26 +19,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace shardopt::actors {
-
-/// Adds the seconds of its lifetime to a total: the time a round waits for the peers.
-class round_clock {
-public:
-  explicit round_clock(double& total) : total_(total) {}
-  ~round_clock() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count(); }
-  round_clock(const round_clock&) = delete;
-  round_clock& operator=(const round_clock&) = delete;
-
-private:
-  double& total_;
-  std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-};
 
 struct sharded_objective::impl {
   impl(runtime& rt, model::model_shape model_shape, double l2, std::vector<shard_actor> handles,
@@ -46,6 +35,7 @@ struct sharded_objective::impl {
       replace(std::move(make_peer)) {
     for (const auto& share : shares)
       rows += share.rows;
+    totals.blocks = bounds.blocks;
   }
 
   ~impl() {
@@ -73,7 +63,7 @@ struct sharded_objective::impl {
     peers.replace(i, std::move(*fresh));
     ++recreated;
     tree_stale = true;
-    mark_fresh(i);
+    line.mark_fresh(i);
     return down_action::resend;
   }
 
@@ -87,29 +77,8 @@ struct sharded_objective::impl {
         continue;
       peers.replace(i, std::move(fresh));
       tree_stale = true;
-      mark_fresh(i);
+      line.mark_fresh(i);
     }
-  }
-
-  /// Peer i was put in place since the last evaluations: it has served neither, so products and
-  /// lines bring their thetas.
-  void mark_fresh(std::size_t i) {
-    if (i < needs_theta.size())
-      needs_theta[i] = true;
-    if (i < needs_previous.size())
-      needs_previous[i] = true;
-  }
-
-  /// Starts a round's totals: exact sums on grid `g` (none for quality and lines), and `per_block`
-  /// values per block.
-  void begin(const model::grid& g, std::size_t per_block = 1) {
-    values_per_block = per_block;
-    block_values.assign(static_cast<std::size_t>(bounds.blocks) * per_block, 0.0);
-    seen.assign(static_cast<std::size_t>(bounds.blocks), 0);
-    total.reset(g, false);
-    pool().for_chunks(static_cast<Eigen::Index>(total.size()),
-                      [&](Eigen::Index begin, Eigen::Index end) { total.zero(begin, end); });
-    correct = 0;
   }
 
   /// The driver's threads for work over the dimension (the calling thread alone without any).
@@ -122,134 +91,12 @@ struct sharded_objective::impl {
   /// range, each once in the round, as many as its share), finite values per block when
   /// `values`, and well-formed finite exact sums on the round's grid.
   result<void> take(std::size_t i, block_sums sums, bool values) {
-    return take_share(shares[i], std::move(sums), values);
+    return totals.take_share(shares[i], std::move(sums), values, pool());
   }
 
-  /// `take` for a reply expected to cover `share`.
-  result<void> take_share(const peer_share& share, block_sums sums, bool values) {
-    if (sums.count != share.rows)
-      return fail_runtime("answered for " + std::to_string(sums.count) + " examples, it holds "
-                  + std::to_string(share.rows));
-    if (sums.length != total.size() || !sums_fit(sums))
-      return fail_runtime("returned sums of " + std::to_string(sums.length) + " entries, expected "
-                  + std::to_string(total.size()) + (sums_fit(sums) ? "" : " (malformed)"));
-    if (sums.runs.size() % 2 != 0)
-      return fail_runtime("returned a malformed list of blocks");
-    if (!detail::runs_match(sums.runs, share.runs))
-      return fail_runtime("answered for blocks that are not its own");
-    std::int64_t expected = 0;
-    for (const auto& run : share.runs)
-      expected += run.second;
-    std::size_t next = 0;
-    std::int64_t covered = 0;
-    for (std::size_t r = 0; r < sums.runs.size(); r += 2) {
-      const auto first = sums.runs[r];
-      const auto count = sums.runs[r + 1];
-      if (first < 0 || count < 0 || count > bounds.blocks || first > bounds.blocks - count)
-        return fail_runtime("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
-      for (auto b = first; b < first + count; ++b) {
-        if (seen[static_cast<std::size_t>(b)])
-          return fail_runtime("answered for block " + std::to_string(b) + ", which another reply covers");
-        seen[static_cast<std::size_t>(b)] = 1;
-        if (values) {
-          for (std::size_t k = 0; k < values_per_block; ++k) {
-            if (next >= sums.values.size())
-              return fail_runtime("returned fewer values than blocks");
-            if (!std::isfinite(sums.values[next]))
-              return fail_runtime("returned a non-finite sum for block " + std::to_string(b));
-            block_values[static_cast<std::size_t>(b) * values_per_block + k] = sums.values[next++];
-          }
-        }
-      }
-      covered += count;
-    }
-    if (covered != expected || (values && next != sums.values.size()))
-      return fail_runtime("answered for " + std::to_string(covered) + " blocks with "
-                  + std::to_string(sums.values.size()) + " values, it holds "
-                  + std::to_string(expected) + " blocks");
-    // Infinite units are honest (a grid far too fine: the round is redone on coarser ones); NaN
-    // means a non-finite term.
-    if (std::isnan(sums.max_units) || sums.max_units < 0 || !std::isfinite(sums.correct)
-        || sums.correct < 0 || sums.correct > static_cast<double>(sums.count))
-      return fail_runtime("returned a non-finite gradient or impossible counts");
-    add(sums);
-    correct += sums.correct;
-    return {};
-  }
-
-  /// Adds a reply's exact sums to the round's total, on the driver's threads: dense words chunk by
-  /// chunk, sparse ones in chunks of their entries (which touch distinct words).
-  void add(const block_sums& sums) {
-    const auto* entries = sums.entries ? sums.entries->data() : nullptr;
-    pool().for_chunks(static_cast<Eigen::Index>(sums.words.size()), [&](Eigen::Index begin, Eigen::Index end) {
-      if (entries)
-        total.merge(entries + begin, sums.words.data() + begin, static_cast<std::size_t>(end - begin), 0.0);
-      else
-        total.merge_range(sums.words.data(), begin, end);
-    });
-    total.note_units(sums.max_units);
-  }
-
-  /// The round's total as a linear model's full vector (model::finish_part), entries [first,
-  /// first + out.size()), on the driver's threads; returns the squared norm of `weights`' weights,
-  /// added chunk by chunk.
+  /// The round's total into `out` (round_totals::total_to) for this objective's model.
   double total_to(Eigen::Ref<Eigen::VectorXd> out, Eigen::Index first, const Eigen::VectorXd* weights) {
-    return pool().sum_chunks(out.size(), [&](Eigen::Index begin, Eigen::Index end) {
-      return model::finish_part(shape, total, out, first, begin, end, lambda, rows, weights);
-    });
-  }
-
-  /// A copy of x in shared storage for this round's requests, in a buffer no message and no kept
-  /// evaluation holds any more where there is one (no allocation, and so no page faults, from the
-  /// second request of a run on), copied on the driver's threads.
-  dense_vector shared_copy(const Eigen::VectorXd& x) {
-    // The buffers are made at once, at the first request: the last two evaluations' thetas, a
-    // product's vector and one a shard has not yet dropped are in use together, and a set that
-    // grew when timing first asked for its fourth would allocate in the middle of a run.
-    if (send_buffers.empty()) {
-      for (std::size_t i = 0; i < max_send_buffers; ++i)
-        send_buffers.push_back(std::make_shared<Eigen::VectorXd>(x.size()));
-    }
-    std::shared_ptr<Eigen::VectorXd> buffer;
-    const auto free_buffer = [&] {
-      for (const auto& candidate : send_buffers)
-        if (candidate.use_count() == 1 && candidate->size() == x.size())
-          return candidate;
-      return std::shared_ptr<Eigen::VectorXd>{};
-    };
-    buffer = free_buffer();
-    // A shard drops its request's message just after it replies: with every buffer taken, wait a
-    // moment (at most 2 ms) for one rather than allocate a vector of the dimension.
-    for (const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-         !buffer && send_buffers.size() >= max_send_buffers && std::chrono::steady_clock::now() < until;) {
-      std::this_thread::yield();
-      buffer = free_buffer();
-    }
-    if (!buffer) {
-      buffer = std::make_shared<Eigen::VectorXd>(x.size());
-      if (send_buffers.size() < max_send_buffers)
-        send_buffers.push_back(buffer);
-    }
-    pool().for_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
-      buffer->segment(begin, end - begin) = x.segment(begin, end - begin);
-    });
-    return dense_vector{std::shared_ptr<const Eigen::VectorXd>(std::move(buffer))};
-  }
-
-  /// Whether every block was answered for; the first missing one otherwise.
-  result<void> covered() const {
-    for (std::size_t b = 0; b < seen.size(); ++b)
-      if (!seen[b])
-        return fail_runtime("no shard answered for block " + std::to_string(b));
-    return {};
-  }
-
-  /// Value k of every block, added in block order: the same bits whatever the peers.
-  double value_sum(std::size_t k = 0) const {
-    double sum = 0;
-    for (std::size_t b = k; b < block_values.size(); b += values_per_block)
-      sum += block_values[b];
-    return sum;
+    return totals.total_to(out, first, weights, shape, lambda, rows, pool());
   }
 
   /// One round of a request over every peer: through the reduction tree when there is one (built
@@ -284,7 +131,7 @@ struct sharded_objective::impl {
     if (tree) {
       auto via_tree = ask_tree(what, values, spec_of, done);
       if (!via_tree) {  // nothing of it is kept: every peer is asked directly
-        begin(total.grids(), values_per_block);
+        totals.begin(totals.total.grids(), totals.values_per_block, pool());
         std::fill(done.begin(), done.end(), 0);
       }
     }
@@ -367,58 +214,19 @@ struct sharded_objective::impl {
         auto whole = put_together(parts[r], shapes[r].grid_size);
         if (!whole)
           return fail_runtime(describe(whole.error(), system));
-        if (auto ok = runs_in_range(whole->runs); !ok)
+        if (auto ok = totals.runs_in_range(whole->runs); !ok)
           return ok;
-        auto covered = covered_peers(tree->under[r], whole->runs);
+        auto covered = covered_peers(shares, tree->under[r], whole->runs);
         if (!covered)
           return covered.error();
-        if (auto ok = take_share(share_of(*covered), std::move(*whole), values); !ok)
+        const auto share = joint_share(shares, *covered);
+        if (auto ok = totals.take_share(share, std::move(*whole), values, pool()); !ok)
           return ok;
         for (const auto i : *covered)
           done[i] = 1;
         return {};
       },
       [](std::size_t) -> result<down_action> { return down_action::answered; });
-  }
-
-  /// Whether a tree's runs name blocks 0..blocks-1 only (before any arithmetic on them).
-  result<void> runs_in_range(const std::vector<std::int64_t>& flat) const {
-    if (flat.size() % 2 != 0)
-      return fail_runtime("returned a malformed list of blocks");
-    for (std::size_t r = 0; r < flat.size(); r += 2)
-      if (flat[r] < 0 || flat[r + 1] < 0 || flat[r + 1] > bounds.blocks
-          || flat[r] > bounds.blocks - flat[r + 1])
-        return fail_runtime("answered for blocks outside 0-" + std::to_string(bounds.blocks - 1));
-    return {};
-  }
-
-  /// The peers among `candidates` whose blocks a tree reply's runs name: each wholly or not at all.
-  result<std::vector<std::size_t>> covered_peers(const std::vector<std::size_t>& candidates,
-                                                 const std::vector<std::int64_t>& flat) const {
-    std::vector<std::size_t> covered;
-    for (const auto i : candidates) {
-      const auto& first = shares[i].runs;
-      if (first.empty())
-        continue;
-      for (std::size_t r = 0; r + 1 < flat.size(); r += 2)
-        if (flat[r] <= first.front().first && first.front().first < flat[r] + flat[r + 1]) {
-          covered.push_back(i);
-          break;
-        }
-    }
-    if (!detail::runs_match(flat, share_of(covered).runs))
-      return fail_runtime("answered for blocks that are not whole peers of its tree");
-    return covered;
-  }
-
-  /// What the peers `which` hold together.
-  peer_share share_of(const std::vector<std::size_t>& which) const {
-    peer_share joint;
-    for (const auto i : which) {
-      joint.runs.insert(joint.runs.end(), shares[i].runs.begin(), shares[i].runs.end());
-      joint.rows += shares[i].rows;
-    }
-    return joint;
   }
 
   /// Runs rounds of `ask(round, grid, under)` (a request_spec for a peer or root answering for the
@@ -431,19 +239,19 @@ struct sharded_objective::impl {
       const auto grid = exact_grid::of(g);
       if (auto ok = check_grid(grid); !ok)
         return ok.error();
-      begin(g);
+      totals.begin(g, 1, pool());
       auto done = gather(what, values, [&](std::uint64_t round, const std::vector<std::size_t>& under) {
         return ask(round, grid, under);
       });
       if (!done)
         return done.error();
-      if (auto all = covered(); !all)
+      if (auto all = totals.covered(); !all)
         return all;
-      if (model::fits_grid(total.max_units(), bounds.blocks))
+      if (model::fits_grid(totals.total.max_units(), bounds.blocks))
         return {};
       if (attempt > 0)
         return fail_runtime(what + ": block sums overflow their grids");
-      g = model::grid_plan::coarser(std::move(g), model::grid_shift(total.max_units(), bounds.blocks));
+      g = model::grid_plan::coarser(std::move(g), model::grid_shift(totals.total.max_units(), bounds.blocks));
     }
   }
 
@@ -470,21 +278,9 @@ struct sharded_objective::impl {
   bool tree_stale = true;
   std::uint64_t tree_builds = 0;
   bool fell_back = false;  // the last round asked some peers directly
-  // A round's totals.
-  std::vector<double> block_values;
-  std::size_t values_per_block = 1;
-  std::vector<char> seen;
-  model::exact_sum total;
-  double correct = 0;
-  // The last two successful evaluations (products are taken at the last, lines run between the
-  // two), and which peers have not served them.
-  dense_vector evaluated_theta, previous_theta;
-  std::uint64_t evaluated_round = 0, previous_round = 0;
-  std::vector<bool> needs_theta, needs_previous;
-  // Buffers for the vectors requests carry, reused once no message holds them (two evaluations
-  // kept, the one being sent, and a product's v).
-  static constexpr std::size_t max_send_buffers = 4;
-  std::vector<std::shared_ptr<Eigen::VectorXd>> send_buffers;
+  round_totals totals;     // the round's
+  send_buffers buffers;    // for the vectors requests carry
+  line_state line;         // the last two evaluations
 };
 
 } // namespace shardopt::actors

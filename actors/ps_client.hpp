@@ -1,6 +1,6 @@
 #pragma once
 
-// A worker's client for its parameter servers (see parameter_server.hpp for the protocol): one
+// A worker's client for its parameter servers (see ps_protocol.hpp for the protocol): one
 // peer_group (fan_out.hpp) over the PSs, every request carrying the job's token. Used by the worker
 // loop and the chief's hooks. Blocks the calling actor; use from the worker's own actor only.
 

@@ -1,6 +1,6 @@
 #pragma once
 
-// A parameter server's state and its transitions (see parameter_server.hpp for the protocol and
+// A parameter server's state and its transitions (see ps_protocol.hpp for the protocol and
 // the state diagram): held replies, worker bookkeeping, applying updates, failing and ending.
 // Private to parameter_server.cpp and ps_state.cpp.
 

@@ -1,6 +1,7 @@
 #include "actors/sharded_objective.hpp"
 
 #include "actors/objective_state.hpp"
+#include "actors/peers.hpp"
 #include "actors/shard.hpp"
 #include "base/parallel.hpp"
 
@@ -88,14 +89,10 @@ result<double> sharded_objective::evaluate_at(const Eigen::VectorXd& theta, Eige
   if (s.rows <= 0)
     return fail_invalid("the shards hold no examples");
   const bool with_diagonal = diagonal && model::has_hessian(s.shape);
-  const dense_vector shared_theta = s.shared_copy(theta);  // shared by every request in this process
+  // Shared by every request in this process.
+  const dense_vector shared_theta = s.buffers.copy(theta, s.pool());
   // The last evaluation becomes the one before it (a line runs between the two).
-  s.previous_theta = std::exchange(s.evaluated_theta, dense_vector{});
-  s.previous_round = s.evaluated_round;
-  s.needs_previous = s.needs_theta;
-  if (s.needs_previous.size() != s.peers.size())
-    s.needs_previous.assign(s.peers.size(), true);
-  s.needs_theta.assign(s.peers.size(), false);
+  s.line.start_evaluation(s.peers.size());
   s.cross_boundary();
   std::uint64_t this_round = 0;
   auto done = s.exact_round("evaluation", s.plan.gradient(theta, with_diagonal), true,
@@ -104,13 +101,11 @@ result<double> sharded_objective::evaluate_at(const Eigen::VectorXd& theta, Eige
                               return request_spec{tree_kind::eval, 0, &on, shared_theta, {}, 0, {}};
                             });
   if (!done) {
-    s.previous_theta = dense_vector{};  // no line runs across a failed evaluation
+    s.line.failed();  // no line runs across a failed evaluation
     return done.error();
   }
-  if (s.fell_back)  // some peers answered another round's number: products bring the theta
-    s.needs_theta.assign(s.peers.size(), true);
-  s.evaluated_theta = shared_theta;
-  s.evaluated_round = this_round;
+  // Products are taken at it and lines run to it (line_state says who needs its theta).
+  s.line.evaluated(shared_theta, this_round, s.fell_back, s.peers.size());
   grad.resize(dimension);
   if (diagonal) {
     diagonal->resize(dimension);
@@ -120,11 +115,11 @@ result<double> sharded_objective::evaluate_at(const Eigen::VectorXd& theta, Eige
       diagonal->setConstant(std::numeric_limits<double>::quiet_NaN());
   }
   if (s.shape.is_network()) {
-    s.total.to_doubles(grad);
-    return model::finish_objective(s.shape, s.lambda, s.rows, s.value_sum(), theta, grad);
+    s.totals.total.to_doubles(grad);
+    return model::finish_objective(s.shape, s.lambda, s.rows, s.totals.value_sum(), theta, grad);
   }
   const double squared_weights = s.total_to(grad, 0, &theta);
-  return s.value_sum() * (1.0 / static_cast<double>(s.rows)) + 0.5 * s.lambda * squared_weights;
+  return s.totals.value_sum() * (1.0 / static_cast<double>(s.rows)) + 0.5 * s.lambda * squared_weights;
 }
 
 result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
@@ -133,25 +128,25 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
   if (!model::has_hessian(s.shape))
     return fail_invalid("Hessian-vector products are defined for the linear models, not "
                 + model::describe(s.shape));
-  if (s.evaluated_theta.size() == 0)
+  if (s.line.evaluated_theta.size() == 0)
     return fail_invalid("a Hessian-vector product needs a successful evaluation first");
   if (v.size() != dimension)
     return fail_invalid("v has " + std::to_string(v.size()) + " entries, the model expects "
                 + std::to_string(dimension));
-  const dense_vector shared_v = s.shared_copy(v);
-  const auto at = s.evaluated_round;
+  const dense_vector shared_v = s.buffers.copy(v, s.pool());
+  const auto at = s.line.evaluated_round;
   auto done = s.exact_round("Hessian-vector product", s.plan.hessian_vector(v), false,
                             [&](std::uint64_t, const exact_grid& on,
                                 const std::vector<std::size_t>& under) {
                               const bool theta = std::any_of(under.begin(), under.end(),
-                                                             [&](auto i) { return s.needs_theta[i]; });
+                                                             [&](auto i) { return s.line.needs_theta[i]; });
                               return request_spec{tree_kind::hessvec, at, &on,
-                                                  theta ? s.evaluated_theta : dense_vector{},
+                                                  theta ? s.line.evaluated_theta : dense_vector{},
                                                   shared_v, 0, {}};
                             });
   if (!done)
     return done.error();
-  s.needs_theta.assign(s.peers.size(), false);  // every peer now keeps the curvature
+  s.line.products_served(s.peers.size());  // every peer now keeps the curvature
   hv.resize(dimension);
   s.total_to(hv, 0, &v);
   return {};
@@ -161,13 +156,13 @@ result<void> sharded_objective::line_values(const std::vector<double>& alphas, s
   auto& s = *impl_;
   if (!model::has_hessian(s.shape))
     return fail_invalid("line values are defined for the linear models, not " + model::describe(s.shape));
-  if (s.evaluated_theta.size() == 0 || s.previous_theta.size() == 0)
+  if (s.line.evaluated_theta.size() == 0 || s.line.previous_theta.size() == 0)
     return fail_invalid("line values need two successful evaluations first");
   if (alphas.empty() || alphas.size() > max_line_alphas)
     return fail_invalid("a line asks 1 to " + std::to_string(max_line_alphas) + " steps, not "
                         + std::to_string(alphas.size()));
   const dense_vector steps{Eigen::Map<const Eigen::VectorXd>(alphas.data(), static_cast<Eigen::Index>(alphas.size()))};
-  s.begin(model::grid{}, alphas.size());
+  s.totals.begin(model::grid{}, alphas.size(), s.pool());
   std::vector<std::size_t> every(s.peers.size());
   for (std::size_t i = 0; i < every.size(); ++i)
     every[i] = i;
@@ -177,24 +172,23 @@ result<void> sharded_objective::line_values(const std::vector<double>& alphas, s
   auto done = s.peers.round(
     reply<block_sums>{}, every, s.timeout, "line search",
     [&](std::size_t i, std::uint64_t round) {
-      const bool fresh = s.needs_theta[i] || s.needs_previous[i];
-      request_spec spec{tree_kind::line, s.previous_round, nullptr,
-                        fresh ? s.previous_theta : dense_vector{}, steps, s.evaluated_round,
-                        fresh ? s.evaluated_theta : dense_vector{}};
+      const bool fresh = s.line.needs_theta[i] || s.line.needs_previous[i];
+      request_spec spec{tree_kind::line, s.line.previous_round, nullptr,
+                        fresh ? s.line.previous_theta : dense_vector{}, steps, s.line.evaluated_round,
+                        fresh ? s.line.evaluated_theta : dense_vector{}};
       s.send_whole(s.peers[i], round, spec);
     },
     [&](std::size_t i, block_sums sums) { return s.take(i, std::move(sums), true); },
     [&](std::size_t i) { return s.recreate(i); });
   if (!done)
     return done.error();
-  if (auto all = s.covered(); !all)
+  if (auto all = s.totals.covered(); !all)
     return all.error();
-  s.needs_theta.assign(s.peers.size(), false);  // every peer now holds both evaluations
-  s.needs_previous.assign(s.peers.size(), false);
-  const auto along = model::line_terms(s.shape, s.previous_theta.map(), s.evaluated_theta.map());
+  s.line.lines_served(s.peers.size());  // every peer now holds both evaluations
+  const auto along = model::line_terms(s.shape, s.line.previous_theta.map(), s.line.evaluated_theta.map());
   values.resize(alphas.size());
   for (std::size_t a = 0; a < alphas.size(); ++a)
-    values[a] = s.value_sum(a) / static_cast<double>(s.rows) + along.penalty(s.lambda, alphas[a]);
+    values[a] = s.totals.value_sum(a) / static_cast<double>(s.rows) + along.penalty(s.lambda, alphas[a]);
   return {};
 }
 
@@ -205,15 +199,15 @@ void sharded_objective::use_threads(optimizer::vector_pool* pool) {
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {
   auto& s = *impl_;
   const dense_vector shared_theta{theta};
-  s.begin(model::grid{});
+  s.totals.begin(model::grid{}, 1, s.pool());
   auto done = s.gather("quality", true, [&](std::uint64_t, const std::vector<std::size_t>&) {
     return request_spec{tree_kind::quality, 0, nullptr, shared_theta, {}, 0, {}};
   });
   if (!done)
     return done.error();
-  if (auto all = s.covered(); !all)
+  if (auto all = s.totals.covered(); !all)
     return all.error();
-  return model::quality_sums{s.correct, s.value_sum(), s.rows};
+  return model::quality_sums{s.totals.correct, s.totals.value_sum(), s.rows};
 }
 
 sharded_objective make_sharded_objective(runtime& rt, model::model_shape shape, double lambda,

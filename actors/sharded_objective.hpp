@@ -76,7 +76,7 @@ public:
   /// Accuracy counts / squared errors over all shards' examples at theta.
   result<model::quality_sums> quality(const Eigen::VectorXd& theta);
 
-  /// The CAF side of the objective; defined in sharded_objective.cpp (see shard.hpp for builders).
+  /// The CAF side of the objective; defined in sharded_objective.cpp (see peers.hpp for builders).
   struct impl;
   explicit sharded_objective(std::unique_ptr<impl> state);
   impl& state() { return *impl_; }

@@ -4,8 +4,8 @@
 // answers slice by slice.
 
 #include "actors/gatherer.hpp"
+#include "actors/group.hpp"
 #include "actors/guard.hpp"
-#include "actors/shard.hpp"
 #include "actors/tree_slices.hpp"
 
 #include <algorithm>

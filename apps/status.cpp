@@ -1,7 +1,8 @@
-// `shardopt status`: one line per node, from its answer to a status request (actors/node.hpp).
+// `shardopt status`: one line per node, from its answer to a status request
+// (actors/node_protocol.hpp).
 
 #include "actors/network.hpp"
-#include "actors/node.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/node_service.hpp"
 #include "apps/status.hpp"
 #include "apps/summary.hpp"

@@ -7,9 +7,9 @@
 
 #include "actors/cluster.hpp"
 #include "actors/network.hpp"
-#include "actors/node.hpp"
+#include "actors/node_protocol.hpp"
 #include "actors/node_service.hpp"
-#include "actors/shard.hpp"
+#include "actors/peers.hpp"
 #include "io/partition.hpp"
 #include "support/hostile.hpp"
 #include "support/problems.hpp"

@@ -4,7 +4,6 @@
 
 #include "actors/cluster.hpp"
 #include "actors/placement.hpp"
-#include "actors/shard.hpp"
 #include "io/partition.hpp"
 #include "support/files.hpp"
 #include "support/node_process.hpp"

@@ -5,10 +5,10 @@
 // driver whose bits the attacks must not change.
 
 #include "actors/network.hpp"
-#include "actors/node.hpp"
+#include "actors/node_protocol.hpp"
 #include "model/model_shape.hpp"
 #include "actors/cluster.hpp"
-#include "actors/shard.hpp"
+#include "actors/peers.hpp"
 #include "io/partition.hpp"
 #include "support/node_process.hpp"
 #include "support/problems.hpp"

@@ -1,0 +1,135 @@
+// What a driver ships to node processes on loopback, on the real wire protocol: bytes per
+// evaluation on a node's sockets against what the protocol promises (one group per node, or a
+// peer per shard), and shards shipped in pieces against shards shipped whole. Every process a test
+// starts is stopped by it.
+
+#include "actors/cluster.hpp"
+#include "io/partition.hpp"
+#include "support/hostile.hpp"
+#include "support/problems.hpp"
+#include "support/sockets.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using shardopt::test::endpoint_of;
+using shardopt::test::network_runtime;
+using shardopt::test::node_process;
+using namespace std::chrono_literals;
+
+namespace {
+
+const model::model_shape& shape = shardopt::test::hostile_shape;
+
+} // namespace
+
+TEST_CASE("2 nodes x 4 shards: per evaluation each node's sockets carry 1.0-1.1x of 2 x 8 x dimension bytes, and 4x that with one peer per shard, for the same bits") {
+  node_process first;
+  node_process second;
+  auto rt = network_runtime();
+  const model::model_shape wide{model::model_kind::softmax, 1000, 100};  // 100,100 parameters
+  const auto data = shardopt::test::random_problem(3, 1024, 1000, 100);
+  auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(wide.dimension(), -0.01, 0.01);
+  const std::vector<std::uint16_t> ports{static_cast<std::uint16_t>(first.port),
+                                         static_cast<std::uint16_t>(second.port)};
+  // Bytes on this process's connection to each node over `evaluations` evaluations, per evaluation.
+  auto measure = [&](actors::sharded_objective& objective, Eigen::VectorXd& grad, double& f) {
+    const int evaluations = 4;
+    std::vector<shardopt::test::tcp_bytes> before;
+    for (const auto port : ports)
+      before.push_back(shardopt::test::connection_bytes(port));
+    for (int e = 0; e < evaluations; ++e) {
+      auto value = objective.evaluate(theta, grad);
+      REQUIRE_MESSAGE(value.ok(), value.error().message());
+      f = *value;
+    }
+    std::vector<double> per_node;
+    for (std::size_t j = 0; j < ports.size(); ++j) {
+      const auto after = shardopt::test::connection_bytes(ports[j]);
+      per_node.push_back(static_cast<double>(after.total() - before[j].total()) / evaluations);
+    }
+    return per_node;
+  };
+  const double ideal = 2.0 * 8 * static_cast<double>(wide.dimension());  // per node
+
+  auto grouped = cluster->ship(wide, 1e-3, data, shardopt::io::partition_blocks(1024, 8),
+                               {0, 0, 0, 0, 1, 1, 1, 1}, 60s, {});
+  REQUIRE_MESSAGE(grouped.ok(), grouped.error().message());
+  CHECK(grouped->shard_count() == 2);  // the driver talks to one group per node
+  Eigen::VectorXd grad;
+  double f = 0;
+  const auto per_node = measure(*grouped, grad, f);
+  for (const double bytes : per_node) {
+    INFO("bytes per evaluation on a node's connection: " << bytes << ", 2 x 8 x dimension: " << ideal);
+    CHECK(bytes >= ideal);
+    CHECK(bytes <= 1.1 * ideal);
+  }
+
+  cluster->group_per_node(false);
+  auto separate = cluster->ship(wide, 1e-3, data, shardopt::io::partition_blocks(1024, 8),
+                                {0, 0, 0, 0, 1, 1, 1, 1}, 60s, {});
+  REQUIRE_MESSAGE(separate.ok(), separate.error().message());
+  CHECK(separate->shard_count() == 8);
+  Eigen::VectorXd separate_grad;
+  double separate_f = 0;
+  const auto per_node_separate = measure(*separate, separate_grad, separate_f);
+  for (std::size_t j = 0; j < ports.size(); ++j) {
+    INFO("node " << j << ": " << per_node_separate[j] << " bytes per evaluation with a peer per shard, "
+                  << per_node[j] << " with one per node");
+    CHECK(per_node_separate[j] >= 3.9 * per_node[j]);
+    CHECK(per_node_separate[j] <= 4.1 * per_node[j]);
+  }
+  CHECK(std::memcmp(&separate_f, &f, sizeof f) == 0);
+  REQUIRE(separate_grad.size() == grad.size());
+  CHECK(std::memcmp(separate_grad.data(), grad.data(), sizeof(double) * grad.size()) == 0);
+}
+
+TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in one message each, dense and sparse, and the pieces carry each row once") {
+  node_process first;
+  node_process second;
+  auto rt = network_runtime();
+  for (const bool sparse : {false, true}) {
+    CAPTURE(sparse);
+    const auto data = shardopt::test::random_problem(5, 600, 20, 3, sparse);
+    // Bytes on this process's connections to both nodes while shipping.
+    std::vector<double> shipped;
+    auto bits = [&](std::int64_t piece_bytes) {
+      auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
+      REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+      if (piece_bytes > 0)
+        cluster->ship_in_pieces_of(piece_bytes);
+      auto bytes = [&] {
+        return static_cast<double>(shardopt::test::connection_bytes(static_cast<std::uint16_t>(first.port)).total()
+                                   + shardopt::test::connection_bytes(static_cast<std::uint16_t>(second.port)).total());
+      };
+      const double before = bytes();
+      auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(600, 4),
+                                     {0, 0, 1, 1}, 30s, {});
+      REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+      shipped.push_back(bytes() - before);
+      const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.3, 0.2);
+      Eigen::VectorXd grad;
+      auto f = objective->evaluate(theta, grad);
+      REQUIRE_MESSAGE(f.ok(), f.error().message());
+      std::vector<double> out{*f};
+      out.insert(out.end(), grad.data(), grad.data() + grad.size());
+      return out;
+    };
+    const auto whole = bits(0);
+    const auto pieces = bits(2048);
+    REQUIRE(pieces.size() == whole.size());
+    CHECK(std::memcmp(pieces.data(), whole.data(), sizeof(double) * whole.size()) == 0);
+    // 150 rows a shard (88 bytes dense, about 70 sparse): 5 or more pieces each, 20 or more
+    // requests and replies in all where whole shipping sends none (together at least 100 bytes of
+    // headers each), and no row twice.
+    INFO("bytes shipped whole: " << shipped[0] << ", in pieces: " << shipped[1]);
+    CHECK(shipped[1] >= shipped[0] + 24 * 64);
+    CHECK(shipped[1] <= 1.5 * shipped[0]);
+  }
+}
