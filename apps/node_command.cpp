@@ -1,7 +1,7 @@
 #include "apps/node_command.hpp"
 
-#include "actors/network.hpp"
-#include "actors/node_service.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/node/node_service.hpp"
 #include "apps/service_metrics.hpp"
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/node_checks.hpp"
-#include "actors/runtime.hpp"
+#include "actors/node/node_checks.hpp"
+#include "actors/wire/runtime.hpp"
 #include "apps/metrics_endpoint.hpp"
 
 #include <cstdint>

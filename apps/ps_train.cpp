@@ -1,7 +1,7 @@
 #include "apps/ps_train.hpp"
 #include "apps/architecture.hpp"
 
-#include "actors/ps_worker.hpp"
+#include "actors/ps/ps_worker.hpp"
 #include "apps/service_metrics.hpp"
 #include "apps/summary.hpp"
 #include "io/partition.hpp"

@@ -1,7 +1,7 @@
 #include "apps/service_metrics.hpp"
 
-#include "actors/messages.hpp"
-#include "actors/ps_protocol.hpp"
+#include "actors/wire/messages.hpp"
+#include "actors/wire/ps_protocol.hpp"
 
 #include <chrono>
 #include <fstream>

@@ -1,11 +1,11 @@
 #pragma once
 
 // What `--metrics-port` reports, as Prometheus metric families: every process's memory and wire
-// traffic, a node's counters (actors/node_counters.hpp), a driver's latest iteration (the row its
+// traffic, a node's counters (actors/wire/node_counters.hpp), a driver's latest iteration (the row its
 // --metrics file gets, so the two cannot disagree), a parameter server's statistics. The names
 // and labels are listed in docs/cluster.md.
 
-#include "actors/node_counters.hpp"
+#include "actors/wire/node_counters.hpp"
 #include "apps/metrics_endpoint.hpp"
 #include "apps/progress.hpp"
 

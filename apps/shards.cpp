@@ -1,6 +1,6 @@
 #include "apps/shards.hpp"
 
-#include "actors/placement.hpp"
+#include "actors/driver/placement.hpp"
 #include "io/partition.hpp"
 
 #include <cstdio>

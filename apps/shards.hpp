@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/cluster.hpp"
-#include "actors/sharded_objective.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/driver/sharded_objective.hpp"
 #include "apps/data.hpp"
 #include "apps/modes.hpp"
 

@@ -3,7 +3,7 @@
 // Checkpoints of full-batch runs (`train --checkpoint-dir`): what identifies a run, the optimizers'
 // states as io's solver checkpoint (io/solver_checkpoint.hpp) and back, and the checkpointer that
 // resumes a run and saves it when due. When to save is decided here, by the run's driver, as the
-// chief decides it for parameter-server jobs (actors/chief.hpp); both time it with
+// chief decides it for parameter-server jobs (actors/ps/chief.hpp); both time it with
 // optimizer::periodic_trigger, and io keeps the directories.
 
 #include "apps/data.hpp"

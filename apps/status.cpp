@@ -1,9 +1,9 @@
 // `shardopt status`: one line per node, from its answer to a status request
-// (actors/node_protocol.hpp).
+// (actors/wire/node_protocol.hpp).
 
-#include "actors/network.hpp"
-#include "actors/node_protocol.hpp"
-#include "actors/node_service.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/node/node_service.hpp"
 #include "apps/status.hpp"
 #include "apps/summary.hpp"
 #include "io/tls_files.hpp"

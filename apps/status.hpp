@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/runtime.hpp"
+#include "actors/wire/runtime.hpp"
 
 #include <string>
 

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "actors/runtime.hpp"
-#include "actors/topology.hpp"
+#include "actors/wire/runtime.hpp"
+#include "actors/driver/topology.hpp"
 #include "apps/data.hpp"
 #include "apps/metrics_endpoint.hpp"
 #include "apps/modes.hpp"

@@ -12,8 +12,8 @@
 
 #include "bench/fixtures.hpp"
 
-#include "actors/runtime.hpp"
-#include "actors/sharded_objective.hpp"
+#include "actors/wire/runtime.hpp"
+#include "actors/driver/sharded_objective.hpp"
 #include "apps/data.hpp"
 #include "io/partition.hpp"
 #include "model/linear_model.hpp"

@@ -8,7 +8,7 @@
 
 #include "bench/fixtures.hpp"
 
-#include "actors/ps_worker.hpp"
+#include "actors/ps/ps_worker.hpp"
 #include "support/process.hpp"
 
 #include <benchmark/benchmark.h>

@@ -16,8 +16,8 @@
 
 #include "bench/fixtures.hpp"
 
-#include "actors/cluster.hpp"
-#include "actors/placement.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/driver/placement.hpp"
 #include "io/assembly.hpp"
 #include "io/partition.hpp"
 #include "io/synthetic.hpp"

@@ -2,7 +2,7 @@
 
 // What the benchmark files share: the prepared Fashion-MNIST training set and the actor runtime.
 
-#include "actors/runtime.hpp"
+#include "actors/wire/runtime.hpp"
 #include "apps/data.hpp"
 
 #include <Eigen/Core>

@@ -1,6 +1,6 @@
-#include "actors/cluster.hpp"
+#include "actors/driver/cluster.hpp"
 
-#include "actors/cluster_impl.hpp"
+#include "actors/driver/cluster_impl.hpp"
 
 #include <algorithm>
 #include <cmath>

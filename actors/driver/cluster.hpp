@@ -1,9 +1,9 @@
 #pragma once
 
-#include "actors/network.hpp"
-#include "actors/runtime.hpp"
-#include "actors/sharded_objective.hpp"
-#include "actors/topology.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/wire/runtime.hpp"
+#include "actors/driver/sharded_objective.hpp"
+#include "actors/driver/topology.hpp"
 #include "io/splits.hpp"
 #include "base/result.hpp"
 

@@ -4,11 +4,11 @@
 // node-local data): the driver's state over its nodes, and how a run's peers are made, placed and
 // made again after a loss. Not part of the actors library's interface.
 
-#include "actors/cluster.hpp"
-#include "actors/fan_out.hpp"
-#include "actors/node_protocol.hpp"
-#include "actors/off_thread.hpp"
-#include "actors/peers.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/wire/fan_out.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/wire/off_thread.hpp"
+#include "actors/driver/peers.hpp"
 #include "io/assembly.hpp"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-#include "actors/cluster_impl.hpp"
+#include "actors/driver/cluster_impl.hpp"
 
 #include "io/splits.hpp"
 

@@ -1,10 +1,10 @@
 // Nodes that come back and nodes that arrive (docs/cluster.md, "Nodes that come back"): at each
 // evaluation boundary the driver takes what its background work found since the last one and starts
-// what is due. Name resolution and probing addresses run off its thread (off_thread.hpp), so a name
-// server that does not answer, or a host that drops packets, never holds an evaluation up; only an
-// address that just answered is connected to and greeted here.
+// what is due. Name resolution and probing addresses run off its thread (wire/off_thread.hpp), so a
+// name server that does not answer, or a host that drops packets, never holds an evaluation up; only
+// an address that just answered is connected to and greeted here.
 
-#include "actors/cluster_impl.hpp"
+#include "actors/driver/cluster_impl.hpp"
 #include "io/nodes_file.hpp"
 
 #include <algorithm>

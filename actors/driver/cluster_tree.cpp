@@ -1,7 +1,7 @@
 // Reduction trees among a run's nodes (docs/design.md, "The reduction tree"): which node is whose
 // child, and asking each node, leaves first, to make its part of the tree.
 
-#include "actors/cluster_impl.hpp"
+#include "actors/driver/cluster_impl.hpp"
 
 #include <algorithm>
 #include <cmath>

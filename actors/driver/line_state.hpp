@@ -5,7 +5,7 @@
 // served them (those get the thetas with their request). Not part of the actors library's
 // interface.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <cstddef>
 #include <cstdint>

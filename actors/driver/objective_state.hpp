@@ -6,14 +6,14 @@
 // evaluations that products and lines are taken at (line_state.hpp). Not part of the actors
 // library's interface.
 
-#include "actors/fan_out.hpp"
-#include "actors/line_state.hpp"
-#include "actors/peers.hpp"
-#include "actors/request_spec.hpp"
-#include "actors/round_totals.hpp"
-#include "actors/send_buffers.hpp"
-#include "actors/sharded_objective.hpp"
-#include "actors/tree_slices.hpp"
+#include "actors/wire/fan_out.hpp"
+#include "actors/driver/line_state.hpp"
+#include "actors/driver/peers.hpp"
+#include "actors/driver/request_spec.hpp"
+#include "actors/driver/round_totals.hpp"
+#include "actors/driver/send_buffers.hpp"
+#include "actors/driver/sharded_objective.hpp"
+#include "actors/wire/tree_slices.hpp"
 #include "model/block_bounds.hpp"
 #include "optimizer/vector_pool.hpp"
 

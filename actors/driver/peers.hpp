@@ -5,8 +5,8 @@
 // peers that exist already (remote shards, groups, or shards of this process). Defined in
 // sharded_objective.cpp.
 
-#include "actors/messages.hpp"
-#include "actors/sharded_objective.hpp"
+#include "actors/wire/messages.hpp"
+#include "actors/driver/sharded_objective.hpp"
 #include "model/block_bounds.hpp"
 
 #include <chrono>

@@ -1,4 +1,4 @@
-#include "actors/placement.hpp"
+#include "actors/driver/placement.hpp"
 
 #include <algorithm>
 #include <numeric>

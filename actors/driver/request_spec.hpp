@@ -3,7 +3,7 @@
 // Internal to the sharded objective's source: what one request of the driver asks, whichever way
 // it travels. Not part of the actors library's interface.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <cstdint>
 

@@ -4,9 +4,9 @@
 // peer's reply checked against what the peer holds and added exactly, what a tree's reply covers,
 // and the time rounds wait. Not part of the actors library's interface.
 
-#include "actors/block_runs.hpp"
-#include "actors/messages.hpp"
-#include "actors/peers.hpp"
+#include "actors/driver/block_runs.hpp"
+#include "actors/wire/messages.hpp"
+#include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
 #include "optimizer/vector_pool.hpp"
 

@@ -4,7 +4,7 @@
 // requests are copied into, reused once no message holds them. Not part of the actors library's
 // interface.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 #include "optimizer/vector_pool.hpp"
 
 #include <Eigen/Core>

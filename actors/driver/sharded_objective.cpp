@@ -1,8 +1,8 @@
-#include "actors/sharded_objective.hpp"
+#include "actors/driver/sharded_objective.hpp"
 
-#include "actors/objective_state.hpp"
-#include "actors/peers.hpp"
-#include "actors/shard.hpp"
+#include "actors/driver/objective_state.hpp"
+#include "actors/driver/peers.hpp"
+#include "actors/wire/shard.hpp"
 #include "base/parallel.hpp"
 
 #include <algorithm>

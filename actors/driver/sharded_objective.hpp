@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/runtime.hpp"
+#include "actors/wire/runtime.hpp"
 #include "model/dataset.hpp"
 #include "model/linear_model.hpp"
 #include "base/result.hpp"

@@ -5,7 +5,7 @@
 // sends the sum back under that ticket. A group's gatherer asks its node's shards (group.cpp); a
 // tree's asks its node's peers and, slice by slice, its children's trees (tree.cpp).
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <cstddef>
 #include <vector>

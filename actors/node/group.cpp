@@ -2,11 +2,11 @@
 // protocol, a tree its slices) by asking each and adding their exact sums (group.hpp says what each is for; gatherer.hpp how a
 // front and its gatherer split the work; tree.cpp holds a tree's gatherer).
 
-#include "actors/group.hpp"
+#include "actors/node/group.hpp"
 
-#include "actors/gatherer.hpp"
-#include "actors/guard.hpp"
-#include "actors/tree_slices.hpp"
+#include "actors/node/gatherer.hpp"
+#include "actors/wire/guard.hpp"
+#include "actors/wire/tree_slices.hpp"
 
 #include <algorithm>
 #include <functional>

@@ -1,10 +1,10 @@
 #pragma once
 
 // Groups and reduction trees on a node: one actor that answers for several peers (a group the
-// shard protocol, a tree its slices; messages.hpp). group.cpp holds their fronts, gatherer.hpp
+// shard protocol, a tree its slices; wire/messages.hpp). group.cpp holds their fronts, gatherer.hpp
 // says how a front and its gatherer split the work, tree.cpp holds a tree's gatherer.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <cstddef>
 #include <vector>
@@ -19,7 +19,7 @@ namespace shardopt::actors {
 shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
                         std::size_t window, const access_token& token);
 
-/// Spawns a node's part of a reduction tree: the tree protocol (messages.hpp) over `own`, this
+/// Spawns a node's part of a reduction tree: the tree protocol (wire/messages.hpp) over `own`, this
 /// node's peers of the driver, and `children`, the trees of the nodes below (reached directly).
 /// Theta goes down to every member and their sums come up added (exact: the bits of one shard
 /// holding everything). It takes requests in slices only (from its parent, or at the root from the

@@ -1,12 +1,12 @@
-#include "actors/node.hpp"
+#include "actors/node/node.hpp"
 
-#include "actors/group.hpp"
-#include "actors/guard.hpp"
-#include "actors/node_checks.hpp"
-#include "actors/node_holdings.hpp"
-#include "actors/node_parts.hpp"
-#include "actors/node_tree.hpp"
-#include "actors/shard.hpp"
+#include "actors/node/group.hpp"
+#include "actors/wire/guard.hpp"
+#include "actors/node/node_checks.hpp"
+#include "actors/node/node_holdings.hpp"
+#include "actors/node/node_parts.hpp"
+#include "actors/node/node_tree.hpp"
+#include "actors/wire/shard.hpp"
 #include "io/assembly.hpp"
 
 #include <algorithm>
@@ -253,7 +253,7 @@ private:
   }
 
   /// Ends what a driver held. The exits come from a scoped actor that no peer can name: a guarded
-  /// shard accepts no exit from the node itself, whose id peers know (guard.hpp).
+  /// shard accepts no exit from the node itself, whose id peers know (wire/guard.hpp).
   void end(const driver_share& share) {
     caf::scoped_actor reaper{system()};
     for (const auto* shards : {&share.trees, &share.groups, &share.shards})

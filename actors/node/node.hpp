@@ -1,13 +1,13 @@
 #pragma once
 
 // The node actor: what a node process publishes (its protocol and message types are in
-// node_protocol.hpp). Its handlers are in node.cpp; what each driver holds in node_holdings.hpp,
-// node-local data in node_parts.hpp, the links to child nodes in node_tree.hpp.
+// wire/node_protocol.hpp). Its handlers are in node.cpp; what each driver holds in
+// node_holdings.hpp, node-local data in node_parts.hpp, the links to child nodes in node_tree.hpp.
 
-#include "actors/node_checks.hpp"
-#include "actors/node_counters.hpp"
-#include "actors/node_protocol.hpp"
-#include "actors/runtime.hpp"
+#include "actors/node/node_checks.hpp"
+#include "actors/wire/node_counters.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/wire/runtime.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-#include "actors/node_checks.hpp"
+#include "actors/node/node_checks.hpp"
 
 #include <algorithm>
 #include <cmath>

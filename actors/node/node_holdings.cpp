@@ -1,4 +1,4 @@
-#include "actors/node_holdings.hpp"
+#include "actors/node/node_holdings.hpp"
 
 #include <algorithm>
 #include <string>

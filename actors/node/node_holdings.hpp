@@ -5,9 +5,9 @@
 // `admit` before it takes anything, records what it took here, and ends what `release` hands back;
 // this file keeps the counts and the limits, and nothing else (it spawns and ends no actor).
 
-#include "actors/messages.hpp"
-#include "actors/node.hpp"
-#include "actors/node_checks.hpp"
+#include "actors/wire/messages.hpp"
+#include "actors/node/node.hpp"
+#include "actors/node/node_checks.hpp"
 #include "io/assembly.hpp"
 
 #include <chrono>

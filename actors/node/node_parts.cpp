@@ -1,4 +1,4 @@
-#include "actors/node_parts.hpp"
+#include "actors/node/node_parts.hpp"
 
 #include "io/feature_moments.hpp"
 

@@ -6,9 +6,9 @@
 // every error is redacted (no file contents) before it goes back to the peer. node.cpp answers
 // the protocol's scan, moments and spawnpart requests with these.
 
-#include "actors/messages.hpp"
-#include "actors/node.hpp"
-#include "actors/node_checks.hpp"
+#include "actors/wire/messages.hpp"
+#include "actors/node/node.hpp"
+#include "actors/node/node_checks.hpp"
 
 #include <memory>
 

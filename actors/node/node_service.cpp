@@ -1,7 +1,7 @@
-#include "actors/node_service.hpp"
+#include "actors/node/node_service.hpp"
 
-#include "actors/network.hpp"
-#include "actors/node.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/node/node.hpp"
 
 #include <optional>
 
@@ -31,7 +31,7 @@ node_service::~node_service() {
   if (!impl_)
     return;
   // Unpublish first: the middleman holds the node until then. The node's exit handler accepts
-  // this exit because it comes from an actor of this process (guard.hpp).
+  // this exit because it comes from an actor of this process (wire/guard.hpp).
   unpublish_actor(impl_->rt, caf::actor_cast<caf::strong_actor_ptr>(impl_->node), impl_->port);
   impl_->waiter->send_exit(impl_->node, caf::exit_reason::user_shutdown);
 }

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "actors/runtime.hpp"
+#include "actors/wire/runtime.hpp"
 #include "base/result.hpp"
 
 #include <chrono>
@@ -48,8 +48,8 @@ private:
 struct endpoint;
 struct node_status;
 
-/// Asks the node at `where` for its status (node_protocol.hpp: the status request), waiting up to
-/// `timeout` for the answer once connected. Errors name the node and say why.
+/// Asks the node at `where` for its status (wire/node_protocol.hpp: the status request), waiting
+/// up to `timeout` for the answer once connected. Errors name the node and say why.
 result<node_status> ask_node_status(runtime& rt, const endpoint& where,
                                     std::chrono::milliseconds timeout);
 

@@ -1,6 +1,6 @@
-#include "actors/node_tree.hpp"
+#include "actors/node/node_tree.hpp"
 
-#include "actors/network.hpp"
+#include "actors/wire/network.hpp"
 
 namespace shardopt::actors {
 

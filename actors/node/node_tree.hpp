@@ -1,10 +1,10 @@
 #pragma once
 
-// A node's links to the nodes below it in reduction trees (node_protocol.hpp, the tree request):
-// connected once each, over TLS with the node's own certificate when it has one.
+// A node's links to the nodes below it in reduction trees (wire/node_protocol.hpp, the tree
+// request): connected once each, over TLS with the node's own certificate when it has one.
 
-#include "actors/node.hpp"
-#include "actors/runtime.hpp"
+#include "actors/node/node.hpp"
+#include "actors/wire/runtime.hpp"
 
 #include <map>
 #include <string>

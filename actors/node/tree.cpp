@@ -3,10 +3,10 @@
 // trees at once, asks this node's peers the whole request once every slice has arrived, and
 // answers slice by slice.
 
-#include "actors/gatherer.hpp"
-#include "actors/group.hpp"
-#include "actors/guard.hpp"
-#include "actors/tree_slices.hpp"
+#include "actors/node/gatherer.hpp"
+#include "actors/node/group.hpp"
+#include "actors/wire/guard.hpp"
+#include "actors/wire/tree_slices.hpp"
 
 #include <algorithm>
 #include <deque>

@@ -1,4 +1,4 @@
-#include "actors/chief.hpp"
+#include "actors/ps/chief.hpp"
 
 #include "io/ps_checkpoint.hpp"
 

@@ -4,8 +4,8 @@
 // initialise the PSs fresh or from the newest readable checkpoint, run the hooks (log, evaluate,
 // checkpoint) as training goes, and take the final checkpoint.
 
-#include "actors/ps_client.hpp"
-#include "actors/ps_worker.hpp"
+#include "actors/ps/ps_client.hpp"
+#include "actors/ps/ps_worker.hpp"
 #include "optimizer/sgd.hpp"
 
 #include <chrono>

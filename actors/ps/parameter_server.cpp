@@ -1,6 +1,6 @@
-#include "actors/parameter_server.hpp"
+#include "actors/ps/parameter_server.hpp"
 
-#include "actors/ps_state.hpp"
+#include "actors/ps/ps_state.hpp"
 
 #include <cmath>
 

@@ -1,10 +1,10 @@
 #pragma once
 
 // The parameter server: spawning one, and what its config means for the update rule (the protocol,
-// its message types and its state diagram are in ps_protocol.hpp; its state and transitions in
+// its message types and its state diagram are in wire/ps_protocol.hpp; its state and transitions in
 // ps_state.hpp).
 
-#include "actors/ps_protocol.hpp"
+#include "actors/wire/ps_protocol.hpp"
 #include "base/result.hpp"
 #include "optimizer/sgd.hpp"
 

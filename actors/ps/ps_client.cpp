@@ -1,6 +1,6 @@
-#include "actors/ps_client.hpp"
+#include "actors/ps/ps_client.hpp"
 
-#include "actors/network.hpp"
+#include "actors/wire/network.hpp"
 
 #include <algorithm>
 #include <cstdio>

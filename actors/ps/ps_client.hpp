@@ -1,12 +1,12 @@
 #pragma once
 
-// A worker's client for its parameter servers (see ps_protocol.hpp for the protocol): one
-// peer_group (fan_out.hpp) over the PSs, every request carrying the job's token. Used by the worker
-// loop and the chief's hooks. Blocks the calling actor; use from the worker's own actor only.
+// A worker's client for its parameter servers (see wire/ps_protocol.hpp for the protocol): one
+// peer_group (wire/fan_out.hpp) over the PSs, every request carrying the job's token. Used by the
+// worker loop and the chief's hooks. Blocks the calling actor; use from the worker's own actor only.
 
-#include "actors/fan_out.hpp"
-#include "actors/parameter_server.hpp"
-#include "actors/ps_worker.hpp"
+#include "actors/wire/fan_out.hpp"
+#include "actors/ps/parameter_server.hpp"
+#include "actors/ps/ps_worker.hpp"
 
 #include <Eigen/Core>
 

@@ -1,6 +1,6 @@
 // The parameter-server configuration message: update-rule fields and their validation.
 
-#include "actors/parameter_server.hpp"
+#include "actors/ps/parameter_server.hpp"
 
 #include <cmath>
 

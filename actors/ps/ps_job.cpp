@@ -1,6 +1,6 @@
 // A whole parameter-server job in one process: parameter servers and worker actors.
 
-#include "actors/ps_worker.hpp"
+#include "actors/ps/ps_worker.hpp"
 
 #include "io/partition.hpp"
 

@@ -1,7 +1,7 @@
 // Parameter servers over the network: publishing one (a `ps-task --job_name ps`), waiting for it
 // to end, and connecting a worker to the published ones.
 
-#include "actors/ps_worker.hpp"
+#include "actors/ps/ps_worker.hpp"
 
 #include <optional>
 

@@ -1,11 +1,11 @@
 #pragma once
 
-// A parameter server's state and its transitions (see ps_protocol.hpp for the protocol and
+// A parameter server's state and its transitions (see wire/ps_protocol.hpp for the protocol and
 // the state diagram): held replies, worker bookkeeping, applying updates, failing and ending.
 // Private to parameter_server.cpp and ps_state.cpp.
 
-#include "actors/guard.hpp"
-#include "actors/parameter_server.hpp"
+#include "actors/wire/guard.hpp"
+#include "actors/ps/parameter_server.hpp"
 
 #include <cstdint>
 #include <map>

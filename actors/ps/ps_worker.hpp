@@ -1,8 +1,8 @@
 #pragma once
 
-#include "actors/network.hpp"
-#include "actors/parameter_server.hpp"
-#include "actors/runtime.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/ps/parameter_server.hpp"
+#include "actors/wire/runtime.hpp"
 #include "io/model_file.hpp"
 #include "model/dataset.hpp"
 #include "model/linear_model.hpp"
@@ -120,7 +120,7 @@ result<ps_group> connect_parameter_servers(runtime& rt, const std::vector<endpoi
                                            std::chrono::milliseconds wait);
 
 /// Spawns a parameter server and publishes it on bind:port (port 0: any free port). Returns the
-/// actor and the port it listens on. Only its typed protocol is exposed (guard.hpp).
+/// actor and the port it listens on. Only its typed protocol is exposed (wire/guard.hpp).
 result<std::pair<ps_actor, std::uint16_t>> publish_parameter_server(runtime& rt, const std::string& bind,
                                                                     std::uint16_t port,
                                                                     const access_token& token);

@@ -1,9 +1,9 @@
 // The worker loop of parameter-server training: pull, minibatch gradient, push, until the PSs
 // report the last step or a failure. The chief (worker 0) also runs its session's hooks.
 
-#include "actors/chief.hpp"
-#include "actors/ps_client.hpp"
-#include "actors/ps_worker.hpp"
+#include "actors/ps/chief.hpp"
+#include "actors/ps/ps_client.hpp"
+#include "actors/ps/ps_worker.hpp"
 #include "io/partition.hpp"
 #include "model/local_objective.hpp"
 

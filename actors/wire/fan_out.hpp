@@ -6,7 +6,7 @@
 // The sharded objective, the cluster and the parameter-server client are all built on it
 // (xgboost's src/collective keeps one such layer for the same reason).
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 #include "base/result.hpp"
 
 #include <caf/all.hpp>

@@ -13,7 +13,7 @@
 // Everything else reaches the behavior, where typed handlers check tokens and sizes; unexpected
 // messages and bare errors are dropped (`guard_behavior`).
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <caf/all.hpp>
 

@@ -1,7 +1,7 @@
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
-#include "actors/node_protocol.hpp"
-#include "actors/ps_protocol.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/wire/ps_protocol.hpp"
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>

@@ -24,7 +24,7 @@
 // Exact sums travel dense (one word per entry) or sparse (the entries answered for, increasing,
 // and one word each): a shard of sparse rows answers for the features its rows touch.
 //
-// A node's part of a reduction tree (group.hpp, spawn_tree) takes its requests in slices
+// A node's part of a reduction tree (node/group.hpp, spawn_tree) takes its requests in slices
 // (protocol 10), from its parent in the tree or, at a root, from the driver, so that long vectors
 // are pipelined down and up the tree instead of waiting at every hop for the whole:
 //
@@ -55,7 +55,7 @@
 // wrong dimension is answered with an error (errc::dimension_mismatch), never a crash.
 // A shard has a single state: it serves requests until it is told to exit or its node goes away.
 
-#include "actors/node_counters.hpp"
+#include "actors/wire/node_counters.hpp"
 #include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
 #include "base/result.hpp"

@@ -1,6 +1,6 @@
-#include "actors/network.hpp"
+#include "actors/wire/network.hpp"
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <caf/io/all.hpp>
 #include <caf/openssl/all.hpp>

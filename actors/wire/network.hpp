@@ -4,8 +4,8 @@
 // protocol uses, connecting to a published actor with a deadline, and publishing one (plain TCP or
 // mutual TLS, as the runtime is configured). Include only in translation units that use CAF.
 
-#include "actors/messages.hpp"
-#include "actors/runtime.hpp"
+#include "actors/wire/messages.hpp"
+#include "actors/wire/runtime.hpp"
 #include "base/result.hpp"
 
 #include <caf/all.hpp>

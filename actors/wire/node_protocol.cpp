@@ -1,7 +1,7 @@
 // The node protocol's message types on the wire: field by field, vectors and data as raw blocks,
 // every size checked against the bytes that actually arrived before anything is allocated.
 
-#include "actors/node_protocol.hpp"
+#include "actors/wire/node_protocol.hpp"
 
 #include <caf/binary_deserializer.hpp>
 

@@ -48,7 +48,7 @@
 //       feature and largest |label| (what the driver's grids need, model/block_bounds.hpp).
 //   (tree_atom, round, access_token, vector<shard_actor> own, vector<string> child_nodes,
 //    vector<shard_actor> child_trees) -> (round, shard_actor)
-//       Makes this node's part of a reduction tree (group.hpp, spawn_tree): the shard protocol
+//       Makes this node's part of a reduction tree (node/group.hpp, spawn_tree): the shard protocol
 //       over the children's trees and `own`, peers this driver holds here. The node connects to
 //       each child node ("host:port", over TLS with its own certificate when it has one) and
 //       refuses a child tree that does not live on the node at that address, so sums travel
@@ -72,7 +72,7 @@
 //   states:  serving  --(driver down)-->  serving (that driver's shards ended)
 //            serving  --(its service stops it, or it dies)-->  gone (every shard ended)
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 #include "io/splits.hpp"
 
 #include <cstdint>

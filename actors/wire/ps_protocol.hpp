@@ -50,7 +50,7 @@
 // In `finished` and `failed` pushes are refused (accepted = false) and pending replies are released,
 // so no worker waits forever. A PS exits by itself at the end: a process hosting one ends with it.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <cstdint>
 #include <string>

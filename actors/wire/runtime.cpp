@@ -1,6 +1,6 @@
-#include "actors/runtime.hpp"
+#include "actors/wire/runtime.hpp"
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <caf/io/middleman.hpp>
 #include <caf/openssl/manager.hpp>

@@ -1,6 +1,6 @@
-#include "actors/shard.hpp"
+#include "actors/wire/shard.hpp"
 
-#include "actors/guard.hpp"
+#include "actors/wire/guard.hpp"
 #include "model/block_evaluator.hpp"
 
 #include <algorithm>

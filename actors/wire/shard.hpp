@@ -4,7 +4,7 @@
 // (messages.hpp). Nodes host shards and so does a driver in local mode, through the same actor.
 // Include only in translation units that already use CAF.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 #include "model/block_evaluator.hpp"
 
 #include <memory>

@@ -1,4 +1,4 @@
-#include "actors/tree_slices.hpp"
+#include "actors/wire/tree_slices.hpp"
 
 #include <algorithm>
 #include <cmath>

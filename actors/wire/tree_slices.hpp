@@ -2,10 +2,10 @@
 
 // Slices of a tree's requests and answers (messages.hpp, the `part` request): what a tree's
 // gatherer keeps of a request, checking a slice, cutting vectors into slices, joining them again,
-// and putting a request's answered slices together. No actors here: tree.cpp moves the slices,
-// group.cpp checks them.
+// and putting a request's answered slices together. No actors here: node/tree.cpp moves the slices,
+// node/group.cpp checks them.
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <cstdint>
 #include <optional>

@@ -134,7 +134,7 @@ def main():
     if checked == 0:
         problems.append("no option found in the documentation: is the pattern right?")
     # The protocol version the documentation calls current is the code's.
-    version = re.search(r"protocol_version = (\d+)", (root / "actors/messages.hpp").read_text()).group(1)
+    version = re.search(r"protocol_version = (\d+)", (root / "actors/wire/messages.hpp").read_text()).group(1)
     stated = 0
     for path in files:
         for number, line in enumerate(path.read_text().splitlines(), 1):
@@ -142,7 +142,7 @@ def main():
                 stated += 1
                 if found != version:
                     problems.append(f"{path.relative_to(root)}:{number}: says the protocol version is {found}; "
-                                    f"actors/messages.hpp says {version}")
+                                    f"actors/wire/messages.hpp says {version}")
     if stated == 0:
         problems.append("the documentation states no current protocol version: is the pattern right?")
     # The defaults the documentation states are the ones `--help` shows.

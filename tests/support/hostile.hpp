@@ -1,14 +1,14 @@
 #pragma once
 
-// What the hostile tests share (test_hostile_node.cpp, test_hostile_ps.cpp, test_node_wire.cpp): a
-// request sent untyped as a peer on the wire would send it and the error it got, and the honest
-// driver whose bits the attacks must not change.
+// What the hostile tests share (tests/actors/node/test_hostile_node.cpp and test_node_wire.cpp,
+// ps/test_hostile_ps.cpp, driver/test_shipping.cpp): a request sent untyped as a peer on the wire
+// would send it and the error it got, and the honest driver whose bits the attacks must not change.
 
-#include "actors/network.hpp"
-#include "actors/node_protocol.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/wire/node_protocol.hpp"
 #include "model/model_shape.hpp"
-#include "actors/cluster.hpp"
-#include "actors/peers.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/driver/peers.hpp"
 #include "io/partition.hpp"
 #include "support/node_process.hpp"
 #include "support/problems.hpp"

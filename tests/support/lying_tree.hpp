@@ -3,7 +3,7 @@
 // A root or child of a reduction tree that lies about its slices, for tests of what the driver and
 // a node's tree do with such answers (test_driver_slices.cpp, test_tree_children.cpp).
 
-#include "actors/messages.hpp"
+#include "actors/wire/messages.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -3,8 +3,8 @@
 // A `shardopt node` process on 127.0.0.1 with an OS-chosen port, for tests that drive nodes, and
 // a runtime to reach it with. Stopped (SIGKILL) when destroyed, if still running.
 
-#include "actors/network.hpp"
-#include "actors/runtime.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/wire/runtime.hpp"
 #include "support/process.hpp"
 
 #include <doctest/doctest.h>

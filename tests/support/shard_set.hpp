@@ -3,8 +3,8 @@
 // Shard actors in this process over blocks of a dataset, with what a sharded objective expects of
 // them, made as sharded_objective::local makes them (block numbers follow the shards).
 
-#include "actors/peers.hpp"
-#include "actors/shard.hpp"
+#include "actors/driver/peers.hpp"
+#include "actors/wire/shard.hpp"
 #include "model/block_bounds.hpp"
 
 #include <algorithm>

@@ -3,7 +3,7 @@
 // What an objective answers at fixed points (objective, gradient, a Hessian-vector product, the
 // quality sums), kept to compare bit for bit: for tests of trees and of nodes that come and go.
 
-#include "actors/sharded_objective.hpp"
+#include "actors/driver/sharded_objective.hpp"
 
 #include <doctest/doctest.h>
 

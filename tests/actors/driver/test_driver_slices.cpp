@@ -3,9 +3,9 @@
 // directly, for evaluations, products and accuracy; against roots that lie about their slices: the
 // tree's answer is dropped, every shard is asked directly, and the bits are still the same.
 
-#include "actors/group.hpp"
-#include "actors/peers.hpp"
-#include "actors/tree_slices.hpp"
+#include "actors/node/group.hpp"
+#include "actors/driver/peers.hpp"
+#include "actors/wire/tree_slices.hpp"
 
 #include "support/bits.hpp"
 #include "support/lying_tree.hpp"

@@ -2,8 +2,8 @@
 // node added to the watched nodes file; and addresses that drop packets, which the driver probes
 // off its thread while its evaluations go on. Every answer keeps the bits of an undisturbed run.
 
-#include "actors/cluster.hpp"
-#include "actors/placement.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/driver/placement.hpp"
 #include "io/partition.hpp"
 #include "support/files.hpp"
 #include "support/node_process.hpp"

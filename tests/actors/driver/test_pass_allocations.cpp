@@ -6,7 +6,7 @@
 // replacement counts and hands over to glibc's): operator new, Eigen's aligned buffers and the
 // large-buffer allocator all come through it.
 
-#include "actors/peers.hpp"
+#include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
 
 #include "support/shard_set.hpp"

@@ -1,7 +1,7 @@
 // Where a driver puts its shards, without any actor: place_shards by weight, each node's shards
 // contiguous, ties to the lower node.
 
-#include "actors/placement.hpp"
+#include "actors/driver/placement.hpp"
 
 #include <doctest/doctest.h>
 

@@ -2,8 +2,8 @@
 // same bits for K = 1..7 shards of whole blocks for every model, and a shard lost before a product
 // recreated with its curvature.
 
-#include "actors/peers.hpp"
-#include "actors/shard.hpp"
+#include "actors/driver/peers.hpp"
+#include "actors/wire/shard.hpp"
 #include "io/partition.hpp"
 #include "model/block_bounds.hpp"
 #include "model/local_objective.hpp"

@@ -1,8 +1,8 @@
 // The sharded objective over shard actors: equal to the single-block objective for any split,
 // deterministic to the bit, and failing cleanly (never hanging) when a shard errs, dies or stalls.
 
-#include "actors/peers.hpp"
-#include "actors/shard.hpp"
+#include "actors/driver/peers.hpp"
+#include "actors/wire/shard.hpp"
 #include "io/partition.hpp"
 #include "model/block_bounds.hpp"
 #include "model/local_objective.hpp"

@@ -3,7 +3,7 @@
 // peer per shard), and shards shipped in pieces against shards shipped whole. Every process a test
 // starts is stopped by it.
 
-#include "actors/cluster.hpp"
+#include "actors/driver/cluster.hpp"
 #include "io/partition.hpp"
 #include "support/hostile.hpp"
 #include "support/problems.hpp"

@@ -2,9 +2,9 @@
 // bits as a star and as one local shard at 1 to 8 nodes, the driver's bytes per evaluation
 // independent of the node count, and an inner node killed mid-run.
 
-#include "actors/cluster.hpp"
-#include "actors/network.hpp"
-#include "actors/placement.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/driver/placement.hpp"
 #include "io/partition.hpp"
 #include "support/node_process.hpp"
 #include "support/files.hpp"

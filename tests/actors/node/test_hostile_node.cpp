@@ -5,11 +5,11 @@
 // must end with exactly the result of an undisturbed run. Every process a test starts is stopped
 // by it.
 
-#include "actors/cluster.hpp"
-#include "actors/network.hpp"
-#include "actors/node_protocol.hpp"
-#include "actors/node_service.hpp"
-#include "actors/peers.hpp"
+#include "actors/driver/cluster.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/node/node_service.hpp"
+#include "actors/driver/peers.hpp"
 #include "io/partition.hpp"
 #include "support/hostile.hpp"
 #include "support/problems.hpp"

@@ -1,7 +1,7 @@
 // The pure functions a node decides with, without any actor: what it accepts from a peer
 // (check_part, check_layout, check_grid) and what it lets a peer read back (redact).
 
-#include "actors/node_checks.hpp"
+#include "actors/node/node_checks.hpp"
 #include "support/files.hpp"
 
 #include <doctest/doctest.h>

@@ -2,7 +2,7 @@
 // this process: what it holds and serves is counted as drivers come and go, refusals by request and
 // reason, and a draining node refuses every way in for a new driver while its drivers go on.
 
-#include "actors/node.hpp"
+#include "actors/node/node.hpp"
 #include "io/assembly.hpp"
 #include "support/problems.hpp"
 

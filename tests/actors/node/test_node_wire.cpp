@@ -2,10 +2,10 @@
 // service in this process: staged pieces that stop arriving, and a node whose actor is killed.
 // Every process a test starts is stopped by it.
 
-#include "actors/network.hpp"
-#include "actors/node_checks.hpp"
-#include "actors/node_protocol.hpp"
-#include "actors/node_service.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/node/node_checks.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/node/node_service.hpp"
 #include "support/hostile.hpp"
 #include "support/problems.hpp"
 

@@ -2,8 +2,8 @@
 // length: the child is left out alone, its sibling's sums still come up the tree, and the driver
 // gets the bits of asking its shards directly without asking any of them itself.
 
-#include "actors/group.hpp"
-#include "actors/peers.hpp"
+#include "actors/node/group.hpp"
+#include "actors/driver/peers.hpp"
 
 #include "support/lying_tree.hpp"
 #include "support/problems.hpp"

@@ -2,8 +2,8 @@
 // and slices without the run's token, malformed or repeated slices, tree requests it must not
 // serve, and releases of peers that are not the asking driver's. The node keeps serving.
 
-#include "actors/network.hpp"
-#include "actors/node_protocol.hpp"
+#include "actors/wire/network.hpp"
+#include "actors/wire/node_protocol.hpp"
 #include "support/node_process.hpp"
 #include "support/problems.hpp"
 

@@ -3,8 +3,8 @@
 // process: every attack is refused, the PS keeps serving, and the honest job ends with exactly the
 // theta of an undisturbed job. Every process the test starts is stopped by it.
 
-#include "actors/parameter_server.hpp"
-#include "actors/ps_worker.hpp"
+#include "actors/ps/parameter_server.hpp"
+#include "actors/ps/ps_worker.hpp"
 #include "support/hostile.hpp"
 #include "support/problems.hpp"
 #include "support/process.hpp"

@@ -2,7 +2,7 @@
 // bit; N synchronous workers equal large-batch SGD; checkpoints restore; NaN stops cleanly; the PS
 // refuses malformed requests with errors instead of crashing.
 
-#include "actors/ps_worker.hpp"
+#include "actors/ps/ps_worker.hpp"
 #include "io/ps_checkpoint.hpp"
 #include "io/partition.hpp"
 #include "model/local_objective.hpp"

@@ -1,8 +1,8 @@
 // The shard actor asked directly, without a sharded objective: the products it refuses (at an
 // evaluation it did not serve, of the wrong size, under another token, for networks).
 
-#include "actors/runtime.hpp"
-#include "actors/shard.hpp"
+#include "actors/wire/runtime.hpp"
+#include "actors/wire/shard.hpp"
 
 #include "support/problems.hpp"
 

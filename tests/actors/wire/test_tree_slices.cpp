@@ -1,7 +1,7 @@
 // Slices of tree requests without actors: the bounds tile every vector, cutting and joining give
 // the vector back, and a whole answer is put together only from slices that cover the same blocks.
 
-#include "actors/tree_slices.hpp"
+#include "actors/wire/tree_slices.hpp"
 
 #include <doctest/doctest.h>
 

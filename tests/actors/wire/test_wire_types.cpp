@@ -2,8 +2,8 @@
 // truncated or absurd input; a data block or part summary that lies about its sizes is refused
 // before anything is allocated.
 
-#include "actors/node_protocol.hpp"
-#include "actors/runtime.hpp"
+#include "actors/wire/node_protocol.hpp"
+#include "actors/wire/runtime.hpp"
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
