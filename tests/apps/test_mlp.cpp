@@ -59,11 +59,13 @@ TEST_CASE("the seeds' example: 2 synchronous workers over 2 PSs with Adam reach 
 
 TEST_CASE("asynchronous PS training of the seeds' network with 4 workers reaches 0.86") {
   shardopt::test::require_fashion_mnist();
-  // 10 epochs: asynchronous steps use one worker's 100 examples each, and stale gradients cost a
-  // little accuracy per epoch (PyTorch in one process: 0.876 after 10 epochs).
+  // 15 epochs: asynchronous steps use one worker's 100 examples each, and stale gradients cost a
+  // little accuracy per epoch (PyTorch in one process: 0.876 after 10 epochs). The order of the
+  // workers' pushes, and so the result, changes from run to run: after 10 epochs it ranged from
+  // 0.855 (under ctest -j2) to 0.872 (alone), too close to 0.86 to test it.
   const auto summary = run_quietly(with(seeds_network, {"--mode", "ps", "--optimizer", "adam", "--lr", "1e-3",
                                                      "--batch-size", "100", "--workers", "4", "--ps", "2",
-                                                     "--last-step", "6000"}));
+                                                     "--last-step", "9000"}));
   MESSAGE("async PS test accuracy " << summary["test_accuracy"] << ", staleness max " << summary["staleness_max"]);
   CHECK(summary["test_accuracy"].get<double>() >= 0.86);
   CHECK(summary["dropped_gradients"] == 0);
