@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_sets  # noqa: E402
-from sparse_bench import liblinear_objective, timed_rss  # noqa: E402
+from sparse_bench import launched, launched_report, liblinear_objective, timed_rss  # noqa: E402
 
 # Generated sets: rows, features, non-zeros a row (>= 100 million non-zeros each).
 GENERATED = {
@@ -114,30 +114,30 @@ def run_liblinear(train, label, meta, c, text, cache, scratch, newest, l1=False)
 
 
 def run_to(command, metrics, target, stop=False):
-    """Runs shardopt; with `stop`, ends it (SIGKILL) once its metrics reach `target`. Returns (wall
-    seconds, peak RSS bytes, stdout, the metrics rows)."""
+    """Runs shardopt (through sparse_bench's launcher, for its own peak RSS); with `stop`, ends it
+    (SIGKILL) once its metrics reach `target`. Returns (wall seconds, peak RSS bytes, stdout, the
+    metrics rows)."""
     if os.path.exists(metrics):
         os.remove(metrics)
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r") as report:
         started = time.monotonic()
-        process = subprocess.Popen(command, stdout=out, stderr=err)
+        process = subprocess.Popen(launched(command, report.name), stdout=out, stderr=err)
         killed = False
-        while True:  # wait4 with WNOHANG: the peak RSS of a process that ran to its end or was killed
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG if stop else 0)
-            if pid:
-                process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-                break
+        while process.poll() is None:
             time.sleep(0.2)
-            if not killed and any(row["objective"] <= target for row in read_rows(metrics)):
-                os.kill(process.pid, signal.SIGKILL)  # (Popen.kill would poll, and could reap it first)
-                killed = True
+            if stop and not killed and any(row["objective"] <= target for row in read_rows(metrics)):
+                child, _ = launched_report(report.name)
+                if child:
+                    os.kill(child, signal.SIGKILL)  # the launcher then reports its peak and exits
+                    killed = True
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
-    if process.returncode != 0 and not killed:
+        _, rss = launched_report(report.name)
+    if (process.returncode != 0 and not killed) or rss is None:
         sys.exit(f"real_bench: {' '.join(command)} failed:\n{stderr}")
-    rss = usage.ru_maxrss * 1024
     return seconds, rss, "" if killed else stdout, read_rows(metrics)
 
 

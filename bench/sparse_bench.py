@@ -48,19 +48,57 @@ SETS = {
 }
 
 
+# A command's peak RSS is read by a small launcher (Python without site, about 10 MB) that forks
+# it and waits for it, not by this script: Linux gives a process the peak of the memory it was
+# forked from (ru_maxrss keeps the old image's high-water mark across exec), so a child of this
+# script, which holds NumPy and SciPy (40 to 90 MB), would never report less than this script.
+# The launcher writes the command's pid, then its peak RSS in KiB, to the file it is given.
+LAUNCHER = r"""
+import os, sys
+pid = os.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
+with open(sys.argv[1], "w") as report:
+    report.write(f"{pid}\n")
+    report.flush()
+    _, status, usage = os.wait4(pid, 0)
+    report.write(f"{usage.ru_maxrss}\n")
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
+
+
+def launched(command, report):
+    """`command` run through the launcher, which writes its pid and peak RSS to `report`."""
+    return [sys.executable, "-S", "-c", LAUNCHER, report, *command]
+
+
+def launched_report(report):
+    """(pid, peak RSS bytes or None) from a launcher's report file."""
+    with open(report) as f:
+        lines = f.read().split()
+    pid = int(lines[0]) if lines else None
+    return pid, (int(lines[1]) * 1024 if len(lines) > 1 else None)
+
+
 def timed_rss(command):
-    """Runs `command`; returns (wall seconds, peak RSS bytes from wait4, stdout, stderr)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    """Runs `command`; returns (wall seconds, its peak RSS bytes, stdout, stderr)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r") as report:
         started = time.monotonic()
-        process = subprocess.Popen(command, stdout=out, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
+        process = subprocess.Popen(launched(command, report.name), stdout=out, stderr=err)
+        process.wait()
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
+        _, rss = launched_report(report.name)
+    if process.returncode != 0 or rss is None:
         sys.exit(f"sparse_bench: {' '.join(command)} failed:\n{stderr}")
-    return seconds, usage.ru_maxrss * 1024, stdout, stderr
+    return seconds, rss, stdout, stderr
 
 
 def dataset(binary, name, spec, folder):
