@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 
 #include <cstdio>
+#include <string>
 #include <exception>
 #include <sstream>
 
@@ -13,13 +14,17 @@ namespace shardopt::apps {
 
 namespace {
 
+/// One write of the head and body together: civetweb abandons a write once the server is
+/// stopping, so a reply sent in two writes could leave a scraper with the head alone (a
+/// Content-Length and no body) when a task ends during a scrape; one write is sent whole or not.
 void reply(mg_connection* connection, int status, const char* reason, const char* type,
            const std::string& body) {
-  mg_printf(connection,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-            "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-            status, reason, type, body.size());
-  mg_write(connection, body.data(), body.size());
+  std::string message = "HTTP/1.1 " + std::to_string(status) + " " + reason +
+                        "\r\nContent-Type: " + type +
+                        "\r\nContent-Length: " + std::to_string(body.size()) +
+                        "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+  message += body;
+  mg_write(connection, message.data(), message.size());
 }
 
 constexpr const char* text_type = "text/plain; charset=utf-8";
