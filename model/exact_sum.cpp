@@ -1,6 +1,7 @@
 #include "model/exact_sum.hpp"
 
 #include "model/fixed_point.hpp"
+#include "model/spare_words.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -94,6 +95,8 @@ bool entries_fit(const entry_sums& sums, std::size_t size) {
 
 void exact_sum::reset(grid g, bool zero) {
   grid_ = std::move(g);
+  if (words_.capacity() < grid_.size())  // its words were taken for an answer: a kept buffer
+    words_ = spare_words(grid_.size());
   if (zero)
     words_.assign(grid_.size(), 0);
   else

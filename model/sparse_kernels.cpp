@@ -1,6 +1,7 @@
 #include "model/sparse_kernels.hpp"
 
 #include "model/fixed_point.hpp"
+#include "model/spare_words.hpp"
 
 #include <algorithm>
 #include <array>
@@ -359,7 +360,7 @@ entry_sums sparse_layout::pass(const model_shape& shape, const dataset& data,
   // The answer: the touched features' words output by output, the biases' (and the diagonal's).
   entry_sums out;
   out.entries = entries(shape, diagonal);
-  out.words.resize(out.entries->size());
+  out.words = spare_words(out.entries->size());  // every word is written below
   std::size_t at = 0;
   for (std::int64_t h = 0; h < halves; ++h) {
     for (std::int64_t k = 0; k < outputs; ++k)

@@ -8,6 +8,7 @@
 #include "actors/wire/messages.hpp"
 #include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
+#include "model/spare_words.hpp"
 #include "optimizer/vector_pool.hpp"
 
 #include <chrono>
@@ -130,6 +131,7 @@ struct round_totals {
       return fail_runtime("returned a non-finite gradient or impossible counts");
     add(sums, pool);
     correct += sums.correct;
+    model::give_back_words(std::move(sums.words));  // the next pass's answers take them
     return {};
   }
 

@@ -5,6 +5,7 @@
 #include "model/block_evaluator.hpp"
 #include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
+#include "model/spare_words.hpp"
 
 #include "support/problems.hpp"
 
@@ -116,4 +117,34 @@ TEST_CASE("every model's gradient and product grids bound its block sums, for th
       CHECK(model::fits_grid(hv.max_units, bounds.blocks));
     }
   }
+}
+
+TEST_CASE("spare word buffers: a buffer given back serves a later request of about its size, and only such") {
+  // Sizes no other test in this executable asks for, so that no other buffer is kept.
+  const std::size_t size = (std::size_t{1} << 20) + 7;
+  auto words = model::spare_words(size);
+  REQUIRE(words.size() == size);
+  CHECK(std::all_of(words.begin(), words.end(), [](std::int64_t w) { return w == 0; }));  // new: zeros
+  words[5] = 42;
+  const auto* memory = words.data();
+  const auto before = model::kept_word_buffers();
+  model::give_back_words(std::move(words));
+  CHECK(model::kept_word_buffers() == before + 1);
+  // A request over four times smaller, or larger than the buffer, gets a new one.
+  CHECK(model::spare_words(size / 5).data() != memory);
+  CHECK(model::spare_words(size + 1).data() != memory);
+  // A smaller request within four times takes it, its length set to the request's.
+  auto again = model::spare_words(size / 2);
+  CHECK(again.data() == memory);
+  CHECK(again.size() == size / 2);
+  CHECK(again[5] == 42);  // contents are whatever the last user left: callers write every word
+  CHECK(model::kept_word_buffers() == before);
+  // Small buffers are not kept, and at most `kept_buffers` are.
+  model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words - 1));
+  CHECK(model::kept_word_buffers() == before);
+  for (std::size_t i = 0; i < model::kept_buffers + 3; ++i)
+    model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words + i));
+  CHECK(model::kept_word_buffers() == model::kept_buffers);
+  // The largest are the ones kept: the three smallest were dropped.
+  CHECK(model::spare_words(model::smallest_kept_words).capacity() == model::smallest_kept_words + 3);
 }

@@ -1,0 +1,71 @@
+#include "model/spare_words.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+namespace shardopt::model {
+
+namespace {
+
+struct store {
+  std::mutex mutex;
+  std::vector<std::vector<std::int64_t>> kept;
+};
+
+store& the_store() {
+  static store s;
+  return s;
+}
+
+} // namespace
+
+std::vector<std::int64_t> spare_words(std::size_t size) {
+  if (size >= smallest_kept_words) {
+    auto& s = the_store();
+    std::vector<std::int64_t> taken;
+    {
+      const std::lock_guard<std::mutex> lock{s.mutex};
+      // The smallest buffer that holds `size` words, unless it is over four times too large (a
+      // product's answer should not hold on to an evaluation's with its diagonal, and a small
+      // request should not take a large buffer another answer needs).
+      auto best = s.kept.end();
+      for (auto it = s.kept.begin(); it != s.kept.end(); ++it)
+        if (it->capacity() >= size && it->capacity() / 4 <= size
+            && (best == s.kept.end() || it->capacity() < best->capacity()))
+          best = it;
+      if (best != s.kept.end()) {
+        taken = std::move(*best);
+        s.kept.erase(best);
+      }
+    }
+    if (taken.capacity() > 0) {
+      taken.resize(size);  // zeroes only words beyond its old size, in memory already mapped
+      return taken;
+    }
+  }
+  return std::vector<std::int64_t>(size);
+}
+
+void give_back_words(std::vector<std::int64_t>&& words) {
+  if (words.capacity() < smallest_kept_words)
+    return;
+  std::vector<std::int64_t> freed;  // dropped outside the lock
+  auto& s = the_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  s.kept.push_back(std::move(words));
+  if (s.kept.size() > kept_buffers) {
+    const auto smallest = std::min_element(s.kept.begin(), s.kept.end(), [](const auto& a, const auto& b) {
+      return a.capacity() < b.capacity();
+    });
+    freed = std::move(*smallest);
+    s.kept.erase(smallest);
+  }
+}
+
+std::size_t kept_word_buffers() {
+  auto& s = the_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  return s.kept.size();
+}
+
+} // namespace shardopt::model

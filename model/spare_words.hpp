@@ -1,0 +1,31 @@
+#pragma once
+
+// Word buffers kept between passes. A shard of sparse rows answers every pass with a word per
+// feature its rows touch (8 bytes each: 134 MB a shard at 2^24 features), and the driver drops
+// that answer once it has summed it. Memory that large comes fresh from the kernel each time,
+// mapped, faulted in and zeroed page by page: at 2^24 a quarter of a pass's cycles. So the driver
+// (or a node summing its children) gives an answer's words back once summed, and the next pass's
+// answer takes them. Process-wide and thread-safe; it keeps a few large buffers only.
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace shardopt::model {
+
+/// A buffer of `size` words for a caller that writes every one of them: a kept buffer of about
+/// that capacity, holding old words, or else a new one of zeros.
+std::vector<std::int64_t> spare_words(std::size_t size);
+
+/// Keeps `words`' memory for a later `spare_words` (a small buffer is freed; so is the smallest
+/// once `kept_buffers` are kept).
+void give_back_words(std::vector<std::int64_t>&& words);
+
+/// Buffers kept at most, and the smallest kept (in words).
+inline constexpr std::size_t kept_buffers = 8;
+inline constexpr std::size_t smallest_kept_words = std::size_t{1} << 13;
+
+/// How many buffers are kept now (for tests).
+std::size_t kept_word_buffers();
+
+} // namespace shardopt::model
