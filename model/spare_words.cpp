@@ -25,9 +25,9 @@ std::vector<std::int64_t> spare_words(std::size_t size) {
     std::vector<std::int64_t> taken;
     {
       const std::lock_guard<std::mutex> lock{s.mutex};
-      // The smallest buffer that holds `size` words, unless it is over four times too large (a
-      // product's answer should not hold on to an evaluation's with its diagonal, and a small
-      // request should not take a large buffer another answer needs).
+      // The smallest buffer that holds `size` words, unless it is over four times too large: a
+      // small request must not take a large buffer a later answer needs. (A product's answer is
+      // half an evaluation's with the Hessian's diagonal, so the two share buffers.)
       auto best = s.kept.end();
       for (auto it = s.kept.begin(); it != s.kept.end(); ++it)
         if (it->capacity() >= size && it->capacity() / 4 <= size
@@ -47,19 +47,23 @@ std::vector<std::int64_t> spare_words(std::size_t size) {
 }
 
 void give_back_words(std::vector<std::int64_t>&& words) {
-  if (words.capacity() < smallest_kept_words)
+  std::vector<std::int64_t> freed = std::move(words);  // dropped outside the lock unless kept
+  if (freed.capacity() < smallest_kept_words)
     return;
-  std::vector<std::int64_t> freed;  // dropped outside the lock
   auto& s = the_store();
   const std::lock_guard<std::mutex> lock{s.mutex};
-  s.kept.push_back(std::move(words));
+  s.kept.push_back(std::move(freed));
   if (s.kept.size() > kept_buffers) {
-    const auto smallest = std::min_element(s.kept.begin(), s.kept.end(), [](const auto& a, const auto& b) {
-      return a.capacity() < b.capacity();
-    });
-    freed = std::move(*smallest);
-    s.kept.erase(smallest);
+    freed = std::move(s.kept.front());  // the one kept longest: a finished job's, maybe
+    s.kept.erase(s.kept.begin());
   }
+}
+
+void release_spare_words() {
+  std::vector<std::vector<std::int64_t>> freed;
+  auto& s = the_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  freed.swap(s.kept);
 }
 
 std::size_t kept_word_buffers() {

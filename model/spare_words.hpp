@@ -5,7 +5,8 @@
 // that answer once it has summed it. Memory that large comes fresh from the kernel each time,
 // mapped, faulted in and zeroed page by page: at 2^24 a quarter of a pass's cycles. So the driver
 // (or a node summing its children) gives an answer's words back once summed, and the next pass's
-// answer takes them. Process-wide and thread-safe; it keeps a few large buffers only.
+// answer takes them. Process-wide and thread-safe; it keeps a few large buffers only, for as long
+// as a run lasts (release_spare_words).
 
 #include <cstddef>
 #include <cstdint>
@@ -17,9 +18,13 @@ namespace shardopt::model {
 /// that capacity, holding old words, or else a new one of zeros.
 std::vector<std::int64_t> spare_words(std::size_t size);
 
-/// Keeps `words`' memory for a later `spare_words` (a small buffer is freed; so is the smallest
-/// once `kept_buffers` are kept).
+/// Keeps `words`' memory for a later `spare_words` (a small buffer is freed; so is the one kept
+/// longest once `kept_buffers` are kept). `words` is left empty either way.
 void give_back_words(std::vector<std::int64_t>&& words);
+
+/// Frees every kept buffer: called when a run's objective ends, so that a process that goes on
+/// (a node serving the next driver, Python after `fit`) does not hold a finished run's memory.
+void release_spare_words();
 
 /// Buffers kept at most, and the smallest kept (in words).
 inline constexpr std::size_t kept_buffers = 8;

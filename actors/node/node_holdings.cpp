@@ -1,5 +1,7 @@
 #include "actors/node/node_holdings.hpp"
 
+#include "model/spare_words.hpp"
+
 #include <algorithm>
 #include <string>
 
@@ -96,6 +98,8 @@ std::optional<driver_share> node_holdings::release(const caf::actor_addr& driver
   bytes_ -= it->second.bytes;
   auto share = std::move(it->second);
   drivers_.erase(it);
+  if (drivers_.empty())
+    model::release_spare_words();  // its runs' kept answer buffers, held for no one now
   return share;
 }
 
@@ -106,6 +110,7 @@ std::vector<driver_share> node_holdings::release_all() {
   drivers_.clear();
   shards_ = 0;
   bytes_ = 0;
+  model::release_spare_words();
   return all;
 }
 

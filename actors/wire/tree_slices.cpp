@@ -1,5 +1,7 @@
 #include "actors/wire/tree_slices.hpp"
 
+#include "model/spare_words.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -137,26 +139,38 @@ caf::expected<block_sums> put_together(std::vector<block_sums>& slices, std::uin
   out.correct = first.correct;
   out.count = first.count;
   std::uint64_t at = 0;  // the slice's first entry in the whole
+  // The whole's words in a kept buffer, and each slice's given back once copied (the next
+  // round's slices take them): the driver then holds no more buffers than it reuses.
   if (sparse) {
+    std::size_t words = 0;
+    for (const auto& slice : slices)
+      words += slice.words.size();
     auto list = std::make_shared<std::vector<std::int32_t>>();
-    for (const auto& slice : slices) {
+    list->reserve(words);
+    out.words = model::spare_words(words);
+    auto next = out.words.begin();
+    for (auto& slice : slices) {
       for (const auto entry : *slice.entries)
         list->push_back(static_cast<std::int32_t>(static_cast<std::uint64_t>(entry) + at));
-      out.words.insert(out.words.end(), slice.words.begin(), slice.words.end());
+      next = std::copy(slice.words.begin(), slice.words.end(), next);
       at += slice.length;
+      model::give_back_words(std::move(slice.words));
     }
     out.entries = std::move(list);
     return out;
   }
-  out.words.assign(size, 0);
-  for (const auto& slice : slices) {
+  out.words = model::spare_words(static_cast<std::size_t>(size));
+  for (auto& slice : slices) {
+    const auto whole = out.words.begin() + static_cast<std::ptrdiff_t>(at);
     if (slice.entries) {
+      std::fill(whole, whole + static_cast<std::ptrdiff_t>(slice.length), 0);
       for (std::size_t k = 0; k < slice.entries->size(); ++k)
         out.words[at + static_cast<std::uint64_t>((*slice.entries)[k])] = slice.words[k];
     } else {
-      std::copy(slice.words.begin(), slice.words.end(), out.words.begin() + static_cast<std::ptrdiff_t>(at));
+      std::copy(slice.words.begin(), slice.words.end(), whole);
     }
     at += slice.length;
+    model::give_back_words(std::move(slice.words));
   }
   return out;
 }

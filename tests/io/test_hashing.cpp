@@ -205,6 +205,7 @@ TEST_CASE("hashed CSV: each kind of bad line is named by file and line") {
     {header + "1,2,\"a\"x,b\n", "t.csv:2: field 3: text after the closing quote"},
     {header + "1,two,a,b\n", "t.csv:2: field 2 (n): expected a number, got 'two'"},
     {header + "x,2,a,b\n", "t.csv:2: field 1 (y): expected a number, got 'x'"},
+    {header + "1,,a,b\n", "t.csv:2: field 2 (n): expected a number, got ''"},  // no missing numbers
     {header + "1,2,a\n", "t.csv:2: expected 4 fields, got 3"},
   };
   for (const auto& [text, message] : cases) {

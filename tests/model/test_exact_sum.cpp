@@ -120,31 +120,37 @@ TEST_CASE("every model's gradient and product grids bound its block sums, for th
 }
 
 TEST_CASE("spare word buffers: a buffer given back serves a later request of about its size, and only such") {
-  // Sizes no other test in this executable asks for, so that no other buffer is kept.
-  const std::size_t size = (std::size_t{1} << 20) + 7;
+  model::release_spare_words();
+  REQUIRE(model::kept_word_buffers() == 0);
+  const std::size_t size = std::size_t{1} << 20;
   auto words = model::spare_words(size);
   REQUIRE(words.size() == size);
   CHECK(std::all_of(words.begin(), words.end(), [](std::int64_t w) { return w == 0; }));  // new: zeros
-  words[5] = 42;
   const auto* memory = words.data();
-  const auto before = model::kept_word_buffers();
   model::give_back_words(std::move(words));
-  CHECK(model::kept_word_buffers() == before + 1);
+  CHECK(words.empty());
+  CHECK(model::kept_word_buffers() == 1);
   // A request over four times smaller, or larger than the buffer, gets a new one.
-  CHECK(model::spare_words(size / 5).data() != memory);
+  CHECK(model::spare_words(size / 4 - 1).data() != memory);
   CHECK(model::spare_words(size + 1).data() != memory);
-  // A smaller request within four times takes it, its length set to the request's.
-  auto again = model::spare_words(size / 2);
+  CHECK(model::kept_word_buffers() == 1);
+  // A request of a quarter of it or more takes it, its length set to the request's.
+  auto again = model::spare_words(size / 4);
   CHECK(again.data() == memory);
-  CHECK(again.size() == size / 2);
-  CHECK(again[5] == 42);  // contents are whatever the last user left: callers write every word
-  CHECK(model::kept_word_buffers() == before);
-  // Small buffers are not kept, and at most `kept_buffers` are.
+  CHECK(again.size() == size / 4);
+  CHECK(model::kept_word_buffers() == 0);
+  // Small buffers are not kept, and at most `kept_buffers` are: the ones given back last.
   model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words - 1));
-  CHECK(model::kept_word_buffers() == before);
+  CHECK(model::kept_word_buffers() == 0);
   for (std::size_t i = 0; i < model::kept_buffers + 3; ++i)
-    model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words + i));
+    model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words + 100 - i));
   CHECK(model::kept_word_buffers() == model::kept_buffers);
-  // The largest are the ones kept: the three smallest were dropped.
-  CHECK(model::spare_words(model::smallest_kept_words).capacity() == model::smallest_kept_words + 3);
+  // The three given back first (the largest) were dropped: none holds their sizes now, and the
+  // fourth is the largest.
+  model::spare_words(model::smallest_kept_words + 98);
+  CHECK(model::kept_word_buffers() == model::kept_buffers);
+  CHECK(model::spare_words(model::smallest_kept_words + 97).capacity() == model::smallest_kept_words + 97);
+  CHECK(model::kept_word_buffers() == model::kept_buffers - 1);
+  model::release_spare_words();
+  CHECK(model::kept_word_buffers() == 0);
 }
