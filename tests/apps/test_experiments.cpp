@@ -1,6 +1,6 @@
 // Scripted experiments: a sweep makes its folders and rows, records failures, resumes after being
-// killed without recomputing anything, and keeps its results whole on a full disk; a --metrics file
-// on a full disk names the file and the row. (Config files: test_config_file.cpp.)
+// killed without recomputing anything, and keeps its results whole on a full disk. (Config files:
+// test_config_file.cpp; a --metrics file on a full disk: test_metrics_file.cpp.)
 
 #include "apps/cli.hpp"
 #include "apps/config_file.hpp"
@@ -283,38 +283,4 @@ TEST_CASE("a sweep on a full disk keeps its previous results whole, names each f
   CHECK(later.err.find("cannot write") == std::string::npos);
   CHECK(rows_of(out / "results.jsonl").size() == 3);
   CHECK(::umount2(disk.c_str(), MNT_DETACH) == 0);
-}
-
-TEST_CASE("a --metrics file on a full disk: both modes train to the end and fail naming the file and the row") {
-  temp_dir dir;
-  const auto disk = dir.path() / "disk";
-  fs::create_directories(disk);
-  if (const auto why_not = shardopt::test::mount_small_tmpfs(disk, "64k")) {
-    MESSAGE("skipped: cannot mount a tmpfs to fill (" << *why_not << ")");
-    WARN_MESSAGE(false, "full-disk metrics test skipped");
-    return;
-  }
-  std::ostringstream csv;
-  for (int i = 0; i < 200; ++i)
-    csv << i % 2 << "," << (i % 7) * 0.5 << "," << (i % 5) - 2.0 << "\n";
-  const auto data = (dir.path() / "train.csv").string();
-  write_file(data, csv.str());
-  shardopt::test::fill_disk(disk);
-  const auto metrics = (disk / "run.jsonl").string();
-  // The first row that does not fit: usually the first, but the disk may hold a few bytes more
-  // (and parameter-server steps are logged as workers push), so any row of the right kind.
-  for (const auto& [mode, row] : {std::pair<std::string, std::string>{"lbfgs", "iteration"}, {"ps", "step"}}) {
-    INFO("--mode " << mode);
-    const auto result = run({shardopt_binary(), "train", "--model", "logistic", "--data", data, "--mode", mode,
-                             "--max-iter", "5", "--last-step", "20", "--log-steps", "1", "--workers", "2",
-                             "--metrics", metrics, "--json", "--quiet"}, 120s);
-    INFO("stderr: " << result.err);
-    CHECK_FALSE(result.signaled);
-    CHECK(result.exit_code == 1);
-    CHECK(json::parse(result.out).contains("objective"));  // the run finished and said so
-    const std::regex named{std::regex_replace(metrics, std::regex{R"([.^$|()\[\]{}*+?\\])"}, R"(\$&)")
-                           + ": cannot write the metrics row of " + row + " [0-9]+: "
-                           + std::strerror(ENOSPC)};
-    CHECK(std::regex_search(result.err, named));
-  }
 }
