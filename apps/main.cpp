@@ -1,10 +1,10 @@
-// shardopt: the command-line entry point. The options are defined once (apps/cli.cpp) for the
+// shardopt: the command-line entry point. The options are defined once (apps/options/cli.cpp) for the
 // command line and configuration files alike; this file only dispatches, and is the one place where
 // the process ends: every command returns its exit code here.
 
-#include "apps/cli.hpp"
-#include "apps/experiments.hpp"
-#include "apps/report.hpp"
+#include "apps/options/cli.hpp"
+#include "apps/experiments/experiments.hpp"
+#include "apps/experiments/report.hpp"
 
 #include <algorithm>
 #include <cstdio>

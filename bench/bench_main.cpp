@@ -14,7 +14,7 @@
 
 #include "actors/wire/runtime.hpp"
 #include "actors/driver/sharded_objective.hpp"
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 #include "io/partition.hpp"
 #include "model/linear_model.hpp"
 #include "model/local_objective.hpp"

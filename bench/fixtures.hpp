@@ -3,7 +3,7 @@
 // What the benchmark files share: the prepared Fashion-MNIST training set and the actor runtime.
 
 #include "actors/wire/runtime.hpp"
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 
 #include <Eigen/Core>
 

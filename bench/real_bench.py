@@ -85,7 +85,7 @@ def dataset(binary, name, folder):
 
 def run_liblinear(train, label, meta, c, text, cache, scratch, newest, l1=False):
     model = os.path.join(scratch, "liblinear.model")
-    # L1: -B 1000, a bias whose penalty is |b| / 1000, as tests/apps/l1_vs_liblinear.py has it (shardopt's
+    # L1: -B 1000, a bias whose penalty is |b| / 1000, as tests/apps/commands/train/l1_vs_liblinear.py has it (shardopt's
     # bias is unpenalised; without one LIBLINEAR's optimum is far above shardopt's on skewed labels).
     command = [train, "-s", "6", "-B", "1000", "-c", repr(c)] if l1 else [train, "-s", "0", "-c", repr(c)]
     seconds, rss, out, _ = timed_rss(command + [text, model])

@@ -3,13 +3,13 @@
 // table): toml11's parser, and the check of every key against the CLI11 definition of the
 // command's options. Input: the file's bytes.
 //
-// apps/cli.cpp is compiled into this target as it is. Through the apps headers it includes CAF's
+// apps/options/cli.cpp is compiled into this target as it is. Through the apps headers it includes CAF's
 // headers (for option structs), but it calls nothing of CAF, so no CAF library is linked.
 
 #include "scratch_dir.hpp"
 
-#include "apps/cli.hpp"
-#include "apps/config_file.hpp"
+#include "apps/options/cli.hpp"
+#include "apps/options/config_file.hpp"
 
 #include <cstddef>
 #include <cstdint>

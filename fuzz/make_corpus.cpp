@@ -266,7 +266,7 @@ void solver_seeds() {
       return *path;
     });
   };
-  // An L-BFGS run's state, as apps/solver_checkpoints.cpp records it.
+  // An L-BFGS run's state, as apps/commands/train/solver_checkpoints.cpp records it.
   io::solver_checkpoint saved;
   saved.settings = {{"--model", "softmax"}, {"--lambda", "0.0001"}, {"examples", "60000"}};
   saved.solver = "lbfgs";

@@ -2,7 +2,7 @@
 
 // Checkpoints of full-batch solvers (L-BFGS, Newton-CG), in a form io knows without knowing any
 // solver: the run's settings, the solver's name, and its state as named numbers and named lists
-// of vectors, every value kept bit for bit (NaN too). apps/solver_checkpoints.hpp maps the
+// of vectors, every value kept bit for bit (NaN too). apps/commands/train/solver_checkpoints.hpp maps the
 // optimizers' states to and from it; io/checkpoint_files.hpp keeps the directory.
 
 #include "io/checkpoint_files.hpp"

@@ -4,9 +4,9 @@
 // and failures arrive as Python exceptions by kind. shardopt/__init__.py turns keyword arguments
 // and arrays into what this module takes, and the report into a result object.
 
-#include "apps/eval.hpp"
-#include "apps/keywords.hpp"
-#include "apps/train.hpp"
+#include "apps/commands/eval.hpp"
+#include "apps/options/keywords.hpp"
+#include "apps/commands/train/train.hpp"
 #include "io/arrays.hpp"
 #include "io/model_file.hpp"
 #include "python/errors.hpp"

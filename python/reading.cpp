@@ -1,6 +1,6 @@
 #include "python/reading.hpp"
 
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 #include "io/hashing.hpp"
 #include "io/readers.hpp"
 #include "python/errors.hpp"

@@ -1,6 +1,6 @@
-#include "apps/convert.hpp"
+#include "apps/commands/convert.hpp"
 
-#include "apps/summary.hpp"
+#include "apps/run/summary.hpp"
 #include "io/binary_cache.hpp"
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // `shardopt convert`: a dataset read once from text (or IDX) and written as a binary dataset
 // (io/binary_cache.hpp) that `--data` then maps instead of parsing.
 
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 
 #include <string>
 

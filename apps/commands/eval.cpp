@@ -1,6 +1,6 @@
-#include "apps/eval.hpp"
+#include "apps/commands/eval.hpp"
 
-#include "apps/summary.hpp"
+#include "apps/run/summary.hpp"
 #include "io/atomic_file.hpp"
 #include "io/scaling.hpp"
 #include "model/local_objective.hpp"

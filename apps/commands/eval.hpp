@@ -1,6 +1,6 @@
 #pragma once
 
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 
 #include <nlohmann/json.hpp>
 

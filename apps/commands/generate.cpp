@@ -1,6 +1,6 @@
-#include "apps/generate.hpp"
+#include "apps/commands/generate.hpp"
 
-#include "apps/summary.hpp"
+#include "apps/run/summary.hpp"
 
 #include <chrono>
 #include <cstdio>

@@ -1,9 +1,9 @@
-#include "apps/node_command.hpp"
+#include "apps/commands/node_command.hpp"
 
 #include "actors/wire/network.hpp"
 #include "actors/node/node_service.hpp"
-#include "apps/service_metrics.hpp"
-#include "apps/summary.hpp"
+#include "apps/serving/service_metrics.hpp"
+#include "apps/run/summary.hpp"
 #include "io/tls_files.hpp"
 
 #include <algorithm>

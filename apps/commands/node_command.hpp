@@ -2,7 +2,7 @@
 
 #include "actors/node/node_checks.hpp"
 #include "actors/wire/runtime.hpp"
-#include "apps/metrics_endpoint.hpp"
+#include "apps/serving/metrics_endpoint.hpp"
 
 #include <cstdint>
 #include <string>

@@ -4,8 +4,8 @@
 #include "actors/wire/network.hpp"
 #include "actors/wire/node_protocol.hpp"
 #include "actors/node/node_service.hpp"
-#include "apps/status.hpp"
-#include "apps/summary.hpp"
+#include "apps/commands/status.hpp"
+#include "apps/run/summary.hpp"
 #include "io/tls_files.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,7 +1,7 @@
-#include "apps/experiments.hpp"
-#include "apps/sweep_plan.hpp"
+#include "apps/experiments/experiments.hpp"
+#include "apps/experiments/sweep_plan.hpp"
 
-#include "apps/summary.hpp"
+#include "apps/run/summary.hpp"
 #include "io/atomic_file.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,9 +1,9 @@
 // `shardopt report`: reads the results rows a sweep wrote (results.jsonl) and each run's metrics,
 // and renders them with io::render_report.
 
-#include "apps/report.hpp"
+#include "apps/experiments/report.hpp"
 
-#include "apps/summary.hpp"
+#include "apps/run/summary.hpp"
 #include "io/atomic_file.hpp"
 #include "io/report.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "apps/cli.hpp"
+#include "apps/options/cli.hpp"
 
 namespace shardopt::apps {
 

@@ -1,9 +1,9 @@
 // Sweeps, planned: a base TOML configuration and its [sweep] table (grid and list) become the runs,
 // each checked against the command's options before anything starts.
 
-#include "apps/sweep_plan.hpp"
+#include "apps/experiments/sweep_plan.hpp"
 
-#include "apps/config_file.hpp"
+#include "apps/options/config_file.hpp"
 
 #include <toml.hpp>
 

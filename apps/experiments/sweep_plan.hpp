@@ -2,7 +2,7 @@
 // Internal to apps: what running a sweep needs from its plan besides the runs (experiments.hpp
 // declares `plan_sweep` and `run_arguments`, implemented in sweep_plan.cpp).
 
-#include "apps/experiments.hpp"
+#include "apps/experiments/experiments.hpp"
 #include "base/result.hpp"
 
 #include <nlohmann/json.hpp>

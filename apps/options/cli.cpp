@@ -1,4 +1,4 @@
-#include "apps/cli.hpp"
+#include "apps/options/cli.hpp"
 
 #include <cstdio>
 #include <fstream>

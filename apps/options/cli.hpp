@@ -4,13 +4,13 @@
 // configuration files (`shardopt run`, `shardopt sweep`): a config key is an option's long name
 // without the dashes, so the two cannot drift apart.
 
-#include "apps/convert.hpp"
-#include "apps/eval.hpp"
-#include "apps/generate.hpp"
-#include "apps/node_command.hpp"
-#include "apps/status.hpp"
-#include "apps/ps_train.hpp"
-#include "apps/train.hpp"
+#include "apps/commands/convert.hpp"
+#include "apps/commands/eval.hpp"
+#include "apps/commands/generate.hpp"
+#include "apps/commands/node_command.hpp"
+#include "apps/commands/status.hpp"
+#include "apps/commands/train/ps_train.hpp"
+#include "apps/commands/train/train.hpp"
 #include "base/result.hpp"
 
 #include <CLI/CLI.hpp>

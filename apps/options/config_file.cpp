@@ -1,7 +1,7 @@
 // Configuration files: TOML text checked before the parser sees it, and turned into the
 // command-line arguments it stands for, checked against the same option definitions as the CLI.
 
-#include "apps/config_file.hpp"
+#include "apps/options/config_file.hpp"
 
 #include <toml.hpp>
 

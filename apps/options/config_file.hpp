@@ -2,7 +2,7 @@
 // Configuration files for `shardopt run` and `shardopt sweep`: one key per option, checked against
 // the options `define_commands` declares, so the CLI and the files cannot drift.
 
-#include "apps/cli.hpp"
+#include "apps/options/cli.hpp"
 #include "base/result.hpp"
 
 #include <toml.hpp>

@@ -1,7 +1,7 @@
-#include "apps/keywords.hpp"
+#include "apps/options/keywords.hpp"
 
-#include "apps/cli.hpp"
-#include "apps/config_file.hpp"
+#include "apps/options/cli.hpp"
+#include "apps/options/config_file.hpp"
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // Keyword arguments (the Python module's `shardopt.train(lam=1e-4, max_iter=50, ...)`) as options
 // of `shardopt train`, each checked by the same definition as the command line and TOML files.
 
-#include "apps/train.hpp"
+#include "apps/commands/train/train.hpp"
 #include "base/result.hpp"
 
 #include <toml.hpp>

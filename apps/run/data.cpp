@@ -1,6 +1,6 @@
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 
-#include "apps/dataset_cache.hpp"
+#include "apps/run/dataset_cache.hpp"
 
 #include <optional>
 

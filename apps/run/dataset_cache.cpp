@@ -1,4 +1,4 @@
-#include "apps/dataset_cache.hpp"
+#include "apps/run/dataset_cache.hpp"
 
 #include "io/binary_cache.hpp"
 

@@ -1,4 +1,4 @@
-#include "apps/metrics_file.hpp"
+#include "apps/run/metrics_file.hpp"
 
 #include "io/atomic_file.hpp"
 

@@ -1,4 +1,4 @@
-#include "apps/modes.hpp"
+#include "apps/run/modes.hpp"
 
 namespace shardopt::apps {
 

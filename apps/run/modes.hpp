@@ -9,7 +9,8 @@ namespace shardopt::apps {
 /// How `train` trains: sharded full-batch optimisation, or a parameter-server job.
 enum class train_mode { lbfgs, ps };
 
-/// The full-batch solver of `train_mode::lbfgs`; `automatic` is resolved before a run (solver.hpp).
+/// The full-batch solver of `train_mode::lbfgs`; `automatic` is resolved before a run
+/// (apps/commands/train/solver.hpp).
 enum class solver_kind { automatic, lbfgs, newton_cg, owlqn };
 
 /// How Newton-CG steps (optimizer::newton_step); `automatic` is resolved once the data is known:

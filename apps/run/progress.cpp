@@ -1,4 +1,4 @@
-#include "apps/progress.hpp"
+#include "apps/run/progress.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "apps/metrics_file.hpp"
+#include "apps/run/metrics_file.hpp"
 #include "optimizer/lbfgs.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "apps/summary.hpp"
+#include "apps/run/summary.hpp"
 
 #include "optimizer/owlqn.hpp"
 

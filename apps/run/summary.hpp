@@ -3,7 +3,7 @@
 // What a finished command reports: its summary (built the same way in both training modes), its
 // errors (one line and exit code 1), and the results files its readers load.
 
-#include "apps/data.hpp"
+#include "apps/run/data.hpp"
 #include "model/linear_model.hpp"
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "apps/metrics_endpoint.hpp"
+#include "apps/serving/metrics_endpoint.hpp"
 
 #include <CivetServer.h>
 #include <prometheus/text_serializer.h>

@@ -1,4 +1,4 @@
-#include "apps/service_metrics.hpp"
+#include "apps/serving/service_metrics.hpp"
 
 #include "actors/wire/messages.hpp"
 #include "actors/wire/ps_protocol.hpp"

@@ -6,8 +6,8 @@
 // and labels are listed in docs/cluster.md.
 
 #include "actors/wire/node_counters.hpp"
-#include "apps/metrics_endpoint.hpp"
-#include "apps/progress.hpp"
+#include "apps/serving/metrics_endpoint.hpp"
+#include "apps/run/progress.hpp"
 
 #include <nlohmann/json.hpp>
 #include <prometheus/metric_family.h>

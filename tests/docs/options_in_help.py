@@ -33,7 +33,7 @@ ELSEWHERE = {
     "--system-site-packages": "pyproject.toml",  # python3 -m venv
     "--no-build-isolation": "pyproject.toml",    # pip install
     "--no-index": "tests/python/pip_install.py",  # pip install
-    "--nofile": "tests/apps/test_connections.cpp",  # prlimit
+    "--nofile": "tests/apps/commands/test_connections.cpp",  # prlimit
 }
 
 

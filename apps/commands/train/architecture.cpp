@@ -1,4 +1,4 @@
-#include "apps/architecture.hpp"
+#include "apps/commands/train/architecture.hpp"
 
 #include <charconv>
 

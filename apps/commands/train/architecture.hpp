@@ -1,6 +1,6 @@
 #pragma once
 
-#include "apps/train.hpp"
+#include "apps/commands/train/train.hpp"
 #include "model/linear_model.hpp"
 #include "base/result.hpp"
 

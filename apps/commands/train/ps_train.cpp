@@ -1,9 +1,9 @@
-#include "apps/ps_train.hpp"
-#include "apps/architecture.hpp"
+#include "apps/commands/train/ps_train.hpp"
+#include "apps/commands/train/architecture.hpp"
 
 #include "actors/ps/ps_worker.hpp"
-#include "apps/service_metrics.hpp"
-#include "apps/summary.hpp"
+#include "apps/serving/service_metrics.hpp"
+#include "apps/run/summary.hpp"
 #include "io/partition.hpp"
 #include "io/tls_files.hpp"
 #include "model/local_objective.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "apps/train.hpp"
+#include "apps/commands/train/train.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "apps/shards.hpp"
+#include "apps/commands/train/shards.hpp"
 
 #include "actors/driver/placement.hpp"
 #include "io/partition.hpp"

@@ -2,8 +2,8 @@
 
 #include "actors/driver/cluster.hpp"
 #include "actors/driver/sharded_objective.hpp"
-#include "apps/data.hpp"
-#include "apps/modes.hpp"
+#include "apps/run/data.hpp"
+#include "apps/run/modes.hpp"
 
 #include <chrono>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "apps/solver.hpp"
+#include "apps/commands/train/solver.hpp"
 
 #include <algorithm>
 

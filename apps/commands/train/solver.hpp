@@ -4,7 +4,7 @@
 // data is read and completed once the problem's size is known; and the run itself, over an
 // objective that an interrupt can stop.
 
-#include "apps/train.hpp"
+#include "apps/commands/train/train.hpp"
 #include "optimizer/lbfgs.hpp"
 #include "optimizer/newton_cg.hpp"
 #include "optimizer/owlqn.hpp"

@@ -1,4 +1,4 @@
-#include "apps/solver_checkpoints.hpp"
+#include "apps/commands/train/solver_checkpoints.hpp"
 
 #include <cmath>
 #include <cstdio>

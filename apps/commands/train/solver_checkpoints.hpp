@@ -6,8 +6,8 @@
 // chief decides it for parameter-server jobs (actors/ps/chief.hpp); both time it with
 // optimizer::periodic_trigger, and io keeps the directories.
 
-#include "apps/data.hpp"
-#include "apps/train.hpp"
+#include "apps/run/data.hpp"
+#include "apps/commands/train/train.hpp"
 #include "io/solver_checkpoint.hpp"
 #include "optimizer/lbfgs.hpp"
 #include "optimizer/newton_cg.hpp"

@@ -2,10 +2,10 @@
 
 #include "actors/wire/runtime.hpp"
 #include "actors/driver/topology.hpp"
-#include "apps/data.hpp"
-#include "apps/metrics_endpoint.hpp"
-#include "apps/modes.hpp"
-#include "apps/progress.hpp"
+#include "apps/run/data.hpp"
+#include "apps/serving/metrics_endpoint.hpp"
+#include "apps/run/modes.hpp"
+#include "apps/run/progress.hpp"
 #include "optimizer/lbfgs.hpp"
 
 #include <nlohmann/json.hpp>
@@ -128,7 +128,7 @@ struct train_outcome {
 /// is still saved with --save).
 result<train_outcome> train(const train_options& options, const train_controls& controls = {});
 
-/// train(), with its --metrics-port endpoint when `options` ask for one (apps/service_metrics.hpp):
+/// train(), with its --metrics-port endpoint when `options` ask for one (apps/serving/service_metrics.hpp):
 /// ready from the run's peers connecting to the run's end, fed every metrics row.
 result<train_outcome> train_watched(const train_options& options, train_controls controls = {});
 

@@ -1,10 +1,11 @@
 // Scripted experiments: a sweep makes its folders and rows, records failures, resumes after being
 // killed without recomputing anything, and keeps its results whole on a full disk. (Config files:
-// test_config_file.cpp; a --metrics file on a full disk: test_metrics_file.cpp.)
+// tests/apps/options/test_config_file.cpp; a --metrics file on a full disk:
+// tests/apps/run/test_metrics_file.cpp.)
 
-#include "apps/cli.hpp"
-#include "apps/config_file.hpp"
-#include "apps/experiments.hpp"
+#include "apps/options/cli.hpp"
+#include "apps/options/config_file.hpp"
+#include "apps/experiments/experiments.hpp"
 #include "support/process.hpp"
 #include "support/small_disk.hpp"
 

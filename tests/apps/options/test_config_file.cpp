@@ -2,9 +2,9 @@
 // options and command-line flags override them, and unknown keys, wrong types and TOML syntax the
 // parser cannot take are refused naming the file and the line.
 
-#include "apps/cli.hpp"
-#include "apps/config_file.hpp"
-#include "apps/experiments.hpp"
+#include "apps/options/cli.hpp"
+#include "apps/options/config_file.hpp"
+#include "apps/experiments/experiments.hpp"
 #include "support/process.hpp"
 #include "support/small_disk.hpp"
 

@@ -7,7 +7,7 @@ evaluated exactly under shardopt's normalisation, within STEPS Newton steps and 
 Hessian-vector products; a regression in either fails. It must also reach it in no more products
 than LIBLINEAR 2.3 itself takes (TRON), and with 2 shards give the bits of 1.
 
-    python3 tests/apps/newton_steps_real.py BUILD/apps/shardopt SCRATCH_DIR
+    python3 tests/apps/commands/train/newton_steps_real.py BUILD/apps/shardopt SCRATCH_DIR
 """
 
 import json
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 import scipy.sparse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "..", "bench"))
 import real_sets  # noqa: E402
 
 ROWS = 40000

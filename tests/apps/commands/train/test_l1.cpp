@@ -2,7 +2,7 @@
 // elastic net's sparsity grows with the
 // L1 weight, the non-zero count is in the summary and in every metrics row, the saved model is
 // stored by its non-zero weights and predicts as the run did, and what cannot take an L1 term
-// refuses it by name. (The objective against LIBLINEAR -s 6: tests/apps/l1_vs_liblinear.py; the
+// refuses it by name. (The objective against LIBLINEAR -s 6: tests/apps/commands/train/l1_vs_liblinear.py; the
 // algorithm: optimizer_tests; kill and resume: test_resume.cpp.)
 
 #include "support/datasets.hpp"
