@@ -55,7 +55,11 @@ block_evaluator::block_evaluator(block_evaluator&&) noexcept = default;
 block_evaluator& block_evaluator::operator=(block_evaluator&&) noexcept = default;
 
 std::int64_t block_evaluator::touched_features() const {
-  return sparse_ ? sparse_->columns() : 0;
+  return sparse_ ? sparse_->touched() : 0;
+}
+
+bool block_evaluator::renumbered() const {
+  return sparse_ && sparse_->renumbered();
 }
 
 void block_evaluator::add_bounds_to(data_bounds& total) {

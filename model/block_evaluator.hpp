@@ -84,8 +84,12 @@ public:
   /// Quality sums (correct predictions or squared errors) per block at theta.
   std::vector<quality_sums> quality(Eigen::Ref<const Eigen::VectorXd> theta) const;
 
-  /// The features the rows touch (sparse rows of a linear model), for tests; empty otherwise.
+  /// The features the rows touch (sparse rows of a linear model), for tests; 0 otherwise.
   std::int64_t touched_features() const;
+
+  /// Whether the sparse rows' indices are renumbered to the touched features (else every feature
+  /// is kept and the answer is dense), for tests.
+  bool renumbered() const;
 
   /// Adds the bounds of its rows to `total`, as `total += bounds_of(rows)` does: for sparse rows
   /// of a linear model, the first time, from what the layout found while numbering the features

@@ -49,17 +49,26 @@ private:
   std::vector<double> w_rows_;       // several outputs: W copied row-major
 };
 
-/// A shard's CSR rows with the features they touch numbered 0..m-1 in increasing order, and the
-/// records its exact passes work in (block_evaluator.hpp): per touched feature, the coefficients
-/// a pass gathers (theta's or v's, every output) next to the fixed-point words its terms are added
-/// to, so that a row's gather brings in the cache lines its scatter writes. Built once; a pass
-/// refills the m records (no pass touches the dimension) and allocates only its answer.
+/// A shard's CSR rows with its columns, the features its passes keep, numbered 0..m-1 in
+/// increasing order, and the records its exact passes work in (block_evaluator.hpp): per column,
+/// the coefficients a pass gathers (theta's or v's, every output) next to the fixed-point words
+/// its terms are added to, so that a row's gather brings in the cache lines its scatter writes.
+/// The columns are the features the rows touch, with the rows' indices renumbered to them, or,
+/// when nearly every feature is touched, every feature, with the dataset's own indices read and a
+/// dense answer. Built once; a pass refills the m records (no pass touches the dimension unless
+/// its columns are the dimension) and takes its answer's words from spare_words.hpp.
 class sparse_layout {
 public:
   sparse_layout(const model_shape& shape, const dataset& data, row_range rows);
 
-  /// Touched features.
-  std::int64_t columns() const { return static_cast<std::int64_t>(columns_.size()); }
+  /// Features the rows touch.
+  std::int64_t touched() const { return touched_; }
+
+  /// Features the passes keep: the touched ones, or every feature.
+  std::int64_t columns() const { return features_ > 0 ? features_ : static_cast<std::int64_t>(columns_.size()); }
+
+  /// Whether the rows' indices are renumbered to the columns (else the dataset's own are read).
+  bool renumbered() const { return features_ == 0; }
 
   /// Raises `feature_max` (dimension-sized) to each touched feature's largest |value| over the
   /// layout's rows, found in the numbering pass, and forgets those maxima. False, and nothing
@@ -91,14 +100,22 @@ private:
   /// (with the diagonal) the same again offset by the dimension.
   const std::shared_ptr<const std::vector<std::int32_t>>& entries(const model_shape& shape, bool diagonal);
 
+  /// Column j's feature.
+  std::int32_t column(std::int64_t j) const {
+    return features_ > 0 ? static_cast<std::int32_t>(j) : columns_[static_cast<std::size_t>(j)];
+  }
+
   std::int64_t first_row_;
   std::int64_t first_nonzero_;            // of the layout's first row, in the dataset
   std::int64_t nonzeros_;                 // in the layout's rows
-  std::vector<std::int32_t> columns_;     // the touched features, increasing
+  std::int64_t touched_ = 0;              // features the rows touch
+  std::int64_t features_ = 0;             // every feature a column: the dimension's features, else 0
+  std::vector<std::int32_t> columns_;     // otherwise the touched features, increasing
   std::vector<std::int32_t> local_;       // each non-zero's feature, as its place in columns_;
-                                          // empty when the rows touch every feature (the place
-                                          // is the feature: the dataset's own indices are read)
-  std::vector<float> column_max_;         // per touched feature, its largest |value|, until read
+                                          // empty when every feature is a column (the place is
+                                          // the feature: the dataset's own indices are read)
+  std::vector<float> column_max_;         // per column, its largest |value| (-1: untouched), until read
+  bool maxima_read_ = false;
   std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per touched feature: coefficients, words, diagonal words
   std::shared_ptr<const std::vector<std::int32_t>> entries_[2];
 };

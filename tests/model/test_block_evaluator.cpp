@@ -1,7 +1,8 @@
 // model/block_evaluator.hpp: a shard's answers. Sparse answers, over the features a shard's rows
 // touch, add up to one shard's answer bit for bit whatever the shards (blocks touching disjoint and
-// overlapping columns); a shard that rebuilds an evaluation it did not serve answers products and
-// lines with the bits of one that served it; the Hessian's diagonal is the diagonal of the
+// overlapping columns; layouts that renumber the touched features, and layouts that keep every
+// feature and answer densely); a shard that rebuilds an evaluation it did not serve answers
+// products and lines with the bits of one that served it; the Hessian's diagonal is the diagonal of the
 // products' matrix; the bounds an evaluator finds while numbering its features are bounds_of's.
 
 #include "model/block_bounds.hpp"
@@ -14,8 +15,10 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <memory>
 #include <random>
+#include <tuple>
 #include <vector>
 
 namespace model = shardopt::model;
@@ -93,13 +96,14 @@ TEST_CASE("sparse answers over the touched features add up to one shard's answer
     const auto g = plan.gradient(theta, true);
     const auto h = plan.hessian_vector(v);
     model::block_evaluator whole{shape, data, {0, n}, block_rows};
-    REQUIRE(whole.touched_features() == d);  // every feature: the layout reads the dataset's own indices
+    REQUIRE(whole.touched_features() == d);
+    REQUIRE_FALSE(whole.renumbered());  // every feature touched: the layout reads the dataset's own indices
     std::vector<double> losses;
     const auto one = whole.loss_grad(theta, g, losses, 1);
     const auto one_product = whole.hessian_vector(v, h);
     const auto reference = added({one}, g);
     const auto reference_product = added({one_product}, h);
-    CHECK(one.entries);  // sparse rows answer sparse sums
+    CHECK(one.dense());  // ... and answers for every entry
     for (int count = 1; count <= 7; ++count) {
       CAPTURE(count);
       std::vector<model::entry_sums> parts, products;
@@ -108,6 +112,7 @@ TEST_CASE("sparse answers over the touched features add up to one shard's answer
         model::block_evaluator shard{shape, data, rows, block_rows};
         parts.push_back(shard.loss_grad(theta, g, losses, 1));
         products.push_back(shard.hessian_vector(v, h));
+        CHECK(shard.renumbered() == !parts.back().dense());  // renumbered rows answer sparse sums
         smaller += parts.back().words.size() < one.words.size() ? 1 : 0;
       }
       CHECK(added(parts, g) == reference);
@@ -223,6 +228,74 @@ TEST_CASE("a layout that reads the dataset's own indices from a row past the fir
     const auto b = second.loss_grad(theta, g, losses, 1);
     CHECK(added({a, b}, g) == reference);
     CHECK(added({first.hessian_vector(v, h), second.hessian_vector(v, h)}, h) == reference_product);
+  }
+}
+
+TEST_CASE("a layout that keeps every feature, untouched ones among them, answers with the bits of renumbered ones") {
+  // Rows 0..2999 touch features 0..d/2-1 only (half the dimension: renumbered); the rest touch
+  // every feature but the last four (nearly all: every feature kept, the answer dense).
+  const std::int64_t n = 6000, d = 256;
+  std::mt19937 rng{5};
+  std::normal_distribution<float> normal;
+  std::vector<Eigen::Triplet<float>> entries;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t span = i < 3000 ? d / 2 : d - 4;
+    for (int k = 0; k < 6; ++k)
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(rng() % span), normal(rng));
+    data->y[i] = rng() % 3 == 0 ? 1.0 : -1.0;
+  }
+  model::sparse_features x(n, d);
+  x.setFromTriplets(entries.begin(), entries.end(), [](float a, float b) { return a + b; });
+  x.makeCompressed();
+  data->x = std::move(x);
+  std::normal_distribution<double> gauss;
+  std::vector<double> losses;
+  for (const auto& [kind, outputs, diagonal] : std::vector<std::tuple<model::model_kind, std::int64_t, bool>>{
+         {model::model_kind::logistic, 1, false}, {model::model_kind::logistic, 1, true},
+         {model::model_kind::softmax, 3, true}}) {
+    CAPTURE(model::to_string(kind));
+    CAPTURE(diagonal);
+    if (outputs > 1)
+      for (Eigen::Index i = 0; i < data->y.size(); ++i)
+        data->y[i] = static_cast<double>(i % outputs);
+    const model::model_shape shape{kind, d, outputs};
+    const auto block_rows = model::block_rows_for(n);
+    const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
+    const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.2 * gauss(rng); });
+    const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gauss(rng); });
+    const auto g = plan.gradient(theta, diagonal);
+    const auto h = plan.hessian_vector(v);
+    model::block_evaluator whole{shape, data, {0, n}, block_rows};
+    REQUIRE(whole.touched_features() == d - 4);
+    REQUIRE_FALSE(whole.renumbered());
+    const auto answer = whole.loss_grad(theta, g, losses, 1);
+    CHECK(answer.dense());
+    CHECK(answer.words.size() == g.size());
+    const auto reference = added({answer}, g);
+    const auto reference_product = added({whole.hessian_vector(v, h)}, h);
+    // The untouched features' words are zero, and the others are not all zero.
+    for (std::int64_t k = 0; k < outputs; ++k) {
+      const auto first = reference.begin() + k * d;
+      CHECK(std::count(first + (d - 4), first + d, 0) == 4);
+      CHECK(std::count(first, first + (d - 4), 0) < d / 8);
+    }
+    for (const int count : {2, 3, 5}) {
+      CAPTURE(count);
+      std::vector<model::entry_sums> parts, products;
+      bool some_renumbered = false, some_whole = false;
+      for (const auto& rows : shards_of(n, block_rows, count)) {
+        model::block_evaluator part{shape, data, rows, block_rows};
+        (part.renumbered() ? some_renumbered : some_whole) = true;
+        parts.push_back(part.loss_grad(theta, g, losses, 1));
+        products.push_back(part.hessian_vector(v, h));
+      }
+      CHECK(some_renumbered);
+      CHECK(some_whole);
+      CHECK(added(parts, g) == reference);
+      CHECK(added(products, h) == reference_product);
+    }
   }
 }
 
