@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace shardopt::model {
 
@@ -161,8 +162,9 @@ double curvature_bound(model_kind kind) {
 
 } // namespace
 
-grid_plan::grid_plan(const model_shape& shape, const data_bounds& bounds)
-  : shape_(shape), bounds_(bounds) {
+grid_plan::grid_plan(const model_shape& shape, data_bounds kept)
+  : shape_(shape), bounds_(std::move(kept)) {
+  const auto& bounds = bounds_;
   if (shape.is_network())
     return;
   // Per entry: a power of two above slack x rows per block x the entry's largest |feature| (1 for

@@ -36,10 +36,11 @@ std::optional<run_stop> solve_newton_system(const hessian_function& hessian, run
   auto& z = work.z;   // preconditioned residual
   auto& d = work.d;   // direction
   auto& hd = work.hd;
-  for (auto* v : {&s, &r, &z, &d, &hd, &work.z0})
-    v->resize(n);
   // With the diagonal alone (or nothing), z = M^-1 r is computed in the passes that update r.
   const bool pairs = preconditioner.has_pairs();
+  for (auto* v : {&s, &r, &z, &d, &hd})
+    v->resize(n);
+  work.z0.resize(pairs ? n : 0);
   const Eigen::VectorXd& m = preconditioner.diagonal();
   const auto precondition = [&](Eigen::Index begin, Eigen::Index end) {
     auto zb = z.segment(begin, end - begin);
@@ -60,7 +61,8 @@ std::optional<run_stop> solve_newton_system(const hessian_function& hessian, run
     zr = pool.dot(z, r);
   }
   pool.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) { d.segment(begin, end - begin) = z.segment(begin, end - begin); });
-  work.z0 = z;
+  if (pairs)
+    work.z0 = z;  // with the diagonal alone, `descend` computes it again
   const double forcing = std::min(settings.cg_tolerance, std::sqrt(std::sqrt(std::max(zr, 0.0) * settings.units)));
   double q = 0;  // the quadratic model at s
   gs = 0;
@@ -75,7 +77,15 @@ std::optional<run_stop> solve_newton_system(const hessian_function& hessian, run
     // The (preconditioned) steepest descent direction, for when CG gives no step: the line
     // search then shortens it as it must.
     const auto descend = [&] {
-      s = work.z0;
+      if (pairs)
+        s = work.z0;
+      else
+        pool.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {  // z0 = M^-1 (-grad), as above
+          auto sb = s.segment(begin, end - begin);
+          sb = -grad.segment(begin, end - begin);
+          if (m.size() > 0)
+            sb = sb.cwiseQuotient(m.segment(begin, end - begin));
+        });
       gs = pool.dot(grad, s);
     };
     if (!(curvature > 0) || !std::isfinite(zr / curvature)) {

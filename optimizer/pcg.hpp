@@ -25,7 +25,7 @@ struct pcg_settings {
 /// The vectors of an inner solve, kept from one solve to the next (no allocation per solve).
 struct pcg_workspace {
   Eigen::VectorXd r, z, d, hd;
-  Eigen::VectorXd z0;  ///< the first preconditioned residual: the step when CG gives none
+  Eigen::VectorXd z0;  ///< the first preconditioned residual, the step when CG gives none (kept with pairs only)
 };
 
 /// Solves H s = -grad by preconditioned CG from s = 0, one product `hessian(d, hd)` per step

@@ -32,11 +32,11 @@ struct sharded_objective::impl {
        std::chrono::milliseconds limit, shard_factory make_peer)
     : system(rt.system()), self(system), shape(std::move(model_shape)), lambda(l2),
       peers(self.ptr(), std::move(handles), peer_names(peer_shares)),
-      shares(std::move(peer_shares)), bounds(std::move(data)), plan(shape, bounds), token(run_token), timeout(limit),
+      shares(std::move(peer_shares)), blocks(data.blocks), plan(shape, std::move(data)), token(run_token), timeout(limit),
       replace(std::move(make_peer)) {
     for (const auto& share : shares)
       rows += share.rows;
-    totals.blocks = bounds.blocks;
+    totals.blocks = blocks;
   }
 
   ~impl() {
@@ -249,11 +249,11 @@ struct sharded_objective::impl {
         return done.error();
       if (auto all = totals.covered(); !all)
         return all;
-      if (model::fits_grid(totals.total.max_units(), bounds.blocks))
+      if (model::fits_grid(totals.total.max_units(), blocks))
         return {};
       if (attempt > 0)
         return fail_runtime(what + ": block sums overflow their grids");
-      g = model::grid_plan::coarser(std::move(g), model::grid_shift(totals.total.max_units(), bounds.blocks));
+      g = model::grid_plan::coarser(std::move(g), model::grid_shift(totals.total.max_units(), blocks));
     }
   }
 
@@ -263,7 +263,7 @@ struct sharded_objective::impl {
   double lambda;
   peer_group<shard_actor> peers;
   std::vector<peer_share> shares;
-  model::data_bounds bounds;
+  std::int64_t blocks;     // the data's (its bounds', which the plan keeps)
   model::grid_plan plan;
   optimizer::vector_pool* threads = nullptr;
   std::int64_t rows = 0;
