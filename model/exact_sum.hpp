@@ -124,7 +124,8 @@ grid make_grid(const std::vector<int>& exponents);
 /// (`entries`, increasing; null: every entry, words[i] being entry i's), and the largest deposit
 /// they hold in grid units (NaN once a value was not finite). A shard of sparse rows answers for
 /// the entries of the features its rows touch, so its answer costs its non-zeros, not the
-/// dimension; the entry list is the shard's for the whole run, so it is shared, not copied.
+/// dimension (or densely, when its rows touch nearly every feature); the entry list is the
+/// shard's for the whole run, so it is shared, not copied.
 struct entry_sums {
   std::shared_ptr<const std::vector<std::int32_t>> entries;
   std::vector<std::int64_t> words;
@@ -141,8 +142,9 @@ bool entries_fit(const entry_sums& sums, std::size_t size);
 /// multiple of 2^exponent(i) and added as an integer, so the result is the same whatever order and
 /// grouping the values (or other `exact_sum`s on the same grids) arrive in. Remembers the largest
 /// deposit in grid units (NaN once a value was not finite). Its words are kept when it is reset to
-/// another grid, so a driver's sum of every round reuses one buffer. Not thread-safe, except
-/// `to_doubles` over disjoint ranges.
+/// another grid (so a sum reset every round reuses one buffer), unless taken (`take_words`); it can
+/// also take another's words whole (`adopt`). Not thread-safe, except `to_doubles` over disjoint
+/// ranges.
 class exact_sum {
 public:
   exact_sum() = default;
@@ -153,9 +155,18 @@ public:
   /// Sums on the grids `exponents` (see make_grid).
   explicit exact_sum(const std::vector<int>& exponents) : exact_sum(make_grid(exponents)) {}
 
-  /// Zero sums on the grid `g`, reusing the words' memory; without `zero` the words are left to
-  /// the caller to zero (`zero`, range by range, on several threads).
+  /// Zero sums on the grid `g`, reusing the words' memory (a kept buffer, spare_words.hpp, once
+  /// they were taken); without `zero` the words are left to the caller to zero (`zero`, range by
+  /// range, on several threads).
   void reset(grid g, bool zero = true);
+
+  /// Sums on the grid `g` whose integers are `words` (g.size() of them, checked by the caller):
+  /// what zero sums that merged them would hold, without zeroing or adding.
+  void adopt(grid g, std::vector<std::int64_t>&& words) {
+    grid_ = std::move(g);
+    words_ = std::move(words);
+    max_units_ = 0;
+  }
 
   /// Zeroes words [begin, end).
   void zero(std::size_t begin, std::size_t end) { std::fill(words_.begin() + static_cast<std::ptrdiff_t>(begin), words_.begin() + static_cast<std::ptrdiff_t>(end), 0); }

@@ -22,7 +22,7 @@ constexpr std::int32_t prefetch_distance = 32;
 /// half scatters into them.
 constexpr std::int64_t fused_rows = 64;
 
-/// A pass's view of a layout's records (sparse_kernels.hpp): per touched feature j, `outputs`
+/// A pass's view of a layout's records (sparse_kernels.hpp): per column j, `outputs`
 /// coefficients, then `outputs` words, then (with the diagonal) `outputs` diagonal words. A word
 /// keeps its entry's grid (binades below the coarsest, one byte) in its low 8 bits and the integer
 /// sum above them: adding a term shifted by 8 leaves the grid in place, and 56 bits hold every
@@ -299,7 +299,7 @@ entry_sums sparse_layout::pass(const model_shape& shape, const dataset& data,
   const auto dimension = shape.dimension();
   const auto m = columns();
   const std::int64_t stride = (diagonal ? 4 : 2) * outputs;
-  // Fill the records: each touched feature's coefficients, and its words empty on their grids.
+  // Fill the records: each column's coefficients, and its words empty on their grids.
   records_.resize(static_cast<std::size_t>(m * stride));
   const auto& below = *g.below;
   for (std::int64_t j = 0; j < m; ++j) {
@@ -373,7 +373,8 @@ entry_sums sparse_layout::pass(const model_shape& shape, const dataset& data,
     }
     losses[b] = loss;
   }
-  // The answer: the touched features' words output by output, the biases' (and the diagonal's).
+  // The answer: the columns' words output by output, the biases' (and the diagonal's); with every
+  // feature a column, that is the dense order of the dimension's entries.
   entry_sums out;
   out.entries = entries(shape, diagonal);
   out.words = spare_words(out.entries ? out.entries->size()

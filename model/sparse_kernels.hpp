@@ -89,15 +89,16 @@ public:
 
   /// An exact pass over `blocks` (consecutive, starting at the layout's first row): scores from
   /// `coefficients` (theta, or v for a product), residuals (and curvatures) from `residual`, their
-  /// terms rounded onto grid `g` (words for the touched features' entries and the biases; with
+  /// terms rounded onto grid `g` (words for the columns' entries and the biases; with
   /// `diagonal`, also the diagonal's, at dimension + entry). `losses` gets each block's sum.
   entry_sums pass(const model_shape& shape, const dataset& data, const std::vector<row_range>& blocks,
                   std::int64_t block_rows, const double* coefficients, const grid& g, bool diagonal,
                   const residual_function& residual, std::vector<double>& losses);
 
 private:
-  /// The answer's entries: the touched features' weights output by output, the biases, and
-  /// (with the diagonal) the same again offset by the dimension.
+  /// The answer's entries: the columns' weights output by output, the biases, and (with the
+  /// diagonal) the same again offset by the dimension; null (a dense answer) with every feature a
+  /// column.
   const std::shared_ptr<const std::vector<std::int32_t>>& entries(const model_shape& shape, bool diagonal);
 
   /// Column j's feature.
@@ -116,7 +117,7 @@ private:
                                           // the feature: the dataset's own indices are read)
   std::vector<float> column_max_;         // per column, its largest |value| (-1: untouched), until read
   bool maxima_read_ = false;
-  std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per touched feature: coefficients, words, diagonal words
+  std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per column: coefficients, words, diagonal words
   std::shared_ptr<const std::vector<std::int32_t>> entries_[2];
 };
 

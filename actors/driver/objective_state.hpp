@@ -133,7 +133,7 @@ struct sharded_objective::impl {
     if (tree) {
       auto via_tree = ask_tree(what, values, spec_of, done);
       if (!via_tree) {  // nothing of it is kept: every peer is asked directly
-        totals.begin(totals.total.grids(), totals.values_per_block, pool());
+        totals.begin(totals.grid, totals.values_per_block, pool());
         std::fill(done.begin(), done.end(), 0);
       }
     }
@@ -249,6 +249,7 @@ struct sharded_objective::impl {
         return done.error();
       if (auto all = totals.covered(); !all)
         return all;
+      totals.settle(pool());
       if (model::fits_grid(totals.total.max_units(), blocks))
         return {};
       if (attempt > 0)

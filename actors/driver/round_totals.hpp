@@ -66,17 +66,37 @@ inline result<std::vector<std::size_t>> covered_peers(const std::vector<peer_sha
 /// A round's totals over the objective's `blocks` canonical blocks: each block's values, which
 /// blocks a reply answered for, the exact sums and the correct predictions. Work over the
 /// dimension runs on the pool each call is handed (the driver's threads).
+///
+/// The exact sums hold no words of their own between rounds: a round's results are read before
+/// the next round begins, which gives the words back (model/spare_words.hpp) for the answers the
+/// peers are about to make. The round's first answer, when dense, then becomes the total (zero
+/// plus its words) and later answers are added to it; only a round whose first answer is sparse
+/// has words zeroed for it: one dimension-sized buffer fewer, and no zeroing and one merge fewer,
+/// a round where shards answer densely.
 struct round_totals {
   /// Starts a round's totals: exact sums on grid `g` (none for quality and lines), and `per_block`
   /// values per block.
-  void begin(const model::grid& g, std::size_t per_block, optimizer::vector_pool& pool) {
+  void begin(const model::grid& g, std::size_t per_block, optimizer::vector_pool&) {
     values_per_block = per_block;
     block_values.assign(static_cast<std::size_t>(blocks) * per_block, 0.0);
     seen.assign(static_cast<std::size_t>(blocks), 0);
-    total.reset(g, false);
+    model::give_back_words(total.take_words());  // the last round's, read by now
+    grid = g;
+    unset = true;
+    correct = 0;
+  }
+
+  /// Entries of the round's exact sums.
+  std::size_t size() const { return grid.size(); }
+
+  /// Zero sums on the round's grid if no answer was taken yet (then every use of `total` is safe).
+  void settle(optimizer::vector_pool& pool) {
+    if (!unset)
+      return;
+    total.reset(grid, false);
     pool.for_chunks(static_cast<Eigen::Index>(total.size()),
                     [&](Eigen::Index begin, Eigen::Index end) { total.zero(begin, end); });
-    correct = 0;
+    unset = false;
   }
 
   /// Checks a reply expected to cover `share` and adds it to the round's totals: its example
@@ -87,9 +107,9 @@ struct round_totals {
     if (sums.count != share.rows)
       return fail_runtime("answered for " + std::to_string(sums.count) + " examples, it holds "
                   + std::to_string(share.rows));
-    if (sums.length != total.size() || !sums_fit(sums))
+    if (sums.length != size() || !sums_fit(sums))
       return fail_runtime("returned sums of " + std::to_string(sums.length) + " entries, expected "
-                  + std::to_string(total.size()) + (sums_fit(sums) ? "" : " (malformed)"));
+                  + std::to_string(size()) + (sums_fit(sums) ? "" : " (malformed)"));
     if (sums.runs.size() % 2 != 0)
       return fail_runtime("returned a malformed list of blocks");
     if (!detail::runs_match(sums.runs, share.runs))
@@ -135,9 +155,18 @@ struct round_totals {
     return {};
   }
 
-  /// Adds a reply's exact sums to the round's total: dense words chunk by chunk, sparse ones in
-  /// chunks of their entries (which touch distinct words).
-  void add(const block_sums& sums, optimizer::vector_pool& pool) {
+  /// Adds a reply's exact sums to the round's total: the round's first dense answer becomes it
+  /// (its words taken, `sums.words` left empty); others are added, dense words chunk by chunk,
+  /// sparse ones in chunks of their entries (which touch distinct words).
+  void add(block_sums& sums, optimizer::vector_pool& pool) {
+    if (unset && !sums.entries && sums.words.size() == size()) {
+      total.adopt(grid, std::move(sums.words));
+      sums.words = {};
+      unset = false;
+      total.note_units(sums.max_units);
+      return;
+    }
+    settle(pool);
     const auto* entries = sums.entries ? sums.entries->data() : nullptr;
     pool.for_chunks(static_cast<Eigen::Index>(sums.words.size()), [&](Eigen::Index begin, Eigen::Index end) {
       if (entries)
@@ -189,7 +218,9 @@ struct round_totals {
   std::vector<double> block_values;
   std::size_t values_per_block = 1;
   std::vector<char> seen;
-  model::exact_sum total;
+  model::grid grid;          // the round's exact sums'
+  bool unset = false;        // no words for them yet: `settle` before reading `total`
+  model::exact_sum total;    // the round's exact sums, once an answer was taken or `settle`d
   double correct = 0;
 };
 

@@ -25,6 +25,14 @@ namespace model = shardopt::model;
 
 namespace {
 
+/// Sets `data`'s features to the n x d sparse rows `entries` (repeated entries added).
+void set_rows(model::dataset& data, std::int64_t n, std::int64_t d, const std::vector<Eigen::Triplet<float>>& entries) {
+  model::sparse_features x(n, d);
+  x.setFromTriplets(entries.begin(), entries.end(), [](float a, float b) { return a + b; });
+  x.makeCompressed();
+  data.x = std::move(x);
+}
+
 /// Sparse rows whose features depend on the row: rows below `split` use features 0..d/2-1, rows
 /// from it on features d/2..d-1 (blocks on either side touch disjoint columns), and every
 /// `shared`-th row also a feature of the other half (overlapping columns). Logistic labels.
@@ -44,10 +52,7 @@ std::shared_ptr<const model::dataset> halves(std::int64_t n, std::int64_t d, std
       entries.emplace_back(static_cast<int>(i), static_cast<int>((low + d / 2) % d), 1.0f);
     data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
   }
-  model::sparse_features x(n, d);
-  x.setFromTriplets(entries.begin(), entries.end(), [](float a, float b) { return a + b; });
-  x.makeCompressed();
-  data->x = std::move(x);
+  set_rows(*data, n, d, entries);
   return data;
 }
 
@@ -198,10 +203,7 @@ TEST_CASE("a layout that reads the dataset's own indices from a row past the fir
       entries.emplace_back(static_cast<int>(i), static_cast<int>((i - 200) % d), 1.0F);
     data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
   }
-  model::sparse_features x(n, d);
-  x.setFromTriplets(entries.begin(), entries.end(), [](float a, float b) { return a + b; });
-  x.makeCompressed();
-  data->x = std::move(x);
+  set_rows(*data, n, d, entries);
   const model::model_shape shape{model::model_kind::logistic, d, 1};
   const auto block_rows = model::block_rows_for(n);
   const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
@@ -246,15 +248,12 @@ TEST_CASE("a layout that keeps every feature, untouched ones among them, answers
       entries.emplace_back(static_cast<int>(i), static_cast<int>(rng() % span), normal(rng));
     data->y[i] = rng() % 3 == 0 ? 1.0 : -1.0;
   }
-  model::sparse_features x(n, d);
-  x.setFromTriplets(entries.begin(), entries.end(), [](float a, float b) { return a + b; });
-  x.makeCompressed();
-  data->x = std::move(x);
+  set_rows(*data, n, d, entries);
   std::normal_distribution<double> gauss;
   std::vector<double> losses;
   for (const auto& [kind, outputs, diagonal] : std::vector<std::tuple<model::model_kind, std::int64_t, bool>>{
          {model::model_kind::logistic, 1, false}, {model::model_kind::logistic, 1, true},
-         {model::model_kind::softmax, 3, true}}) {
+         {model::model_kind::softmax, 3, false}, {model::model_kind::softmax, 3, true}}) {
     CAPTURE(model::to_string(kind));
     CAPTURE(diagonal);
     if (outputs > 1)

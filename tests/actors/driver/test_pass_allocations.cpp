@@ -1,13 +1,14 @@
 // A pass costs its non-zeros: across twelve passes (evaluations with the Hessian's diagonal,
 // Hessian-vector products and line values) of a Newton run over two local shards of sparse rows
-// (that touch a few of 2^18 features, or most of 2^16), nothing in the process allocates a buffer
-// of the dimension's size: the shards' records, the driver's sums, the vectors requests carry and
-// the words of the shards' answers are kept between passes. Counted by this executable's own
+// (that touch a few of 2^18 features, most of 2^16, or nearly all of 2^15), nothing in the
+// process allocates a buffer of the dimension's size: the shards' records, the driver's sums,
+// the vectors requests carry and the words of the shards' answers are kept between passes. Counted by this executable's own
 // malloc (glibc lets a program replace it; the replacement counts and hands over to glibc's):
 // operator new, Eigen's aligned buffers and the large-buffer allocator all come through it.
 
 #include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
+#include "model/block_evaluator.hpp"
 #include "model/spare_words.hpp"
 
 #include "support/shard_set.hpp"
@@ -17,6 +18,8 @@
 #include <atomic>
 #include <chrono>
 #include <random>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -144,6 +147,17 @@ TEST_CASE("twelve passes of a Newton run over sparse shards allocate no buffer o
     CHECK(made.kept >= 2);
     CHECK(model::kept_word_buffers() == 0);  // released with the run's objective
   }
+  SUBCASE("rows that touch nearly all of 2^15 features: each shard keeps every feature and answers "
+          "densely, and the driver's total is the first answer it takes") {
+    const std::int64_t n = 40000, d = std::int64_t{1} << 15;
+    const model::block_evaluator half{{model::model_kind::logistic, d, 1}, sparse_rows(n, d, d), {0, n / 2},
+                                      model::block_rows_for(n)};
+    REQUIRE_FALSE(half.renumbered());
+    REQUIRE(half.touched_features() < d);  // some untouched features among the kept ones
+    const auto made = twelve_passes(n, d, d);
+    CHECK(made.large == 0);
+    CHECK(made.kept >= 2);
+  }
   // The count sees such allocations, whatever makes them: a vector and an Eigen vector of the
   // dimension are two.
   threshold = (std::size_t{1} << 18) * sizeof(double) / 2;
@@ -155,41 +169,46 @@ TEST_CASE("twelve passes of a Newton run over sparse shards allocate no buffer o
 }
 
 TEST_CASE("kept word buffers full of stale words change no bit of an evaluation, its diagonal, a product or a line") {
-  const std::int64_t n = 20000, d = std::int64_t{1} << 16;
-  const auto data = sparse_rows(n, d, d);
-  const model::model_shape shape{model::model_kind::logistic, d, 1};
-  struct results {
-    Eigen::VectorXd grad, diagonal, hv;
-    double f = 0;
-    std::vector<double> line;
-  };
-  const auto run = [&] {
-    actors::runtime rt{actors::runtime_options::local(2)};
-    const auto token = actors::access_token::random();
-    auto set = shardopt::test::spawn_shards(rt, shape, data, {{0, n / 2}, {n / 2, n}}, token);
-    auto objective = actors::make_sharded_objective(rt, shape, 1e-3, set.shards, set.shares, set.bounds, token, 30s);
-    results r;
-    Eigen::VectorXd theta = Eigen::VectorXd::Constant(shape.dimension(), 0.01);
-    REQUIRE(objective.evaluate_diagonal(theta, r.grad, r.diagonal).ok());
-    theta -= 0.5 * r.grad;
-    auto f = objective.evaluate_diagonal(theta, r.grad, r.diagonal);
-    REQUIRE(f.ok());
-    r.f = *f;
-    REQUIRE(objective.hessian_vector(r.grad, r.hv).ok());
-    REQUIRE(objective.line_values({0.25, 0.5}, r.line).ok());
-    return r;
-  };
-  const auto clean = run();
-  // Every kept buffer the answers could take, each word set to a pattern no sum holds.
-  for (std::size_t i = 0; i < model::kept_buffers; ++i) {
-    std::vector<std::int64_t> junk(static_cast<std::size_t>(2 * d + 2) + 97 * i, std::int64_t{0x5a5a5a5a5a5a5a5a});
-    model::give_back_words(std::move(junk));
+  // Shards that renumber the features they touch (most of 2^16) and shards that keep every one
+  // (nearly all of 2^15 touched) and answer densely.
+  for (const auto& [n, d] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+         {20000, std::int64_t{1} << 16}, {40000, std::int64_t{1} << 15}}) {
+    CAPTURE(d);
+    const auto data = sparse_rows(n, d, d);
+    const model::model_shape shape{model::model_kind::logistic, d, 1};
+    struct results {
+      Eigen::VectorXd grad, diagonal, hv;
+      double f = 0;
+      std::vector<double> line;
+    };
+    const auto run = [&] {
+      actors::runtime rt{actors::runtime_options::local(2)};
+      const auto token = actors::access_token::random();
+      auto set = shardopt::test::spawn_shards(rt, shape, data, {{0, n / 2}, {n / 2, n}}, token);
+      auto objective = actors::make_sharded_objective(rt, shape, 1e-3, set.shards, set.shares, set.bounds, token, 30s);
+      results r;
+      Eigen::VectorXd theta = Eigen::VectorXd::Constant(shape.dimension(), 0.01);
+      REQUIRE(objective.evaluate_diagonal(theta, r.grad, r.diagonal).ok());
+      theta -= 0.5 * r.grad;
+      auto f = objective.evaluate_diagonal(theta, r.grad, r.diagonal);
+      REQUIRE(f.ok());
+      r.f = *f;
+      REQUIRE(objective.hessian_vector(r.grad, r.hv).ok());
+      REQUIRE(objective.line_values({0.25, 0.5}, r.line).ok());
+      return r;
+    };
+    const auto clean = run();
+    // Every kept buffer the answers could take, each word set to a pattern no sum holds.
+    for (std::size_t i = 0; i < model::kept_buffers; ++i) {
+      std::vector<std::int64_t> junk(static_cast<std::size_t>(2 * d + 2) + 97 * i, std::int64_t{0x5a5a5a5a5a5a5a5a});
+      model::give_back_words(std::move(junk));
+    }
+    REQUIRE(model::kept_word_buffers() == model::kept_buffers);
+    const auto stale = run();
+    CHECK(stale.f == clean.f);
+    CHECK(stale.grad == clean.grad);
+    CHECK(stale.diagonal == clean.diagonal);
+    CHECK(stale.hv == clean.hv);
+    CHECK(stale.line == clean.line);
   }
-  REQUIRE(model::kept_word_buffers() == model::kept_buffers);
-  const auto stale = run();
-  CHECK(stale.f == clean.f);
-  CHECK(stale.grad == clean.grad);
-  CHECK(stale.diagonal == clean.diagonal);
-  CHECK(stale.hv == clean.hv);
-  CHECK(stale.line == clean.line);
 }
