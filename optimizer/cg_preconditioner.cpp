@@ -84,8 +84,17 @@ void cg_preconditioner::build(const std::vector<const Eigen::VectorXd*>& s,
 
 void cg_preconditioner::moved(const Eigen::VectorXd& m) {
   m_ = m;  // into the same memory from the second move on
-  if (pairs_ > 0 && m.size() > 0)
-    root_ = m.cwiseSqrt();
+  move_to_diagonal();
+}
+
+void cg_preconditioner::moved_swapping(Eigen::VectorXd& m) {
+  m_.swap(m);
+  move_to_diagonal();
+}
+
+void cg_preconditioner::move_to_diagonal() {
+  if (pairs_ > 0 && m_.size() > 0)
+    root_ = m_.cwiseSqrt();
   else
     root_.resize(0);
   // The new iterate's path starts afresh even when the last one offered no usable pair.
@@ -93,7 +102,7 @@ void cg_preconditioner::moved(const Eigen::VectorXd& m) {
   stride_ = 1;
   if (pairs_ == 0 || candidates_.empty()) {
     // Without a diagonal the older pairs still hold; with one they were scaled by another.
-    if (m.size() > 0) {
+    if (m_.size() > 0) {
       built_ = false;
       chosen_s_.clear();
       chosen_y_.clear();

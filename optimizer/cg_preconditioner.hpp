@@ -43,6 +43,11 @@ public:
   /// at the last one make the preconditioner of the new one.
   void moved(const Eigen::VectorXd& m);
 
+  /// As `moved(m)`, taking m's memory instead of copying it: m is left with the previous
+  /// diagonal's (contents unspecified), for the next evaluation's diagonal to overwrite. A Newton
+  /// run keeps two diagonals of the dimension this way, not three.
+  void moved_swapping(Eigen::VectorXd& m);
+
   /// The diagonal in use (empty: none), and whether pairs refine it.
   const Eigen::VectorXd& diagonal() const { return m_; }
   bool has_pairs() const { return built_; }
@@ -60,6 +65,9 @@ public:
                const Eigen::VectorXd& m);
 
 private:
+  /// `moved`'s work once m_ holds the new diagonal.
+  void move_to_diagonal();
+
   /// Builds the BFGS matrix from raw pairs (d, H d), in the variables M^(1/2) x.
   void build(const std::vector<const Eigen::VectorXd*>& s, const std::vector<const Eigen::VectorXd*>& y);
 

@@ -142,8 +142,7 @@ run_stop run(newton_run& newton, const newton_objective& objective, run_log& log
     x.swap(trial);
     f = f_trial;
     grad.swap(trial_grad);
-    m.swap(trial_m);
-    preconditioner.moved(m);
+    preconditioner.moved_swapping(trial_m);  // the step's diagonal; trial_m gets the last one's memory
     if (auto stop = log.accept(f, grad, alpha * s.norm()))
       return *stop;
     const auto stop = newton.finished(grad, x);
@@ -174,12 +173,13 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
                           + " preconditioner pairs, this run's memory holds "
                           + std::to_string(preconditioner.capacity()));
   }
-  Eigen::VectorXd x = theta;
+  // The run works on theta itself (no copy of the dimension): it always ends at the last
+  // accepted iterate, and trials live in their own vector.
+  Eigen::VectorXd& x = theta;
   run_log log{hook, options.past, options.delta};
   if (options.step == newton_step::trust_region) {
     auto stop = minimize_trust_region(objective.evaluate, objective.hessian, x, options, log,
                                       std::move(preconditioner), session);
-    theta = x;
     return log.finish(std::move(stop));
   }
   vector_pool alone;
@@ -187,8 +187,6 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
   newton_run newton{objective, log, pool, options, std::move(preconditioner)};
   auto stop = options.l1.size() > 0 ? run_orthant(newton, objective, log, pool, x, options, session)
                                      : run(newton, objective, log, pool, x, session);
-  // x is the last accepted iterate: trials live in their own vector.
-  theta = x;
   return log.finish(std::move(stop));
 }
 

@@ -43,8 +43,9 @@ public:
 
   cg_preconditioner& preconditioner() { return preconditioner_; }
 
-  /// The start: x (or the session's resumed iterate, its counts taken over) evaluated, f, its
-  /// gradient and diagonal set, the preconditioner moved there (with a resumed run's pairs).
+  /// The start: x (or the session's resumed iterate, its counts taken over) evaluated, f and its
+  /// gradient set, the preconditioner moved there (with a resumed run's pairs) and given the
+  /// diagonal (`m` is left empty: the preconditioner's is the one in use).
   /// Products and the preconditioner refer to the objective's last evaluation, so a resumed
   /// iterate is evaluated again (it gives the saved f and gradient again).
   std::optional<run_stop> start(const newton_session& session, Eigen::VectorXd& x, double& f, Eigen::VectorXd& grad,
@@ -65,7 +66,8 @@ public:
     if (session.resume)
       preconditioner_.restore(session.resume->s, session.resume->y, m);
     else
-      preconditioner_.moved(m);
+      preconditioner_.moved_swapping(m);
+    m.resize(0);
     return std::nullopt;
   }
 

@@ -120,8 +120,7 @@ run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_
     const double step = t * std::sqrt(pool.dot(s, s));
     x.swap(trial);
     grad.swap(trial_grad);
-    m.swap(trial_m);
-    preconditioner.moved(m);
+    preconditioner.moved_swapping(trial_m);  // the step's diagonal; trial_m gets the last one's memory
     at.update(x, grad);
     f = f_trial;
     F = f + at.l1();
