@@ -220,15 +220,11 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
     auto& m = most[static_cast<std::size_t>(index[p])];
     m = std::max(std::max(m, 0.0F), std::fabs(value[p]));  // touched even by a NaN (which bounds skip)
   }
-  std::int64_t touched = 0;
-  for (const float m : most)
-    touched += m >= 0 ? 1 : 0;
-  touched_ = touched;
-  // Numbering the touched features costs 4 bytes a non-zero (the renumbered indices) and a
-  // second random pass here; keeping every feature costs, per untouched one, its record and its
-  // answer words, in every pass. The dataset's own indices serve when the untouched features are
-  // few: at most 1 in 16, and together cheaper than the renumbered indices.
-  const std::int64_t untouched = shape.features - touched;
+  touched_ = std::count_if(most.begin(), most.end(), [](float m) { return m >= 0; });
+  // Numbering the touched features costs 4 bytes a non-zero (the renumbered indices) and a second
+  // random pass here; keeping every feature costs each untouched one's record and answer words.
+  // The dataset's own indices serve when the untouched are few: at most 1 in 16, and cheaper.
+  const std::int64_t untouched = shape.features - touched_;
   const std::int64_t column_bytes = 6 * static_cast<std::int64_t>(sizeof(double)) * shape.outputs;
   if (untouched * 16 <= shape.features && untouched * column_bytes <= nonzeros_ * 4) {
     features_ = shape.features;       // every feature a column: its place is itself
@@ -373,12 +369,11 @@ entry_sums sparse_layout::pass(const model_shape& shape, const dataset& data,
     }
     losses[b] = loss;
   }
-  // The answer: the columns' words output by output, the biases' (and the diagonal's); with every
-  // feature a column, that is the dense order of the dimension's entries.
+  // The answer: each output's column words, the biases', then the diagonal's (dense: all columns).
   entry_sums out;
   out.entries = entries(shape, diagonal);
-  out.words = spare_words(out.entries ? out.entries->size()
-                                      : static_cast<std::size_t>(halves * dimension));  // every word is written below
+  // Every word is written below.
+  out.words = spare_words(out.entries ? out.entries->size() : static_cast<std::size_t>(halves * dimension));
   std::size_t at = 0;
   for (std::int64_t h = 0; h < halves; ++h) {
     for (std::int64_t k = 0; k < outputs; ++k)
