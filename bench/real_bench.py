@@ -22,7 +22,7 @@ outside the rounds that wait for the shards, over the whole run); peak RSS; rati
 (-e 1e30) less those passes.
 
     /usr/bin/python3 bench/real_bench.py BUILD/apps/shardopt [--sets debian-en,...] [--reg weak,strong]
-        [--out bench/results/real.json]
+        [--l1] [--out FILE]    (default: bench/results/real.json, or real_l1.json with --l1)
 """
 
 import argparse
@@ -272,13 +272,14 @@ def main():
 
 def l1_set(options, newest, meta, reg, c, text, cache, scratch):
     """One set's L1 runs: LIBLINEAR 2.50 and 2.3 -s 6, shardopt (Newton-CG) on 1 core and 2 shards,
-    OWL-QN on 1 core, each to LIBLINEAR 2.50's objective."""
+    OWL-QN (--solver auto's) on 1 core and 2 shards, each to LIBLINEAR 2.50's objective."""
     peer = run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch, True, l1=True)
     runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 -s 6 (1 core)", meta, c, text, cache, scratch,
                                 False, l1=True)]
     for label, shards, pinned, solver in (("shardopt Newton-CG, 1 shard (1 core)", 1, True, "newton-cg"),
                                           ("shardopt Newton-CG, 2 shards (2 cores)", 2, False, "newton-cg"),
-                                          ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn")):
+                                          ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn"),
+                                          ("shardopt OWL-QN, 2 shards (2 cores)", 2, False, "owlqn")):
         runs.append(run_shardopt(options.binary, label, meta, c, text, peer["objective"], shards, pinned, scratch,
                                  l1=True, solver=solver))
     for row in runs:

@@ -1,7 +1,7 @@
 #include "model/exact_sum.hpp"
 
 #include "model/fixed_point.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -155,7 +155,7 @@ public:
   /// Sums on the grids `exponents` (see make_grid).
   explicit exact_sum(const std::vector<int>& exponents) : exact_sum(make_grid(exponents)) {}
 
-  /// Zero sums on the grid `g`, reusing the words' memory (a kept buffer, spare_words.hpp, once
+  /// Zero sums on the grid `g`, reusing the words' memory (a kept buffer, base/spare_words.hpp, once
   /// they were taken); without `zero` the words are left to the caller to zero (`zero`, range by
   /// range, on several threads).
   void reset(grid g, bool zero = true);

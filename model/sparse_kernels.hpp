@@ -56,7 +56,7 @@ private:
 /// The columns are the features the rows touch, with the rows' indices renumbered to them, or,
 /// when nearly every feature is touched, every feature, with the dataset's own indices read and a
 /// dense answer. Built once; a pass refills the m records (no pass touches the dimension unless
-/// its columns are the dimension) and takes its answer's words from spare_words.hpp.
+/// its columns are the dimension) and takes its answer's words from base/spare_words.hpp.
 class sparse_layout {
 public:
   sparse_layout(const model_shape& shape, const dataset& data, row_range rows);

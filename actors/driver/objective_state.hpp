@@ -15,7 +15,7 @@
 #include "actors/driver/sharded_objective.hpp"
 #include "actors/wire/tree_slices.hpp"
 #include "model/block_bounds.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 #include "optimizer/vector_pool.hpp"
 
 #include <algorithm>
@@ -42,7 +42,7 @@ struct sharded_objective::impl {
   ~impl() {
     for (const auto& peer : peers.handles())
       self->send_exit(peer, caf::exit_reason::user_shutdown);
-    model::release_spare_words();  // the run's kept answer buffers (model/spare_words.hpp)
+    shardopt::release_spare_words();  // the run's kept answer buffers (base/spare_words.hpp)
   }
 
   /// Each peer's name, "shard 2 of 4" unless its share names it.

@@ -8,7 +8,7 @@
 #include "actors/wire/messages.hpp"
 #include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 #include "optimizer/vector_pool.hpp"
 
 #include <chrono>
@@ -68,7 +68,7 @@ inline result<std::vector<std::size_t>> covered_peers(const std::vector<peer_sha
 /// dimension runs on the pool each call is handed (the driver's threads).
 ///
 /// The exact sums hold no words of their own between rounds: a round's results are read before
-/// the next round begins, which gives the words back (model/spare_words.hpp) for the answers the
+/// the next round begins, which gives the words back (base/spare_words.hpp) for the answers the
 /// peers are about to make. The round's first answer, when dense, then becomes the total (zero
 /// plus its words) and later answers are added to it; only a round whose first answer is sparse
 /// has words zeroed for it: one dimension-sized buffer fewer, and no zeroing and one merge fewer,
@@ -80,7 +80,7 @@ struct round_totals {
     values_per_block = per_block;
     block_values.assign(static_cast<std::size_t>(blocks) * per_block, 0.0);
     seen.assign(static_cast<std::size_t>(blocks), 0);
-    model::give_back_words(total.take_words());  // the last round's, read by now
+    shardopt::give_back_words(total.take_words());  // the last round's, read by now
     grid = g;
     unset = true;
     correct = 0;
@@ -151,7 +151,7 @@ struct round_totals {
       return fail_runtime("returned a non-finite gradient or impossible counts");
     add(sums, pool);
     correct += sums.correct;
-    model::give_back_words(std::move(sums.words));  // the next pass's answers take them
+    shardopt::give_back_words(std::move(sums.words));  // the next pass's answers take them
     return {};
   }
 

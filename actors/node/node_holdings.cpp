@@ -1,6 +1,6 @@
 #include "actors/node/node_holdings.hpp"
 
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include <algorithm>
 #include <string>
@@ -99,7 +99,7 @@ std::optional<driver_share> node_holdings::release(const caf::actor_addr& driver
   auto share = std::move(it->second);
   drivers_.erase(it);
   if (drivers_.empty())
-    model::release_spare_words();  // its runs' kept answer buffers, held for no one now
+    shardopt::release_spare_words();  // its runs' kept answer buffers, held for no one now
   return share;
 }
 
@@ -110,7 +110,7 @@ std::vector<driver_share> node_holdings::release_all() {
   drivers_.clear();
   shards_ = 0;
   bytes_ = 0;
-  model::release_spare_words();
+  shardopt::release_spare_words();
   return all;
 }
 

@@ -2,7 +2,7 @@
 
 #include "actors/wire/node_protocol.hpp"
 #include "actors/wire/ps_protocol.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
@@ -167,7 +167,7 @@ caf::error load_raw(caf::deserializer& f, std::vector<T>& values, const char* wh
   if (auto err = expect_bytes(f, length * sizeof(T), what))
     return err;
   if constexpr (std::is_same_v<T, std::int64_t>)
-    values = model::spare_words(length);  // every word is read below
+    values = shardopt::spare_words(length);  // every word is read below
   else
     values.resize(length);
   if (auto err = apply_raw_block(f, values.data(), length * sizeof(T)))
@@ -210,12 +210,12 @@ std::int64_t add_word(std::int64_t a, std::int64_t b) {
 void densify(block_sums& sums) {
   if (!sums.entries)
     return;
-  auto dense = model::spare_words(static_cast<std::size_t>(sums.length));
+  auto dense = shardopt::spare_words(static_cast<std::size_t>(sums.length));
   std::fill(dense.begin(), dense.end(), 0);
   const auto& entries = *sums.entries;
   for (std::size_t k = 0; k < entries.size(); ++k)
     dense[static_cast<std::size_t>(entries[k])] = sums.words[k];
-  model::give_back_words(std::move(sums.words));
+  shardopt::give_back_words(std::move(sums.words));
   sums.words = std::move(dense);
   sums.entries.reset();
 }
@@ -288,7 +288,7 @@ result<void> merge(block_sums& total, block_sums&& part) {
     total.max_units = part.max_units;
   total.correct += part.correct;
   total.count += part.count;
-  model::give_back_words(std::move(part.words));  // summed: the next pass's answers take them
+  shardopt::give_back_words(std::move(part.words));  // summed: the next pass's answers take them
   return {};
 }
 

@@ -1,6 +1,6 @@
 #include "actors/wire/tree_slices.hpp"
 
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -147,19 +147,19 @@ caf::expected<block_sums> put_together(std::vector<block_sums>& slices, std::uin
       words += slice.words.size();
     auto list = std::make_shared<std::vector<std::int32_t>>();
     list->reserve(words);
-    out.words = model::spare_words(words);
+    out.words = shardopt::spare_words(words);
     auto next = out.words.begin();
     for (auto& slice : slices) {
       for (const auto entry : *slice.entries)
         list->push_back(static_cast<std::int32_t>(static_cast<std::uint64_t>(entry) + at));
       next = std::copy(slice.words.begin(), slice.words.end(), next);
       at += slice.length;
-      model::give_back_words(std::move(slice.words));
+      shardopt::give_back_words(std::move(slice.words));
     }
     out.entries = std::move(list);
     return out;
   }
-  out.words = model::spare_words(static_cast<std::size_t>(size));
+  out.words = shardopt::spare_words(static_cast<std::size_t>(size));
   for (auto& slice : slices) {
     const auto whole = out.words.begin() + static_cast<std::ptrdiff_t>(at);
     if (slice.entries) {
@@ -170,7 +170,7 @@ caf::expected<block_sums> put_together(std::vector<block_sums>& slices, std::uin
       std::copy(slice.words.begin(), slice.words.end(), whole);
     }
     at += slice.length;
-    model::give_back_words(std::move(slice.words));
+    shardopt::give_back_words(std::move(slice.words));
   }
   return out;
 }

@@ -66,7 +66,7 @@ block_sums share_of(const block_sums& sums, std::uint64_t first, std::uint64_t l
 /// first slice's), the largest max_units, the slices' sums one after another (sparse when every
 /// slice's is). Fails when the slices cover different blocks (a child lost part-way through the
 /// request) or the sums do not add up to `size` entries. The slices' words are consumed: once
-/// copied they are given back for later answers (model/spare_words.hpp).
+/// copied they are given back for later answers (base/spare_words.hpp).
 caf::expected<block_sums> put_together(std::vector<block_sums>& slices, std::uint64_t size);
 
 } // namespace shardopt::actors

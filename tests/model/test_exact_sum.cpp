@@ -5,7 +5,7 @@
 #include "model/block_evaluator.hpp"
 #include "model/exact_sum.hpp"
 #include "model/linear_model.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include "support/problems.hpp"
 
@@ -120,37 +120,37 @@ TEST_CASE("every model's gradient and product grids bound its block sums, for th
 }
 
 TEST_CASE("spare word buffers: a buffer given back serves a later request of about its size, and only such") {
-  model::release_spare_words();
-  REQUIRE(model::kept_word_buffers() == 0);
+  shardopt::release_spare_words();
+  REQUIRE(shardopt::kept_word_buffers() == 0);
   const std::size_t size = std::size_t{1} << 20;
-  auto words = model::spare_words(size);
+  auto words = shardopt::spare_words(size);
   REQUIRE(words.size() == size);
   CHECK(std::all_of(words.begin(), words.end(), [](std::int64_t w) { return w == 0; }));  // new: zeros
   const auto* memory = words.data();
-  model::give_back_words(std::move(words));
+  shardopt::give_back_words(std::move(words));
   CHECK(words.empty());
-  CHECK(model::kept_word_buffers() == 1);
+  CHECK(shardopt::kept_word_buffers() == 1);
   // A request over four times smaller, or larger than the buffer, gets a new one.
-  CHECK(model::spare_words(size / 4 - 1).data() != memory);
-  CHECK(model::spare_words(size + 1).data() != memory);
-  CHECK(model::kept_word_buffers() == 1);
+  CHECK(shardopt::spare_words(size / 4 - 1).data() != memory);
+  CHECK(shardopt::spare_words(size + 1).data() != memory);
+  CHECK(shardopt::kept_word_buffers() == 1);
   // A request of a quarter of it or more takes it, its length set to the request's.
-  auto again = model::spare_words(size / 4);
+  auto again = shardopt::spare_words(size / 4);
   CHECK(again.data() == memory);
   CHECK(again.size() == size / 4);
-  CHECK(model::kept_word_buffers() == 0);
+  CHECK(shardopt::kept_word_buffers() == 0);
   // Small buffers are not kept, and at most `kept_buffers` are: the ones given back last.
-  model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words - 1));
-  CHECK(model::kept_word_buffers() == 0);
-  for (std::size_t i = 0; i < model::kept_buffers + 3; ++i)
-    model::give_back_words(std::vector<std::int64_t>(model::smallest_kept_words + 100 - i));
-  CHECK(model::kept_word_buffers() == model::kept_buffers);
+  shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words - 1));
+  CHECK(shardopt::kept_word_buffers() == 0);
+  for (std::size_t i = 0; i < shardopt::kept_buffers + 3; ++i)
+    shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words + 100 - i));
+  CHECK(shardopt::kept_word_buffers() == shardopt::kept_buffers);
   // The three given back first (the largest) were dropped: none holds their sizes now, and the
   // fourth is the largest.
-  model::spare_words(model::smallest_kept_words + 98);
-  CHECK(model::kept_word_buffers() == model::kept_buffers);
-  CHECK(model::spare_words(model::smallest_kept_words + 97).capacity() == model::smallest_kept_words + 97);
-  CHECK(model::kept_word_buffers() == model::kept_buffers - 1);
-  model::release_spare_words();
-  CHECK(model::kept_word_buffers() == 0);
+  shardopt::spare_words(shardopt::smallest_kept_words + 98);
+  CHECK(shardopt::kept_word_buffers() == shardopt::kept_buffers);
+  CHECK(shardopt::spare_words(shardopt::smallest_kept_words + 97).capacity() == shardopt::smallest_kept_words + 97);
+  CHECK(shardopt::kept_word_buffers() == shardopt::kept_buffers - 1);
+  shardopt::release_spare_words();
+  CHECK(shardopt::kept_word_buffers() == 0);
 }

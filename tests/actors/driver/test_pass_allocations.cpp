@@ -9,7 +9,7 @@
 #include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
 #include "model/block_evaluator.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include "support/shard_set.hpp"
 
@@ -131,7 +131,7 @@ passes_made twelve_passes(std::int64_t n, std::int64_t d, std::int64_t used) {
   while (passes < 12)
     iteration();
   counting = false;
-  return {large.exchange(0), model::kept_word_buffers()};
+  return {large.exchange(0), shardopt::kept_word_buffers()};
 }
 
 } // namespace
@@ -145,7 +145,7 @@ TEST_CASE("twelve passes of a Newton run over sparse shards allocate no buffer o
     const auto made = twelve_passes(20000, std::int64_t{1} << 16, std::int64_t{1} << 16);
     CHECK(made.large == 0);
     CHECK(made.kept >= 2);
-    CHECK(model::kept_word_buffers() == 0);  // released with the run's objective
+    CHECK(shardopt::kept_word_buffers() == 0);  // released with the run's objective
   }
   SUBCASE("rows that touch nearly all of 2^15 features: each shard keeps every feature and answers "
           "densely, and the driver's total is the first answer it takes") {
@@ -199,11 +199,11 @@ TEST_CASE("kept word buffers full of stale words change no bit of an evaluation,
     };
     const auto clean = run();
     // Every kept buffer the answers could take, each word set to a pattern no sum holds.
-    for (std::size_t i = 0; i < model::kept_buffers; ++i) {
+    for (std::size_t i = 0; i < shardopt::kept_buffers; ++i) {
       std::vector<std::int64_t> junk(static_cast<std::size_t>(2 * d + 2) + 97 * i, std::int64_t{0x5a5a5a5a5a5a5a5a});
-      model::give_back_words(std::move(junk));
+      shardopt::give_back_words(std::move(junk));
     }
-    REQUIRE(model::kept_word_buffers() == model::kept_buffers);
+    REQUIRE(shardopt::kept_word_buffers() == shardopt::kept_buffers);
     const auto stale = run();
     CHECK(stale.f == clean.f);
     CHECK(stale.grad == clean.grad);

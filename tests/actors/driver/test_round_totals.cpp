@@ -5,7 +5,7 @@
 
 #include "actors/driver/round_totals.hpp"
 #include "model/exact_sum.hpp"
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include <doctest/doctest.h>
 
@@ -84,12 +84,12 @@ TEST_CASE("a round's first dense answer becomes its total, and every order of de
       CHECK(sparse_first);
   }
   // The next round gives the last round's words back to the kept buffers.
-  model::release_spare_words();
+  shardopt::release_spare_words();
   totals.begin(g, 1, pool);
-  CHECK(model::kept_word_buffers() == 1);
+  CHECK(shardopt::kept_word_buffers() == 1);
   CHECK(totals.total.words().empty());
   // A round that no answer reached reads zeros once settled.
   totals.settle(pool);
   CHECK(std::all_of(totals.total.words().begin(), totals.total.words().end(), [](std::int64_t w) { return w == 0; }));
-  model::release_spare_words();
+  shardopt::release_spare_words();
 }

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace shardopt::model {
+namespace shardopt {
 
 /// A buffer of `size` words for a caller that writes every one of them: a kept buffer of about
 /// that capacity, holding old words, or else a new one of zeros.
@@ -33,4 +33,4 @@ inline constexpr std::size_t smallest_kept_words = std::size_t{1} << 13;
 /// How many buffers are kept now (for tests).
 std::size_t kept_word_buffers();
 
-} // namespace shardopt::model
+} // namespace shardopt

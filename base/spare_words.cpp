@@ -1,9 +1,9 @@
-#include "model/spare_words.hpp"
+#include "base/spare_words.hpp"
 
 #include <algorithm>
 #include <mutex>
 
-namespace shardopt::model {
+namespace shardopt {
 
 namespace {
 
@@ -72,4 +72,4 @@ std::size_t kept_word_buffers() {
   return s.kept.size();
 }
 
-} // namespace shardopt::model
+} // namespace shardopt
