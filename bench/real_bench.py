@@ -37,7 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_sets  # noqa: E402
-from sparse_bench import launched, launched_report, liblinear_objective, timed_rss  # noqa: E402
+from sparse_bench import launched, launched_report, liblinear_250, liblinear_objective, timed_rss  # noqa: E402
 
 # Generated sets: rows, features, non-zeros a row (>= 100 million non-zeros each).
 GENERATED = {
@@ -47,22 +47,6 @@ GENERATED = {
 }
 REAL = list(real_sets.SETS)
 REGULARISATION = {"weak": 1.0, "strong": 0.01}  # LIBLINEAR's C
-PEER_SOURCE = os.path.join("..", "shared", "peers", "liblinear-2.50")
-
-
-def liblinear_250(build):
-    """The path of LIBLINEAR 2.50's train, built into build/peers on first use."""
-    folder = os.path.join(build, "peers", "liblinear-2.50")
-    train = os.path.join(folder, "train")
-    if not os.path.exists(train):
-        if not os.path.isdir(PEER_SOURCE):
-            sys.exit(f"real_bench: LIBLINEAR 2.50's source is not at {PEER_SOURCE}")
-        os.makedirs(os.path.dirname(folder), exist_ok=True)
-        subprocess.run(["cp", "-r", PEER_SOURCE, folder], check=True)
-        subprocess.run(["make", "-C", folder, "-j2"], check=True, capture_output=True)
-    return train
-
-
 def dataset(binary, name, folder):
     """The set's LIBSVM file, binary dataset and description, made when missing."""
     if name in GENERATED:
