@@ -47,7 +47,8 @@ public:
   std::int64_t data_lines(std::string_view buffer, std::int64_t lines_before) const {
     std::int64_t rows = 0;
     detail::for_each_line(buffer, lines_before + 1, [&](std::string_view line, std::int64_t) {
-      const auto first = line.find_first_not_of(" \t");
+      // As parse: blanks and carriage returns around a line, or a comment, are not an example.
+      const auto first = line.find_first_not_of(" \t\r");
       rows += first != std::string_view::npos && line[first] != '#';
     });
     return rows;

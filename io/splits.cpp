@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <set>
+#include <vector>
 
 namespace shardopt::io {
 
@@ -19,6 +20,54 @@ namespace {
 constexpr std::size_t max_distinct_labels = 65'537;
 
 } // namespace
+
+namespace {
+
+/// Where the line after line `line` (1-based, counted from the source's first line) starts in the
+/// text: the end of the lines that hold a part's first examples.
+result<std::int64_t> start_after_line(detail::text_source& source, std::int64_t line) {
+  if (auto ok = source.rewind(); !ok)
+    return ok.error();
+  for (;;) {
+    auto text = source.next();
+    if (!text)
+      return text.error();
+    if (text->empty())
+      return fail_invalid(source.name() + ": the text ended before line " + std::to_string(line) + " of the part");
+    const auto at = source.position() - static_cast<std::int64_t>(text->size());
+    for (std::size_t from = 0; from < text->size();) {
+      auto newline = text->find('\n', from);
+      if (newline == std::string_view::npos)
+        newline = text->size() - 1;  // the text's last line, with no newline
+      if (--line == 0)
+        return at + static_cast<std::int64_t>(newline) + 1;
+      from = newline + 1;
+    }
+  }
+}
+
+} // namespace
+
+std::vector<std::pair<std::int64_t, std::int64_t>> block_aligned_shifts(const std::vector<std::int64_t>& rows,
+                                                                        std::int64_t block_rows) {
+  if (rows.empty() || block_rows < 1 || block_rows > max_part_shift)
+    return {};
+  std::vector<std::int64_t> starts{0};  // where each part's examples start in the file, and the end
+  for (const auto count : rows)
+    starts.push_back(starts.back() + count);
+  const auto n = starts.back();
+  // Part i after the first starts at the first block boundary at or after its first example.
+  std::vector<std::int64_t> aligned(starts.size());
+  for (std::size_t i = 0; i < starts.size(); ++i)
+    aligned[i] = i == 0 ? 0 : i + 1 == starts.size() ? n : std::min(n, (starts[i] + block_rows - 1) / block_rows * block_rows);
+  std::vector<std::pair<std::int64_t, std::int64_t>> shifts;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (aligned[i + 1] <= aligned[i])
+      return {};  // this part's examples all lie in its predecessor's last block
+    shifts.emplace_back(aligned[i] - starts[i], aligned[i + 1] - starts[i + 1]);
+  }
+  return shifts;
+}
 
 result<raw_dataset> read_part(const part_request& request) {
   const auto& spec = request.spec;
@@ -30,8 +79,19 @@ result<raw_dataset> read_part(const part_request& request) {
   if (request.options.limit > 0)
     return fail_invalid("--limit cannot be combined with node-local data");
   const std::string label = " (part " + std::to_string(part + 1) + " of " + std::to_string(parts);
+  const bool shifted = request.skip != 0 || request.extra != 0;
+  if (request.skip < 0 || request.skip >= max_part_shift || request.extra < 0
+      || request.extra >= max_part_shift || (request.extra > 0 && part + 1 == parts))
+    return fail_invalid(spec + label + "): cannot move " + std::to_string(request.skip) + " examples out and "
+                        + std::to_string(request.extra) + " in (each at most " + std::to_string(max_part_shift - 1)
+                        + ", none after the last part)");
 
   // IDX: fixed-size records, split by record ranges; the records before the part are skipped.
+  if (has_builtin_test_split(spec) || is_binary_dataset(spec)) {
+    if (shifted)
+      return fail_invalid(spec + label + "): only text parts move examples across their edges; this part "
+                          + "is whole canonical blocks already");
+  }
   if (has_builtin_test_split(spec)) {
     auto files = detail::mnist_files(spec, split::train);
     if (!files)
@@ -67,26 +127,79 @@ result<raw_dataset> read_part(const part_request& request) {
   }
   if (auto ok = source->rewind(); !ok)
     return ok.error();
-  if (*format == data_format::vw)
-    return detail::parse_vw(name, *source, request.options, detail::parse_options{});
-  auto options = request.options;
-  options.format = *format;  // CSV or TSV: the separator, for a format told by the extension
-  if (csv && options.hashing.enabled()) {
-    // Hashed columns are named by the header, which only the file's first part holds: a later part
-    // reads it from the start of the file, so that every part hashes alike.
-    if (part == 0)
-      return detail::parse_hashed_csv(name, *source, options, detail::parse_options{}, nullptr);
-    auto whole = detail::text_source::open(spec, request.options.max_decompressed);
-    if (!whole)
-      return whole.error();
-    return detail::parse_hashed_csv(name, *source, options, detail::parse_options{}, &*whole);
+  auto parse = [&](detail::text_source& text, std::int64_t which, const std::string& named,
+                   read_options options) -> result<raw_dataset> {
+    if (*format == data_format::vw)
+      return detail::parse_vw(named, text, options, detail::parse_options{});
+    options.format = *format;  // CSV or TSV: the separator, for a format told by the extension
+    if (csv && options.hashing.enabled()) {
+      // Hashed columns are named by the header, which only the file's first part holds: a later
+      // part reads it from the start of the file, so that every part hashes alike.
+      if (which == 0)
+        return detail::parse_hashed_csv(named, text, options, detail::parse_options{}, nullptr);
+      auto whole = detail::text_source::open(spec, options.max_decompressed, 0, 1, std::size_t{1} << 20);
+      if (!whole)
+        return whole.error();
+      return detail::parse_hashed_csv(named, text, options, detail::parse_options{}, &*whole);
+    }
+    if (*format == data_format::libsvm && options.hashing.enabled())
+      return fail_invalid(spec + ": LIBSVM input is numbers already; hashing (--hash-bits) is for VW and CSV");
+    if (which > 0)
+      options.header = false;  // only the file's first line can be a header
+    return csv ? detail::parse_csv(named, text, options, detail::parse_options{})
+               : detail::parse_libsvm(named, text, options, detail::parse_options{});
+  };
+  if (!shifted)
+    return parse(*source, part, name, request.options);
+  // Moved edges: the part's first `skip` examples end the previous part's last block, and the
+  // first `extra` examples of the next part's text end this part's. Each edge is found by reading
+  // those few examples (in buffers of 1 MiB) and the end of the line of the last of them; the part
+  // is then parsed once, between its new edges, so its line numbers count from its new first line.
+  constexpr std::size_t probe_buffer = std::size_t{1} << 20;
+  auto edge = [&](std::int64_t begin, std::int64_t end, std::int64_t which, std::int64_t examples,
+                  const std::string& named) -> result<std::int64_t> {
+    auto probe = detail::text_source::open_range(spec, request.options.max_decompressed, begin, end, probe_buffer);
+    if (!probe)
+      return probe.error();
+    auto options = request.options;
+    options.limit = examples;
+    auto first = parse(*probe, which, named, options);
+    if (!first)
+      return first.error();
+    if (first->data.rows() < examples)
+      return fail_invalid(named + ": holds " + std::to_string(first->data.rows()) + " examples, not the "
+                          + std::to_string(examples) + " that the block alignment moves");
+    return start_after_line(*probe, first->lines.back());
+  };
+  auto begin = source->begin();
+  auto end = source->end();
+  if (request.skip > 0) {
+    auto moved = edge(begin, end, part, request.skip, name);
+    if (!moved)
+      return moved.error();
+    begin = *moved;
   }
-  if (*format == data_format::libsvm && request.options.hashing.enabled())
-    return fail_invalid(spec + ": LIBSVM input is numbers already; hashing (--hash-bits) is for VW and CSV");
-  if (part > 0)
-    options.header = false;  // only the file's first line can be a header
-  return csv ? detail::parse_csv(name, *source, options, detail::parse_options{})
-           : detail::parse_libsvm(name, *source, options, detail::parse_options{});
+  if (request.extra > 0) {
+    const auto next_name = spec + " (part " + std::to_string(part + 2) + " of " + std::to_string(parts)
+                           + ", bytes " + std::to_string(end) + "-)";
+    auto moved = edge(end, INT64_MAX, part + 1, request.extra, next_name);
+    if (!moved)
+      return moved.error();
+    end = *moved;
+  }
+  if (begin >= end)
+    return fail_invalid(name + ": no examples left after moving the first " + std::to_string(request.skip)
+                        + " to the previous part; use fewer shards");
+  auto narrowed = detail::text_source::open_range(spec, request.options.max_decompressed, begin, end);
+  if (!narrowed)
+    return narrowed.error();
+  const std::string moved_name = spec + label + ", bytes " + std::to_string(begin) + "-" + std::to_string(end)
+                                 + " moved to start a block)";
+  auto piece = parse(*narrowed, part, moved_name, request.options);
+  if (piece && piece->data.rows() == 0)
+    return fail_invalid(moved_name + ": no examples left after moving the first " + std::to_string(request.skip)
+                        + " to the previous part; use fewer shards");
+  return piece;
 }
 
 part_summary summarize(const raw_dataset& part) {

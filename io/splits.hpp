@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardopt::io {
@@ -19,7 +20,24 @@ struct part_request {
   read_options options;
   std::int64_t part = 0;
   std::int64_t parts = 1;
+  /// Text parts only: the examples moved across the part's edges, so that a part's first example
+  /// starts a canonical block (model/exact_sum.hpp) and the sums are the same bits for any part
+  /// count. The part drops its first `skip` examples (they end the previous part's last block) and
+  /// appends the first `extra` examples of the text after its bytes (they end its own last block).
+  /// Each is below max_part_shift; a part with none is read as its bytes say.
+  std::int64_t skip = 0;
+  std::int64_t extra = 0;
 };
+
+/// The bound on a part's `skip` and `extra`: a canonical block's largest row count.
+constexpr std::int64_t max_part_shift = 1024;
+
+/// How to move the examples of text parts of `rows[i]` examples each (in file order) so that every
+/// part after the first starts a canonical block of `block_rows` rows: {skip, extra} per part, all
+/// zero when parts already start blocks (IDX and binary datasets), and empty when some part would
+/// be left with no example (parts of fewer rows than a block), where the parts stay as they are.
+std::vector<std::pair<std::int64_t, std::int64_t>> block_aligned_shifts(const std::vector<std::int64_t>& rows,
+                                                                        std::int64_t block_rows);
 
 /// Reads one part of a dataset without holding the rest:
 /// - CSV and LIBSVM by byte ranges aligned to line starts, like Hadoop's input splits: part p of P
@@ -29,7 +47,9 @@ struct part_request {
 /// - IDX (MNIST layout) by record ranges of whole canonical blocks, as io::partition_blocks(n, P):
 ///   the rows of local shards.
 /// The source names the part ("train.csv (part 2 of 4, bytes 1048576-2097152)") and line numbers
-/// count from the part's first line. Errors as for read_dataset, plus a part with no examples.
+/// count from the part's first line. Errors as for read_dataset, plus a part with no examples, a
+/// shift (skip, extra) out of bounds or on data that is not text, and text after the part that
+/// holds fewer than `extra` examples.
 result<raw_dataset> read_part(const part_request& request);
 
 /// What the driver needs to know of one part to fit the label encoding and feature scaling of the

@@ -41,17 +41,22 @@ result<std::int64_t> text_size(const std::string& path, std::uint64_t max_decomp
 result<text_source> text_source::open(const std::string& path, std::uint64_t max_decompressed,
                                       std::int64_t part, std::int64_t parts,
                                       std::size_t buffer_bytes) {
+  if (parts <= 1)
+    return open_range(path, max_decompressed, 0, INT64_MAX, buffer_bytes);
+  auto size = text_size(path, max_decompressed);
+  if (!size)
+    return size.error();
+  return open_range(path, max_decompressed, *size * part / parts, *size * (part + 1) / parts, buffer_bytes);
+}
+
+result<text_source> text_source::open_range(const std::string& path, std::uint64_t max_decompressed,
+                                            std::int64_t begin, std::int64_t end, std::size_t buffer_bytes) {
   text_source source;
   source.path_ = path;
   source.max_decompressed_ = max_decompressed;
   source.capacity_ = std::max<std::size_t>(buffer_bytes, 2);
-  if (parts > 1) {
-    auto size = text_size(path, max_decompressed);
-    if (!size)
-      return size.error();
-    source.begin_ = *size * part / parts;
-    source.end_ = *size * (part + 1) / parts;
-  }
+  source.begin_ = std::max<std::int64_t>(begin, 0);
+  source.end_ = end;
   if (auto ok = source.rewind(); !ok)
     return ok.error();
   // Plain text needs no buffer larger than itself (compressed text may be larger than its file).

@@ -29,12 +29,21 @@ public:
                                   std::int64_t part = 0, std::int64_t parts = 1,
                                   std::size_t buffer_bytes = default_buffer);
 
+  /// Whole lines of bytes [begin, end) of the text of `path` by the same rule: the lines whose
+  /// first byte lies there (end INT64_MAX: to the end of the text).
+  static result<text_source> open_range(const std::string& path, std::uint64_t max_decompressed,
+                                        std::int64_t begin, std::int64_t end,
+                                        std::size_t buffer_bytes = default_buffer);
+
   /// Text in memory (kept by the caller), in buffers of `buffer_bytes`.
   static text_source of(std::string_view text, std::size_t buffer_bytes = default_buffer);
 
   /// The next buffer of whole lines, ending with '\n' except for the text's last line; empty at the
   /// end. Valid until the next call. A line longer than the buffer makes the buffer grow to hold it.
   result<std::string_view> next();
+
+  /// The text offset just past the buffer `next` last handed out: where the line after it starts.
+  std::int64_t position() const { return offset_ + static_cast<std::int64_t>(stop_); }
 
   /// Starts over from the first line.
   result<void> rewind();

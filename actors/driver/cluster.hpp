@@ -116,7 +116,9 @@ public:
   /// read by node plan[i] itself (io::read_part). The nodes first summarise their parts; label
   /// encoding and scaling are fitted from the summaries (io::fit_parts) and sent with the shard
   /// requests, so every part is encoded and scaled alike. Lost shards are recreated as in `ship`,
-  /// by a surviving node reading the same part.
+  /// by a surviving node reading the same part. Text parts (byte ranges) are moved by a few
+  /// examples at their edges to start canonical blocks (io::block_aligned_shifts), so node-local
+  /// text gives the same bits for any part count.
   result<node_local_run> read_on_nodes(const model::model_shape& architecture, std::int64_t classes,
                                        double lambda,
                                        const io::part_request& data, io::scale_mode mode,

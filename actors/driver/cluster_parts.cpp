@@ -52,13 +52,29 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     return fitted.error();
   const model::model_shape shape{architecture.kind, fitted->features, fitted->labels.outputs(),
                                  architecture.hidden, architecture.act};
+  // Text parts are byte ranges: each part after the first gives the examples before its first
+  // block boundary to its predecessor, so that every part holds whole canonical blocks at their
+  // global places and the sums are the bits of any other part count (or of shipped data).
+  const auto block_rows = model::block_rows_for(fitted->rows);
   std::vector<std::int64_t> rows;
   for (const auto& summary : summaries)
     rows.push_back(summary.rows);
+  auto shifts = io::block_aligned_shifts(rows, block_rows);
+  if (shifts.empty()) {
+    shifts.assign(rows.size(), {0, 0});
+    if (log)
+      log("parts of fewer examples than a block (" + std::to_string(block_rows)
+          + "): read as their bytes say, so the sums' last bits depend on the part count");
+  }
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    rows[i] += shifts[i].second - shifts[i].first;
   std::vector<std::int64_t> blocks;
-  const auto layouts = layouts_of(rows, model::block_rows_for(fitted->rows), blocks);
+  const auto layouts = layouts_of(rows, block_rows, blocks);
   auto spec_of = [=](std::size_t i) {
-    return part_shard_spec{part(i), shape, fitted->labels, fitted->scaling, layouts[i]};
+    auto request = part(i);
+    request.skip = shifts[i].first;
+    request.extra = shifts[i].second;
+    return part_shard_spec{request, shape, fitted->labels, fitted->scaling, layouts[i]};
   };
   // Every part's bounds, from the nodes' replies (and again from a recreated shard's).
   auto bounds = std::make_shared<model::data_bounds>(
@@ -76,7 +92,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
       return shard.error();
     if (shard->rows != rows[i])
       return fail_runtime("node " + c.info[node].endpoint.text() + " read " + std::to_string(shard->rows)
-                  + " rows of part " + std::to_string(i + 1) + ", it summarised "
+                  + " rows of part " + std::to_string(i + 1) + ", where its summary and the block alignment make "
                   + std::to_string(rows[i]));
     *bounds += model::data_bounds{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
     return std::move(shard->shard);

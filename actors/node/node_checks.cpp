@@ -93,7 +93,8 @@ result<io::part_request> check_part(io::part_request request, const node_limits&
     return fail_invalid("part " + std::to_string(request.part) + " of " + std::to_string(request.parts)
                 + " is not a valid part (at most " + std::to_string(limits.parts) + " parts)");
   if (request.options.features < 0 || request.options.features > limits.dimension
-      || request.options.limit < 0 || request.options.label_column < -(1 << 24)
+      || request.options.limit < 0 || request.skip < 0 || request.skip >= io::max_part_shift
+      || request.extra < 0 || request.extra >= io::max_part_shift || request.options.label_column < -(1 << 24)
       || request.options.label_column > (1 << 24))
     return fail_invalid("invalid read options");
   auto hashing = request.options.hashing;

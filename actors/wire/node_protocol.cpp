@@ -74,7 +74,7 @@ caf::error apply_request(Processor& f, io::part_request& r) {
   return caf::error::eval(
     [&] {
       return f(r.spec, r.options.format, r.options.label_column, r.options.features,
-               r.options.limit, r.part, r.parts);
+               r.options.limit, r.part, r.parts, r.skip, r.extra);
     },
     [&] { return apply_header(f, r.options.header); },
     [&] { return apply_hashing(f, r.options.hashing); });

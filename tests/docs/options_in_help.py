@@ -138,7 +138,9 @@ def main():
     stated = 0
     for path in files:
         for number, line in enumerate(path.read_text().splitlines(), 1):
-            for found in re.findall(r"(?:current version is|[Pp]rotocol version is) \**(\d+)", line):
+            # Stated in prose, or in a `shardopt status` transcript's PROTOCOL column.
+            for found in re.findall(r"(?:current version is|[Pp]rotocol version is) \**(\d+)", line) + \
+                    re.findall(r"^\S+:\d+\s+(?:serving|draining)\s+(\d+)\s", line):
                 stated += 1
                 if found != version:
                     problems.append(f"{path.relative_to(root)}:{number}: says the protocol version is {found}; "

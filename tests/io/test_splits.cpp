@@ -1,8 +1,10 @@
 // Node-local parts: for any number of parts, the parts of a file hold every example exactly once and
 // in order (Hadoop's split rule), and fitting from part summaries equals fitting on the whole.
 
+#include "io/binary_cache.hpp"
 #include "io/partition.hpp"
 #include "io/splits.hpp"
+#include "model/exact_sum.hpp"
 #include "support/datasets.hpp"
 #include "support/bits.hpp"
 #include "support/files.hpp"
@@ -11,6 +13,7 @@
 
 #include <random>
 #include <sstream>
+#include <tuple>
 
 namespace io = shardopt::io;
 namespace model = shardopt::model;
@@ -73,6 +76,72 @@ void check_parts_cover(const std::string& path, const io::read_options& options)
     }
     CHECK(row == whole->data.rows());
   }
+}
+
+/// Reads every part of 1..7 as the driver does for node-local shards: natural parts first (their
+/// example counts), then again moved by block_aligned_shifts. Every moved part after the first
+/// starts a canonical block, together they are the whole in order, and every example keeps its
+/// line, counted from its moved part's first line (blank and comment lines included).
+void check_aligned_parts(const std::string& path, const io::read_options& options) {
+  auto whole = io::read_dataset(path, io::split::train, options);
+  REQUIRE(whole.ok());
+  const auto n = whole->data.rows();
+  const auto block = model::block_rows_for(n);
+  REQUIRE(block > 1);
+  int moved = 0;
+  for (std::int64_t parts = 1; parts <= 7; ++parts) {
+    INFO(parts << " parts");
+    std::vector<std::int64_t> rows;
+    for (std::int64_t part = 0; part < parts; ++part) {
+      auto piece = io::read_part(io::part_request{path, options, part, parts});
+      REQUIRE(piece.ok());
+      rows.push_back(piece->data.rows());
+    }
+    const auto shifts = io::block_aligned_shifts(rows, block);
+    REQUIRE(shifts.size() == rows.size());
+    std::int64_t row = 0;
+    for (std::int64_t part = 0; part < parts; ++part) {
+      io::part_request request{path, options, part, parts};
+      std::tie(request.skip, request.extra) = shifts[static_cast<std::size_t>(part)];
+      moved += request.skip + request.extra > 0;
+      auto piece = io::read_part(request);
+      REQUIRE_MESSAGE(piece.ok(), piece.error().message());
+      CHECK(row % block == 0);
+      CHECK((piece->source.find("moved to start a block") != std::string::npos) == (request.skip + request.extra > 0));
+      const auto offset = whole->lines[static_cast<std::size_t>(row)] - piece->lines[0];
+      for (std::int64_t i = 0; i < piece->data.rows(); ++i, ++row) {
+        REQUIRE(row < n);
+        CHECK(piece->data.y[i] == whole->data.y[row]);
+        CHECK(piece->lines[static_cast<std::size_t>(i)] + offset == whole->lines[static_cast<std::size_t>(row)]);
+        if (whole->data.is_sparse()) {
+          const Eigen::VectorXf a = piece->data.sparse().row(i);
+          const Eigen::VectorXf b = whole->data.sparse().row(row);
+          CHECK(a.head(std::min(a.size(), b.size())) == b.head(std::min(a.size(), b.size())));
+          CHECK(piece->data.sparse().row(i).nonZeros() == whole->data.sparse().row(row).nonZeros());
+        } else {
+          CHECK(piece->data.dense().row(i) == whole->data.dense().row(row));
+        }
+      }
+    }
+    CHECK(row == n);
+  }
+  CHECK(moved > 0);  // the byte ranges did cut blocks: the shifts were exercised
+}
+
+/// LIBSVM lines with blank and comment lines between them (lines that are not examples).
+std::string make_gappy_libsvm(std::mt19937& rng, int rows) {
+  std::ostringstream out;
+  const auto body = make_libsvm(rng, rows);
+  std::istringstream lines{body};
+  std::string line;
+  for (int i = 0; std::getline(lines, line); ++i) {
+    if (i % 7 == 3)
+      out << "\n";
+    if (i % 11 == 5)
+      out << "# a comment line\n";
+    out << line << "\n";
+  }
+  return out.str();
 }
 
 } // namespace
@@ -175,4 +244,94 @@ TEST_CASE("fit_parts equals fit_labels and fit_scaling on the whole data") {
     CHECK(fitted->scaling.inv_std.size() == whole->data.cols());
     CHECK(fitted->scaling.mean.size() == (sparse ? 0 : whole->data.cols()));
   }
+}
+
+TEST_CASE("block_aligned_shifts: every part after the first starts a block, or no shifts when a part would be empty") {
+  using shifts = std::vector<std::pair<std::int64_t, std::int64_t>>;
+  // Starts 0, 10, 20 in blocks of 4: parts move to 0, 12, 20 (12, 8 and 10 examples).
+  CHECK(io::block_aligned_shifts({10, 10, 10}, 4) == shifts{{0, 2}, {2, 0}, {0, 0}});
+  CHECK(io::block_aligned_shifts({3, 20}, 4) == shifts{{0, 1}, {1, 0}});
+  CHECK(io::block_aligned_shifts({8, 8, 5}, 4) == shifts{{0, 0}, {0, 0}, {0, 0}});
+  CHECK(io::block_aligned_shifts({7}, 4) == shifts{{0, 0}});
+  // Part 2 (examples 5) lies inside the block [4, 8) that part 1 ends: it would be left empty.
+  CHECK(io::block_aligned_shifts({5, 1, 10}, 4).empty());
+  // The last part inside the block the previous part ends.
+  CHECK(io::block_aligned_shifts({9, 2}, 4).empty());
+  CHECK(io::block_aligned_shifts({10, 10}, io::max_part_shift + 1).empty());
+  CHECK(io::block_aligned_shifts({}, 4).empty());
+}
+
+TEST_CASE("read_part with shifts: CSV, LIBSVM with blank and comment lines, VW and gzip parts start canonical blocks") {
+  std::mt19937 rng{23};
+  temp_dir dir;
+  check_aligned_parts(dir.write("aligned.csv", make_csv(rng, 700)), {});
+  check_aligned_parts(dir.write("aligned.svm", make_gappy_libsvm(rng, 900)), {});
+  check_aligned_parts(dir.write_gz("aligned.csv.gz", make_csv(rng, 650)), {});
+  std::ostringstream vw;
+  for (int i = 0; i < 800; ++i)
+    vw << (i % 3 ? "1" : "-1") << " |w word" << i % 37 << " other" << (i * 7) % 19 << (i % 5 ? " |c x:2" : "") << "\n";
+  io::read_options hashed;
+  hashed.hashing.bits = 12;
+  check_aligned_parts(dir.write("aligned.vw", vw.str()), hashed);
+  // CSV with a header and string columns (a later part takes the header from the file's start),
+  // and TSV.
+  std::ostringstream csv;
+  std::ostringstream tsv;
+  csv << "label,city,review\n";
+  for (int i = 0; i < 760; ++i) {
+    csv << i % 2 << ",town" << i % 13 << ",\"word" << i % 29 << ", and more " << std::string(static_cast<std::size_t>(i % 11), 'z') << "\"\n";
+    tsv << i % 3 << "\t" << i * 0.5 << "\t" << std::string(static_cast<std::size_t>(i % 9 + 1), '7') << "\n";
+  }
+  io::read_options strings;
+  strings.hashing.bits = 14;
+  strings.hashing.categorical = {"city"};
+  strings.hashing.text = {"review"};
+  check_aligned_parts(dir.write("aligned_strings.csv", csv.str()), strings);
+  check_aligned_parts(dir.write("aligned.tsv", tsv.str()), {});
+  check_aligned_parts(dir.write_gz("aligned.svm.gz", make_gappy_libsvm(rng, 640)), {});
+}
+
+TEST_CASE("read_part with shifts: bounds, data that is not text, and text after the part too short are errors") {
+  std::mt19937 rng{24};
+  temp_dir dir;
+  const auto path = dir.write("shift.csv", make_csv(rng, 300));
+  auto message = [&](io::part_request request) {
+    auto piece = io::read_part(request);
+    REQUIRE_FALSE(piece.ok());
+    return piece.error().message();
+  };
+  io::part_request request{path, {}, 0, 3};
+  request.extra = io::max_part_shift;
+  CHECK(message(request).find("cannot move 0 examples out and 1024 in") != std::string::npos);
+  request = {path, {}, 1, 3};
+  request.skip = -1;
+  CHECK(message(request).find("each at most 1023") != std::string::npos);
+  request = {path, {}, 2, 3};
+  request.extra = 1;  // nothing comes after the last part
+  CHECK(message(request).find("none after the last part") != std::string::npos);
+  auto second = io::read_part(io::part_request{path, {}, 1, 3});
+  REQUIRE(second.ok());
+  request = {path, {}, 1, 3};
+  request.skip = std::min<std::int64_t>(second->data.rows(), io::max_part_shift - 1);
+  REQUIRE(request.skip == second->data.rows());
+  CHECK(message(request).find("no examples left after moving the first") != std::string::npos);
+  // Part 3 holds about 100 examples: part 2 cannot take 1000 of them.
+  request = {path, {}, 1, 3};
+  request.extra = 1000;
+  const auto short_next = message(request);
+  INFO(short_next);
+  CHECK(short_next.find("shift.csv (part 3 of 3, bytes ") != std::string::npos);
+  CHECK(short_next.find("not the 1000 that the block alignment moves") != std::string::npos);
+  // IDX and binary parts are whole blocks already.
+  const auto binary = dir.file("shift.shoptbin");
+  {
+    auto whole = io::read_dataset(path, io::split::train, {});
+    REQUIRE(whole.ok());
+    auto origin = io::origin_of(path, {});
+    REQUIRE(origin.ok());
+    REQUIRE(io::write_binary_dataset(binary, *whole, *origin).ok());
+  }
+  request = {binary, {}, 0, 2};
+  request.extra = 3;
+  CHECK(message(request).find("only text parts move examples") != std::string::npos);
 }

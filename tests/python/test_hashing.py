@@ -11,12 +11,12 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
+# scikit-learn is installed by scripts/install-deps: a missing one fails these tests, it does not
+# skip them.
+from sklearn.utils import murmurhash3_32
+
 import shardopt
-
-sklearn = pytest.importorskip("sklearn")
-from sklearn.utils import murmurhash3_32  # noqa: E402
-
-from shardopt.sklearn import HashingVectorizer  # noqa: E402
+from shardopt.sklearn import HashingVectorizer
 
 
 def h(token, seed):

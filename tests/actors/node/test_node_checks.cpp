@@ -56,6 +56,18 @@ TEST_CASE("check_part: parts, read options and paths outside the data root are r
   auto wide = request("inside.csv");
   wide.options.features = limits.dimension + 1;
   CHECK(actors::check_part(wide, limits).error().message() == "invalid read options");
+  // A part's edges move by less than a block (io::max_part_shift), never backwards.
+  for (const auto& [skip, extra] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+         {-1, 0}, {0, -1}, {io::max_part_shift, 0}, {0, io::max_part_shift}}) {
+    auto moved = request("inside.csv", 1, 4);
+    moved.skip = skip;
+    moved.extra = extra;
+    CHECK(actors::check_part(moved, limits).error().message() == "invalid read options");
+  }
+  auto moved = request("inside.csv", 1, 4);
+  moved.skip = io::max_part_shift - 1;
+  moved.extra = io::max_part_shift - 1;
+  CHECK(actors::check_part(moved, limits).ok());
   limits.data_root.clear();
   CHECK(actors::check_part(request("inside.csv"), limits).error().message().find("serves no node-local data")
         != std::string::npos);
