@@ -1,5 +1,6 @@
 #include "apps/commands/convert.hpp"
 
+#include "apps/run/output_paths.hpp"
 #include "apps/run/summary.hpp"
 #include "io/binary_cache.hpp"
 
@@ -10,6 +11,8 @@ namespace shardopt::apps {
 
 int run_convert(const convert_options& options) {
   const auto started = std::chrono::steady_clock::now();
+  if (auto ok = check_output_file("-o", options.output); !ok)
+    return exit_with_error(ok.error().message());
   auto read = read_options_of(options.data);
   if (!read)
     return exit_with_error(read.error().message());

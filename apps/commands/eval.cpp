@@ -1,5 +1,6 @@
 #include "apps/commands/eval.hpp"
 
+#include "apps/run/output_paths.hpp"
 #include "apps/run/summary.hpp"
 #include "io/atomic_file.hpp"
 #include "io/scaling.hpp"
@@ -137,6 +138,9 @@ result<void> write_predictions(const std::string& path, const io::saved_model& s
 } // namespace
 
 int run_eval(const eval_options& options) {
+  if (!options.predictions.empty())
+    if (auto ok = check_output_file("--predictions", options.predictions); !ok)
+      return exit_with_error(ok.error().message());
   auto saved = io::load_model(options.model_file);
   if (!saved)
     return exit_with_error(saved.error().message());

@@ -1,5 +1,6 @@
 #include "apps/commands/generate.hpp"
 
+#include "apps/run/output_paths.hpp"
 #include "apps/run/summary.hpp"
 
 #include <chrono>
@@ -13,6 +14,8 @@ int run_generate(const generate_options& options) {
   if (!kind)
     return exit_with_error("--model " + options.model + ": generate writes linear, logistic or softmax data");
   spec.kind = *kind;
+  if (auto ok = check_output_file("-o", options.output); !ok)
+    return exit_with_error(ok.error().message());
   const auto started = std::chrono::steady_clock::now();
   if (auto ok = io::write_synthetic(spec, options.output); !ok)
     return exit_with_error(ok.error().message());

@@ -311,7 +311,8 @@ class MLPClassifier(_Classifier):
 
     Parameters: hidden ((100,): the hidden layer widths, --hidden), activation ("relu" or
     "tanh"), alpha (1e-4), seed (0: the initial weights, and the PS minibatch order), max_iter
-    (1000), epsilon (1e-6), shards, nodes (mode "lbfgs"); mode ("lbfgs" or "ps"); and for mode
+    (1000), epsilon (1e-6), shards, nodes, l1 (0: --l1 on the weights, by OWL-QN), solver ("auto",
+    "lbfgs" or "owlqn") (mode "lbfgs"); mode ("lbfgs" or "ps"); and for mode
     "ps" workers, ps, optimizer, lr, batch_size, sync, last_step (None: the command line's
     defaults: one worker per hardware thread, 1 PS, "sgd", 0.01, 128, asynchronous, 1000);
     options (further `shardopt.train` keywords).
@@ -321,9 +322,9 @@ class MLPClassifier(_Classifier):
     """
 
     def __init__(self, hidden=(100,), *, activation="relu", alpha=1e-4, seed=0, max_iter=1000,
-                 epsilon=1e-6, shards=None, nodes=None, mode="lbfgs", workers=None, ps=None,
-                 optimizer=None, lr=None, batch_size=None, sync=None, last_step=None,
-                 options=None):
+                 epsilon=1e-6, shards=None, nodes=None, l1=0.0, solver="auto", mode="lbfgs",
+                 workers=None, ps=None, optimizer=None, lr=None, batch_size=None, sync=None,
+                 last_step=None, options=None):
         self.hidden = hidden
         self.activation = activation
         self.alpha = alpha
@@ -332,6 +333,8 @@ class MLPClassifier(_Classifier):
         self.epsilon = epsilon
         self.shards = shards
         self.nodes = nodes
+        self.l1 = l1
+        self.solver = solver
         self.mode = mode
         self.workers = workers
         self.ps = ps
@@ -346,7 +349,13 @@ class MLPClassifier(_Classifier):
         name = type(self).__name__
         X, codes = self._validate_classes(X, y)
         lam = _lambda_from_alpha(self.alpha, X.shape[0], name)
-        self._fit_model(X, codes, "mlp", lam, classes=len(self.classes_), loss="cross-entropy",
+        solving = {}
+        if self.l1 != 0 or self.solver != "auto":
+            if self.mode == "ps":
+                raise ValueError(f"{name}: l1 and solver are for mode='lbfgs'; parameter servers "
+                                 "use optimizer, lr and batch_size")
+            solving = dict(l1=self.l1, solver=self.solver)
+        self._fit_model(X, codes, "mlp", lam, **solving, classes=len(self.classes_), loss="cross-entropy",
                         hidden=self.hidden, activation=self.activation, seed=self.seed,
                         mode=self.mode, workers=self.workers, ps=self.ps, optimizer=self.optimizer,
                         lr=self.lr, batch_size=self.batch_size, sync=self.sync,

@@ -5,7 +5,8 @@ usage: run_blocks.py SHARDOPT_BINARY SOURCE_DIR BUILD_DIR
 
 Every ```sh block of README.md, CONTRIBUTING.md and docs/*.md either runs here or is listed in
 NOT_RUN with the reason it cannot (it needs a cluster, it is the CI command itself, ...); a block
-that is neither fails the test, so a new block is run or explained. Blocks run in order, each under
+that is neither fails the test, so a new block is run or explained. So does an indented command
+with concrete arguments (not a synopsis such as `shardopt run CONFIG.toml`): nothing would run it. Blocks run in order, each under
 `bash -e` in a fresh temporary folder holding a copy of experiments/ and scripts/, with only these
 changes:
 - `shardopt` and `build/apps/shardopt` name the binary under test, `PYTHONPATH=build/python` the
@@ -102,9 +103,28 @@ def prepare(folder, root, binary, build):
     os.symlink(pathlib.Path(build) / "python", folder / "build" / "python")
 
 
+# An indented line that is a shardopt command with concrete arguments (no PLACEHOLDER, as in a
+# synopsis) is a command block that nothing would run.
+INDENTED_COMMAND = re.compile(r"^    (?:\$ )?(?:shardopt|(?:\./)?scripts/\S+|python3)(?: |$)(?!.*\b[A-Z_]{3,}\b)")
+
+
+def indented_commands(root):
+    files = [root / "README.md", root / "CONTRIBUTING.md", *sorted((root / "docs").glob("*.md"))]
+    for path in files:
+        fenced = False
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                fenced = not fenced
+            elif not fenced and INDENTED_COMMAND.match(line):
+                yield f"{path.relative_to(root)}:{number}: an indented command block; make it a ```sh block"
+
+
 def main():
     binary, root, build = sys.argv[1], pathlib.Path(sys.argv[2]), sys.argv[3]
     failed = ran = skipped = 0
+    for problem in indented_commands(root):
+        print(problem)
+        failed += 1
     for name, block in blocks(root):
         first = block.splitlines()[0] if block.strip() else ""
         reason = next((why for (f, start), why in NOT_RUN.items() if f == name and first.startswith(start)), None)

@@ -155,6 +155,14 @@ def test_attributes_are_the_bits_of_shardopt_train():
     np.testing.assert_array_equal(mlp.model_.theta, direct.theta)
     assert [W.shape for W in mlp.coefs_] == [(7, 6), (6, 5), (5, 3)]
 
+    sparse_mlp = MLPClassifier(hidden=(6,), alpha=0.2, l1=1e-2, solver="owlqn", max_iter=40).fit(X, y)
+    direct = shardopt.train(X, y, model="mlp", hidden=[6], lam=0.2 / n, l1=1e-2, solver="owlqn",
+                            max_iter=40, classes=3)
+    np.testing.assert_array_equal(sparse_mlp.model_.theta, direct.theta)
+    assert sparse_mlp.summary_["solver"] == "owlqn" and sparse_mlp.summary_["l1"] == 1e-2
+    with pytest.raises(ValueError, match="l1 and solver are for mode='lbfgs'"):
+        MLPClassifier(hidden=(6,), l1=1e-2, mode="ps").fit(X, y)
+
 
 def test_scores_and_probabilities_agree_with_model_predict():
     X, y = fashion("train", 2000)

@@ -2,6 +2,7 @@
 
 #include "apps/commands/train/architecture.hpp"
 #include "apps/commands/train/solver_checkpoints.hpp"
+#include "apps/run/output_paths.hpp"
 #include "apps/run/progress.hpp"
 #include "apps/commands/train/ps_train.hpp"
 #include "apps/serving/service_metrics.hpp"
@@ -13,13 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <filesystem>
 #include <optional>
 #include <utility>
 
@@ -257,38 +253,6 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
 } // namespace
 
 namespace {
-
-/// Where `path` (a file this run writes, given by `option`) would go is a folder this process may
-/// write into; else the error, before any work.
-result<void> check_output_file(const char* option, const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    return fail_invalid(std::string{option} + ": " + path + " is a folder, not a file");
-  const auto parent = fs::path{path}.parent_path().empty() ? fs::path{"."} : fs::path{path}.parent_path();
-  if (!fs::is_directory(parent, ec))
-    return fail_not_found(std::string{option} + ": " + path + ": the folder " + parent.string() + " does not exist");
-  if (::access(parent.c_str(), W_OK | X_OK) != 0)
-    return fail_invalid(std::string{option} + ": " + path + ": cannot write into " + parent.string() + ": "
-                        + std::strerror(errno));
-  return {};
-}
-
-/// A folder this run makes if needed (--checkpoint-dir): it, or the nearest folder above it that
-/// exists, may be written into.
-result<void> check_output_folder(const char* option, const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  auto at = fs::absolute(path, ec);
-  while (!at.empty() && !fs::exists(at, ec) && at.has_parent_path() && at.parent_path() != at)
-    at = at.parent_path();
-  if (!fs::is_directory(at, ec))
-    return fail_invalid(std::string{option} + ": " + path + ": " + at.string() + " is not a folder");
-  if (::access(at.c_str(), W_OK | X_OK) != 0)
-    return fail_invalid(std::string{option} + ": " + path + ": cannot write into " + at.string() + ": "
-                        + std::strerror(errno));
-  return {};
-}
 
 /// Every path a run writes, checked before any work (a run that trains for an hour must not fail
 /// at the end for a typo in --save).

@@ -332,6 +332,32 @@ TEST_CASE("output paths (--save, --metrics, --checkpoint-dir) are checked before
     }
 }
 
+TEST_CASE("eval --predictions, convert -o and generate -o are checked before any work") {
+  temp_dir dir;
+  // Bad data and a missing model: without the check first, their errors would come first.
+  const auto bad = dir.write("bad.csv", "0,1\n1,x\n");
+  const auto missing = dir.file("missing.model");
+  const auto nowhere = [&](const std::string& name) { return dir.file("no-such-folder/" + name); };
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
+    {{"convert", "--data", bad, "-o", nowhere("x.shoptbin")}, "-o: " + nowhere("x.shoptbin") + ": the folder "},
+    {{"convert", "--data", bad, "-o", dir.path().string()}, "-o: " + dir.path().string() + " is a folder, not a file"},
+    {{"eval", "--model-file", missing, "--data", bad, "--predictions", nowhere("p.csv")},
+     "--predictions: " + nowhere("p.csv") + ": the folder "},
+    {{"generate", "-o", nowhere("g.svm"), "--rows", "100", "--features", "10"}, "-o: " + nowhere("g.svm") + ": the folder "},
+  };
+  for (const auto& [args, message] : cases) {
+    CAPTURE(message);
+    std::vector<std::string> command{shardopt_binary()};
+    command.insert(command.end(), args.begin(), args.end());
+    const auto result = run(command, 60s);
+    INFO(result.err);
+    CHECK(result.exit_code == 1);
+    CHECK(result.err.find(message) != std::string::npos);
+    CHECK(result.err.find("bad.csv:2") == std::string::npos);
+    CHECK(result.err.find("missing.model") == std::string::npos);
+  }
+}
+
 TEST_CASE("svm: two label values (any two) train one binary model, more are classes 0..K-1, as docs/data.md says") {
   temp_dir dir;
   const auto csv = [&](const std::string& name, const std::vector<int>& labels) {

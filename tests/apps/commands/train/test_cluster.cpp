@@ -392,12 +392,20 @@ TEST_CASE("a node given twice, or under two names, is one node: the driver does 
   node_process node;
   const auto endpoint = node.endpoint();
   const auto port = endpoint.substr(endpoint.rfind(':') + 1);
-  for (const auto& nodes : {endpoint + "," + endpoint, "localhost:" + port + ",127.0.0.1:" + port}) {
-    CAPTURE(nodes);
+  temp_dir dir;
+  const auto listed = dir.write("nodes.txt", "# the same node again\nlocalhost:" + port + "\n" + endpoint + "\n");
+  const std::vector<std::vector<std::string>> ways{
+    {"--nodes", endpoint + "," + endpoint},
+    {"--nodes", "localhost:" + port + ",127.0.0.1:" + port},
+    {"--nodes", endpoint, "--nodes-file", listed},
+    {"--nodes", endpoint, "--nodes-dns", "localhost:" + port}};
+  for (const auto& nodes : ways) {
+    CAPTURE(nodes.back());
     const auto started = std::chrono::steady_clock::now();
-    const auto result = run({shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "2000", "--test-limit",
-                             "100", "--max-iter", "3", "--shards", "2", "--json", "--quiet", "--nodes", nodes},
-                            60s);
+    std::vector<std::string> args{shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "2000", "--test-limit",
+                                  "100", "--max-iter", "3", "--shards", "2", "--json", "--quiet"};
+    args.insert(args.end(), nodes.begin(), nodes.end());
+    const auto result = run(args, 60s);
     INFO(result.err);
     REQUIRE(result.exit_code == 0);
     CHECK(json::parse(result.out)["nodes"] == 1);
