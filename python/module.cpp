@@ -411,7 +411,9 @@ PYBIND11_MODULE(_core, m) {
         py::arg("path"), "Reads a model file written by `shardopt train --save` or `Model.save`");
   m.def("_hash_text", &python::hash_text, py::arg("texts"), py::arg("column"), py::arg("bits"),
         py::arg("word_pairs"));
-  m.def("_read_data", &python::read_data);
+  m.def("_read_data", &python::read_data, py::arg("path"), py::arg("format"), py::arg("label_column"),
+        py::arg("header"), py::arg("limit"), py::arg("hash_bits"), py::arg("pairs"), py::arg("categorical"),
+        py::arg("text"), py::arg("word_pairs"), py::arg("model").none(true));
   m.def("_train", &python::train);
   m.def("_is_option", &apps::is_train_option);
 }

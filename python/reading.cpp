@@ -40,7 +40,7 @@ py::tuple hash_text(const std::vector<std::string>& texts, const std::string& co
 py::tuple read_data(const std::string& path, const std::string& format, int label_column, const std::string& header,
                     std::int64_t limit, int hash_bits, const std::vector<std::string>& pairs,
                     const std::vector<std::string>& categorical, const std::vector<std::string>& text,
-                    bool word_pairs) {
+                    bool word_pairs, const std::shared_ptr<io::saved_model>& model) {
   apps::data_options o;
   o.data = path;
   o.format = format;
@@ -52,8 +52,20 @@ py::tuple read_data(const std::string& path, const std::string& format, int labe
   o.categorical = categorical;
   o.text = text;
   o.word_pairs = word_pairs;
-  const auto read = value_or_raise(apps::read_options_of(o));
+  auto read = value_or_raise(apps::read_options_of(o));
+  if (model) {
+    // As eval: the model's hashing (its CSV column names too), and no other.
+    const bool given = hash_bits > 0 || !pairs.empty() || !categorical.empty() || !text.empty() || word_pairs;
+    if (given && read.hashing != model->hashing)
+      raise(fail_invalid("the model was trained on features hashed as " + io::summary_of(model->hashing)
+                         + "; the hashing options say " + io::summary_of(read.hashing)
+                         + " (leave them out: with model=, rows are hashed as the model says)"));
+    read.hashing = model->hashing;
+  }
   auto raw = value_or_raise(io::read_dataset(path, io::split::train, read));
+  if (model && raw.data.is_sparse())
+    if (auto ok = io::match_features(raw, model->shape.features, "the model"); !ok)
+      raise(ok.error());
   const auto& y = raw.data.y;
   py::array_t<double> labels(y.size(), y.data());
   if (raw.data.is_sparse()) {

@@ -238,13 +238,15 @@ Model.predict_proba = _predict_proba
 
 
 def read_data(data, *, format="auto", label_column=0, header="auto", limit=0, hash_bits=0, pairs=(),
-              categorical=(), text=(), word_pairs=False):
+              categorical=(), text=(), word_pairs=False, model=None):
     """Reads a file with the command line's readers and reading options: returns (X, y), X a SciPy
     CSR matrix for sparse rows (LIBSVM, hashed VW, or CSV or TSV with string columns) or a float32 NumPy
     array. Hashing is as `shardopt train` does it (docs/data.md): `hash_bits` (default 18 for VW
-    input and with `categorical`/`text`), `pairs` (VW's -q), `categorical`, `text`, `word_pairs`."""
+    input and with `categorical`/`text`), `pairs` (VW's -q), `categorical`, `text`, `word_pairs`.
+    With `model=` (a Model), raw rows are hashed as the model's training rows were, as `shardopt
+    eval` does, and X has the model's width: `model.predict(read_data(path, model=model)[0])`."""
     read = _read_data(str(data), format, int(label_column), header, int(limit), int(hash_bits),
-                      list(pairs), list(categorical), list(text), bool(word_pairs))
+                      list(pairs), list(categorical), list(text), bool(word_pairs), model)
     if read[0] == "dense":
         return read[1], read[2]
     import scipy.sparse as _sparse

@@ -166,6 +166,35 @@ def test_a_model_keeps_its_hashing_and_predicts_raw_strings_as_eval(tmp_path):
     assert accuracy > 0.9
 
 
+def test_read_data_with_a_model_hashes_raw_vw_and_categorical_rows_as_eval(tmp_path):
+    rng = np.random.default_rng(5)
+    good, bad = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "ugly"]
+    vw, csv = [], ["city,label,review"]  # the label not first: the model's columns name it
+    for i in range(300):
+        label = int(rng.integers(2))
+        words = " ".join(list(rng.choice(good if label else bad, 2)) + list(rng.choice(good + bad, 2)))
+        city = ["paris", "rome", "oslo"][i % 3]
+        vw.append(f"{2 * label - 1} |w {words} |c {city}")
+        csv.append(f'{city},{label},"{words}"')
+    cases = [("r.vw", "\n".join(vw), dict(pairs=["wc"], hash_bits=13)),
+             ("r.csv", "\n".join(csv), dict(categorical=["city"], text=["review"], hash_bits=13, label_column=1))]
+    for name, text, hashing in cases:
+        path = tmp_path / name
+        path.write_text(text + "\n")
+        model_path = tmp_path / (name + ".model")
+        shardopt.train(data=str(path), model="logistic", lam=1e-3, save=str(model_path), **hashing)
+        model = shardopt.load_model(str(model_path))
+        label_column = hashing.get("label_column", 0)
+        X, y = shardopt.read_data(path, model=model, label_column=label_column)
+        assert X.shape[1] == model.features
+        cli = subprocess.run([os.environ["SHARDOPT_BINARY"], "eval", "--model-file", str(model_path), "--data",
+                              str(path), "--label-column", str(label_column), "--json"],
+                             capture_output=True, text=True, check=True)
+        assert float(np.mean(model.predict(X) == y)) == json.loads(cli.stdout)["accuracy"] > 0.9
+        with pytest.raises(ValueError, match="the model was trained on features hashed as 2.13"):
+            shardopt.read_data(path, model=model, hash_bits=12, label_column=label_column)
+
+
 def test_predict_names_x_when_its_width_is_wrong():
     X = np.random.default_rng(0).normal(size=(20, 3))
     y = (X[:, 0] > 0).astype(float)
