@@ -44,7 +44,6 @@ NOT_RUN = {
     ("docs/cluster.md", "$ shardopt status"): "a transcript (command and its output); `status` is tested in metrics_endpoint",
     ("docs/parameter-server.md", "# needs a cluster"): "needs a cluster: hostA to hostD",
     ("docs/python.md", "scripts/install-deps"): "installs packages and a virtual environment: the pip_install test does",
-    ("docs/data.md", "shardopt convert --data train.svm"): "a user's file (train.svm); convert and --cache are tested in test_binary_cache",
 }
 
 
