@@ -379,4 +379,14 @@ TEST_CASE("svm: two label values (any two) train one binary model, more are clas
   CHECK(outputs(csv("zero-five.csv", {0, 5})) == 1);
   CHECK(outputs(csv("signs.csv", {-1, 1})) == 1);
   CHECK(outputs(csv("three.csv", {0, 1, 2})) == 3);
+  // What docs/data.md says (it said svm had the largest label + 1 classes, as softmax has).
+  std::ifstream doc{std::string{SHARDOPT_SOURCE_DIR} + "/docs/data.md"};
+  std::ostringstream text;
+  text << doc.rdbuf();
+  std::string said = text.str();
+  for (auto& c : said)
+    c = c == '\n' ? ' ' : c;
+  CHECK(said.find("svm with exactly two label values (any two: {0, 5}, {-1, 1}) trains one binary model")
+        != std::string::npos);
+  CHECK(said.find("with more than two it is multiclass like softmax (labels 0..K-1)") != std::string::npos);
 }
