@@ -81,10 +81,11 @@ result<raw_dataset> read_part(const part_request& request) {
   const std::string label = " (part " + std::to_string(part + 1) + " of " + std::to_string(parts);
   const bool shifted = request.skip != 0 || request.extra != 0;
   if (request.skip < 0 || request.skip >= max_part_shift || request.extra < 0
-      || request.extra >= max_part_shift || (request.extra > 0 && part + 1 == parts))
+      || request.extra >= max_part_shift || (request.extra > 0 && part + 1 == parts)
+      || (request.skip > 0 && part == 0))
     return fail_invalid(spec + label + "): cannot move " + std::to_string(request.skip) + " examples out and "
                         + std::to_string(request.extra) + " in (each at most " + std::to_string(max_part_shift - 1)
-                        + ", none after the last part)");
+                        + ", none before the first part or after the last part)");
 
   // IDX: fixed-size records, split by record ranges; the records before the part are skipped.
   if (has_builtin_test_split(spec) || is_binary_dataset(spec)) {
@@ -117,16 +118,25 @@ result<raw_dataset> read_part(const part_request& request) {
   const std::string name = spec + label + ", bytes " + std::to_string(source->begin()) + "-"
                            + std::to_string(source->end()) + ")";
   // A part with no line that holds anything has no examples: say so before parsing says less.
-  for (bool blank = true; blank;) {
-    auto text = source->next();
-    if (!text)
-      return text.error();
-    if (text->empty())
-      return fail_invalid(name + ": no examples; use fewer shards");
-    blank = text->find_first_not_of(" \t\r\n") == std::string_view::npos;
-  }
-  if (auto ok = source->rewind(); !ok)
-    return ok.error();
+  auto holds_lines = [](detail::text_source& text) -> result<bool> {
+    for (;;) {
+      auto buffer = text.next();
+      if (!buffer)
+        return buffer.error();
+      if (buffer->empty())
+        return false;
+      if (buffer->find_first_not_of(" \t\r\n") != std::string_view::npos) {
+        if (auto ok = text.rewind(); !ok)
+          return ok.error();
+        return true;
+      }
+    }
+  };
+  auto holds = holds_lines(*source);
+  if (!holds)
+    return holds.error();
+  if (!*holds)
+    return fail_invalid(name + ": no examples; use fewer shards");
   auto parse = [&](detail::text_source& text, std::int64_t which, const std::string& named,
                    read_options options) -> result<raw_dataset> {
     if (*format == data_format::vw)
@@ -193,13 +203,15 @@ result<raw_dataset> read_part(const part_request& request) {
   auto narrowed = detail::text_source::open_range(spec, request.options.max_decompressed, begin, end);
   if (!narrowed)
     return narrowed.error();
+  holds = holds_lines(*narrowed);
+  if (!holds)
+    return holds.error();
+  if (!*holds)
+    return fail_invalid(name + ": no examples left after moving the first " + std::to_string(request.skip)
+                        + " to the previous part; use fewer shards");
   const std::string moved_name = spec + label + ", bytes " + std::to_string(begin) + "-" + std::to_string(end)
                                  + " moved to start a block)";
-  auto piece = parse(*narrowed, part, moved_name, request.options);
-  if (piece && piece->data.rows() == 0)
-    return fail_invalid(moved_name + ": no examples left after moving the first " + std::to_string(request.skip)
-                        + " to the previous part; use fewer shards");
-  return piece;
+  return parse(*narrowed, part, moved_name, request.options);
 }
 
 part_summary summarize(const raw_dataset& part) {

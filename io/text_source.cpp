@@ -80,6 +80,7 @@ result<void> text_source::rewind() {
   buffer_.resize(std::min(buffer_.size(), capacity_));
   kept_ = 0;
   handed_ = false;
+  stop_ = 0;
   exhausted_ = false;
   finished_ = false;
   aligned_ = begin_ == 0;
@@ -122,6 +123,7 @@ result<std::string_view> text_source::next() {
     offset_ += static_cast<std::int64_t>(stop_);
     kept_ = used_ - stop_;
     handed_ = false;
+    stop_ = 0;
   }
   while (!finished_) {
     // A buffer that holds nothing but an unfinished line grows to take the rest of it.

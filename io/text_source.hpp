@@ -42,7 +42,8 @@ public:
   /// end. Valid until the next call. A line longer than the buffer makes the buffer grow to hold it.
   result<std::string_view> next();
 
-  /// The text offset just past the buffer `next` last handed out: where the line after it starts.
+  /// The text offset just past the buffer `next` last handed out: where the line after it starts
+  /// (after an empty buffer or a rewind: where reading stands).
   std::int64_t position() const { return offset_ + static_cast<std::int64_t>(stop_); }
 
   /// Starts over from the first line.

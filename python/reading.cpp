@@ -2,6 +2,7 @@
 
 #include "apps/run/data.hpp"
 #include "io/hashing.hpp"
+#include "io/labels.hpp"
 #include "io/readers.hpp"
 #include "python/errors.hpp"
 
@@ -63,9 +64,18 @@ py::tuple read_data(const std::string& path, const std::string& format, int labe
     read.hashing = model->hashing;
   }
   auto raw = value_or_raise(io::read_dataset(path, io::split::train, read));
-  if (model && raw.data.is_sparse())
+  if (model) {
     if (auto ok = io::match_features(raw, model->shape.features, "the model"); !ok)
       raise(ok.error());
+    // The labels must be ones the model knows: a label column other than training's shows here.
+    io::raw_dataset labels;
+    labels.source = raw.source;
+    labels.lines = raw.lines;
+    labels.data.x = model::dense_features(raw.data.y.size(), 0);
+    labels.data.y = raw.data.y;
+    if (auto ok = io::encode_labels(model->labels, labels); !ok)
+      raise(fail_invalid(ok.error().message() + " (with model=, label_column and header are the training's)"));
+  }
   const auto& y = raw.data.y;
   py::array_t<double> labels(y.size(), y.data());
   if (raw.data.is_sparse()) {

@@ -11,11 +11,11 @@ namespace shardopt::apps {
 
 int run_convert(const convert_options& options) {
   const auto started = std::chrono::steady_clock::now();
-  if (auto ok = check_output_file("-o", options.output); !ok)
-    return exit_with_error(ok.error().message());
   auto read = read_options_of(options.data);
   if (!read)
     return exit_with_error(read.error().message());
+  if (auto ok = check_output_file("-o", options.output); !ok)
+    return exit_with_error(ok.error().message());
   auto origin = io::origin_of(options.data.data, *read);
   if (!origin && options.data.data != "fashion-mnist")
     return exit_with_error(origin.error().message());

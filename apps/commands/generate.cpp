@@ -14,6 +14,9 @@ int run_generate(const generate_options& options) {
   if (!kind)
     return exit_with_error("--model " + options.model + ": generate writes linear, logistic or softmax data");
   spec.kind = *kind;
+  // The arguments first (no work), then where the file goes, then the writing.
+  if (const auto problem = io::check_synthetic(spec); !problem.empty())
+    return exit_with_error(problem);
   if (auto ok = check_output_file("-o", options.output); !ok)
     return exit_with_error(ok.error().message());
   const auto started = std::chrono::steady_clock::now();

@@ -244,7 +244,8 @@ def read_data(data, *, format="auto", label_column=0, header="auto", limit=0, ha
     array. Hashing is as `shardopt train` does it (docs/data.md): `hash_bits` (default 18 for VW
     input and with `categorical`/`text`), `pairs` (VW's -q), `categorical`, `text`, `word_pairs`.
     With `model=` (a Model), raw rows are hashed as the model's training rows were, as `shardopt
-    eval` does, and X has the model's width: `model.predict(read_data(path, model=model)[0])`."""
+    eval` does, X has the model's width and y holds only labels the model knows (`label_column` and
+    `header` are the training's): `model.predict(read_data(path, model=model)[0])`."""
     read = _read_data(str(data), format, int(label_column), header, int(limit), int(hash_bits),
                       list(pairs), list(categorical), list(text), bool(word_pairs), model)
     if read[0] == "dense":

@@ -308,7 +308,10 @@ TEST_CASE("read_part with shifts: bounds, data that is not text, and text after 
   CHECK(message(request).find("each at most 1023") != std::string::npos);
   request = {path, {}, 2, 3};
   request.extra = 1;  // nothing comes after the last part
-  CHECK(message(request).find("none after the last part") != std::string::npos);
+  CHECK(message(request).find("or after the last part") != std::string::npos);
+  request = {path, {}, 0, 3};
+  request.skip = 1;  // nor before the first (which would look for a header on a data line)
+  CHECK(message(request).find("none before the first part") != std::string::npos);
   auto second = io::read_part(io::part_request{path, {}, 1, 3});
   REQUIRE(second.ok());
   request = {path, {}, 1, 3};

@@ -169,7 +169,7 @@ def test_a_model_keeps_its_hashing_and_predicts_raw_strings_as_eval(tmp_path):
 def test_read_data_with_a_model_hashes_raw_vw_and_categorical_rows_as_eval(tmp_path):
     rng = np.random.default_rng(5)
     good, bad = ["good", "great", "fine", "nice"], ["bad", "awful", "poor", "ugly"]
-    vw, csv = [], ["city,label,review"]  # the label not first: the model's columns name it
+    vw, csv = [], ["city,label,review"]  # the label not first: read_data is told, as train was
     for i in range(300):
         label = int(rng.integers(2))
         words = " ".join(list(rng.choice(good if label else bad, 2)) + list(rng.choice(good + bad, 2)))
@@ -193,6 +193,24 @@ def test_read_data_with_a_model_hashes_raw_vw_and_categorical_rows_as_eval(tmp_p
         assert float(np.mean(model.predict(X) == y)) == json.loads(cli.stdout)["accuracy"] > 0.9
         with pytest.raises(ValueError, match="the model was trained on features hashed as 2.13"):
             shardopt.read_data(path, model=model, hash_bits=12, label_column=label_column)
+    # Another label column than training's: its values are not the model's labels.
+    priced = tmp_path / "p.csv"
+    priced.write_text("price,label,review\n" + "".join(f'{i % 7 + 0.5},{i % 2},"w{i % 2} x{i % 5}"\n' for i in range(60)))
+    shardopt.train(data=str(priced), model="logistic", text=["review"], hash_bits=10, label_column=1,
+                   save=str(tmp_path / "p.model"))
+    priced_model = shardopt.load_model(str(tmp_path / "p.model"))
+    assert shardopt.read_data(priced, model=priced_model, label_column=1)[1][:3].tolist() == [0, 1, 0]
+    with pytest.raises(ValueError, match=r"p.csv:2: label 0.5 is not one of the two training labels.*"
+                                         r"label_column and header are the training's"):
+        shardopt.read_data(priced, model=priced_model)
+    # Dense rows of another width than the model's are refused too.
+    dense = tmp_path / "d.csv"
+    dense.write_text("".join(f"{i % 2},{i},{i * 0.5}\n" for i in range(40)))
+    shardopt.train(data=str(dense), model="logistic", max_iter=5, save=str(tmp_path / "d.model"))
+    wide = tmp_path / "w.csv"
+    wide.write_text("".join(f"{i % 2},{i},{i * 0.5},1\n" for i in range(40)))
+    with pytest.raises(ValueError, match="the model"):
+        shardopt.read_data(wide, model=shardopt.load_model(str(tmp_path / "d.model")))
 
 
 def test_predict_names_x_when_its_width_is_wrong():

@@ -343,7 +343,7 @@ TEST_CASE("eval --predictions, convert -o and generate -o are checked before any
     {{"convert", "--data", bad, "-o", dir.path().string()}, "-o: " + dir.path().string() + " is a folder, not a file"},
     {{"eval", "--model-file", missing, "--data", bad, "--predictions", nowhere("p.csv")},
      "--predictions: " + nowhere("p.csv") + ": the folder "},
-    {{"generate", "-o", nowhere("g.svm"), "--rows", "100", "--features", "10"}, "-o: " + nowhere("g.svm") + ": the folder "},
+    {{"generate", "-o", nowhere("g.svm"), "--rows", "100", "--features", "10", "--nonzeros", "5"}, "-o: " + nowhere("g.svm") + ": the folder "},
   };
   for (const auto& [args, message] : cases) {
     CAPTURE(message);
