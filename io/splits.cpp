@@ -19,10 +19,6 @@ namespace {
 
 constexpr std::size_t max_distinct_labels = 65'537;
 
-} // namespace
-
-namespace {
-
 /// Where the line after line `line` (1-based, counted from the source's first line) starts in the
 /// text: the end of the lines that hold a part's first examples.
 result<std::int64_t> start_after_line(detail::text_source& source, std::int64_t line) {

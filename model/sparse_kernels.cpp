@@ -30,7 +30,7 @@ constexpr std::int64_t fused_rows = 64;
 class records {
 public:
   records(std::uint64_t* slots, std::int64_t outputs, bool diagonal, int base)
-    : slots_(slots), outputs_(outputs), stride_((diagonal ? 4 : 2) * outputs), base_(base) {
+    : slots_(slots), stride_((diagonal ? 4 : 2) * outputs), base_(base) {
     // 2^below, where the grid 2^(base - below) is the exponent exact_sum uses (no finer than
     // lowest_grid).
     for (int b = 0; b <= max_grid_below; ++b)
@@ -93,7 +93,6 @@ public:
 
 private:
   std::uint64_t* slots_;
-  std::int64_t outputs_;
   std::int64_t stride_;
   int base_;
   std::array<double, max_grid_below + 1> steps_{};

@@ -3,6 +3,7 @@
 #include "apps/run/output_paths.hpp"
 #include "apps/run/summary.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -14,6 +15,8 @@ int run_generate(const generate_options& options) {
   if (!kind)
     return exit_with_error("--model " + options.model + ": generate writes linear, logistic or softmax data");
   spec.kind = *kind;
+  if (!options.nonzeros_given)
+    spec.nonzeros = std::min(spec.nonzeros, spec.features);  // the default, for a few features
   // The arguments first (no work), then where the file goes, then the writing.
   if (const auto problem = io::check_synthetic(spec); !problem.empty())
     return exit_with_error(problem);

@@ -12,6 +12,7 @@ struct generate_options {
   std::string model = "logistic";  ///< linear, logistic or softmax
   std::string output;
   bool quiet = false;
+  bool nonzeros_given = false;  ///< --nonzeros was given; else at most --features (40 by default)
 };
 
 /// Writes a synthetic LIBSVM dataset with a planted model. Returns the process exit code.

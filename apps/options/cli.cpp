@@ -401,7 +401,8 @@ void add_generate_command(CLI::App& app, generate_options& o) {
     ->capture_default_str()->check(CLI::IsMember({"linear", "logistic", "softmax"}));
   generate->add_option("--rows", o.spec.rows, "Examples")->capture_default_str();
   generate->add_option("--features", o.spec.features, "Features (indices 1..features)")->capture_default_str();
-  generate->add_option("--nonzeros", o.spec.nonzeros, "Non-zero features per row")->capture_default_str();
+  generate->add_option("--nonzeros", o.spec.nonzeros, "Non-zero features per row (at most --features)")
+    ->capture_default_str()->each([&o](const std::string&) { o.nonzeros_given = true; });
   generate->add_option("--classes", o.spec.classes, "softmax: classes")->capture_default_str();
   generate->add_option("--signal", o.spec.signal, "Scale of the planted weights")->capture_default_str();
   generate->add_option("--noise", o.spec.noise, "linear: standard deviation of the label noise")

@@ -343,7 +343,7 @@ TEST_CASE("eval --predictions, convert -o and generate -o are checked before any
     {{"convert", "--data", bad, "-o", dir.path().string()}, "-o: " + dir.path().string() + " is a folder, not a file"},
     {{"eval", "--model-file", missing, "--data", bad, "--predictions", nowhere("p.csv")},
      "--predictions: " + nowhere("p.csv") + ": the folder "},
-    {{"generate", "-o", nowhere("g.svm"), "--rows", "100", "--features", "10", "--nonzeros", "5"}, "-o: " + nowhere("g.svm") + ": the folder "},
+    {{"generate", "-o", nowhere("g.svm"), "--rows", "100", "--features", "10"}, "-o: " + nowhere("g.svm") + ": the folder "},
   };
   for (const auto& [args, message] : cases) {
     CAPTURE(message);
@@ -356,6 +356,15 @@ TEST_CASE("eval --predictions, convert -o and generate -o are checked before any
     CHECK(result.err.find("bad.csv:2") == std::string::npos);
     CHECK(result.err.find("missing.model") == std::string::npos);
   }
+  // generate's --nonzeros default (40) gives way to fewer --features; given, it is checked.
+  const auto few = run({shardopt_binary(), "generate", "-o", dir.file("few.svm"), "--rows", "50", "--features", "10"});
+  INFO(few.err);
+  CHECK(few.exit_code == 0);
+  CHECK(few.err.find("10 non-zeros a row") != std::string::npos);
+  const auto many = run({shardopt_binary(), "generate", "-o", dir.file("many.svm"), "--rows", "50", "--features", "10",
+                         "--nonzeros", "11"});
+  CHECK(many.exit_code == 1);
+  CHECK(many.err.find("--nonzeros must be between 1 and min(--features, 10^6)") != std::string::npos);
 }
 
 TEST_CASE("svm: two label values (any two) train one binary model, more are classes 0..K-1, as docs/data.md says") {
