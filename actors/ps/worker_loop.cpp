@@ -7,6 +7,8 @@
 #include "io/partition.hpp"
 #include "model/local_objective.hpp"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <optional>
 #include <thread>
@@ -124,8 +126,12 @@ private:
       if (!std::isfinite(loss) || !grad.allFinite())
         return abort(me() + ": the minibatch loss is " + std::to_string(loss) + " at step "
                      + std::to_string(state->step) + " (is the learning rate too large?)");
+      // A straggler (testing) is late by at least 1 ms, so that it stays one when a busy machine
+      // delays the other workers too.
       if (task_.slowdown > 1)
-        std::this_thread::sleep_for((clock_type::now() - compute_start) * (task_.slowdown - 1));
+        std::this_thread::sleep_for(std::max(std::chrono::duration<double>(clock_type::now() - compute_start)
+                                                 * (task_.slowdown - 1),
+                                             std::chrono::duration<double>(1e-3)));
       if (auto pushed = client_.push(state->stamps, loss, static_cast<std::int64_t>(rows.size()), grad);
           !pushed)
         return pushed.error().with_context(me());
