@@ -53,16 +53,9 @@ py::tuple read_data(const std::string& path, const std::string& format, int labe
   o.categorical = categorical;
   o.text = text;
   o.word_pairs = word_pairs;
-  auto read = value_or_raise(apps::read_options_of(o));
-  if (model) {
-    // As eval: the model's hashing (its CSV column names too), and no other.
-    const bool given = hash_bits > 0 || !pairs.empty() || !categorical.empty() || !text.empty() || word_pairs;
-    if (given && read.hashing != model->hashing)
-      raise(fail_invalid("the model was trained on features hashed as " + io::summary_of(model->hashing)
-                         + "; the hashing options say " + io::summary_of(read.hashing)
-                         + " (leave them out: with model=, rows are hashed as the model says)"));
-    read.hashing = model->hashing;
-  }
+  // With a model, as eval: the model's hashing (its CSV column names too), and no other.
+  auto read = value_or_raise(model ? apps::read_options_for(o, *model, "with model=, rows are hashed as the model says")
+                                   : apps::read_options_of(o));
   auto raw = value_or_raise(io::read_dataset(path, io::split::train, read));
   if (model) {
     if (auto ok = io::match_features(raw, model->shape.features, "the model"); !ok)

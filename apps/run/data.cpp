@@ -173,20 +173,26 @@ result<prepared_data> prepare_memory_data(memory_data data, const data_options& 
                  classes);
 }
 
-result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
-                                                                const io::saved_model& saved) {
+result<io::read_options> read_options_for(const data_options& options, const io::saved_model& saved,
+                                          std::string_view advice) {
   auto read = read_options_of(options);
   if (!read)
     return read.error();
-  // Raw rows are hashed as the model's training rows were; hashing options given that differ
-  // contradict it (the defaults, such as 18 bits for a .vw file, give way to the model's).
   const bool given = options.hash_bits > 0 || !options.pairs.empty() || !options.categorical.empty()
                      || !options.text.empty() || options.word_pairs;
   if (given && read->hashing != saved.hashing)
     return fail_invalid("the model was trained on features hashed as " + io::summary_of(saved.hashing)
-                        + "; the hashing options say " + io::summary_of(read->hashing)
-                        + " (leave them out: eval hashes as the model says)");
+                        + "; the hashing options say " + io::summary_of(read->hashing) + " (leave them out: "
+                        + std::string{advice} + ")");
   read->hashing = saved.hashing;
+  return read;
+}
+
+result<std::shared_ptr<const model::dataset>> prepare_eval_data(const data_options& options,
+                                                                const io::saved_model& saved) {
+  auto read = read_options_for(options, saved, "eval hashes as the model says");
+  if (!read)
+    return read.error();
   auto raw = io::read_dataset(options.data, io::split::test, *read);
   if (!raw)
     return raw.error();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shardopt::apps {
@@ -90,6 +91,12 @@ result<prepared_data> prepare_memory_data(memory_data data, const data_options& 
 /// --text or --hash-bits; its bits default to 18 (VW's).
 result<io::read_options> read_options_of(const data_options& options);
 result<io::scale_mode> scale_mode_of(const data_options& options);
+
+/// `read_options_of`, hashing as `saved`'s training rows were: hashing options given that differ
+/// contradict the model and are refused ("the model was trained on features hashed as ...; the
+/// hashing options say ... (leave them out: <advice>)"); defaults (18 bits for a .vw file) give way.
+result<io::read_options> read_options_for(const data_options& options, const io::saved_model& saved,
+                                          std::string_view advice);
 
 /// Reads the test set (`--test`, or the dataset's own test split; null when there is none) and
 /// prepares it with a training fit made elsewhere; `train_source` names the training data in
