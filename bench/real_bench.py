@@ -7,8 +7,10 @@ weak (C = 1, lambda = 1/n) and strong (C = 0.01) L2 regularisation. Sets are mad
 build/bench-data and kept.
 
 Every run is timed end to end (load, setup, solve) to LIBLINEAR 2.50's final objective, computed
-exactly under shardopt's normalisation, f = mean loss + lambda/2 ||w||^2 (LIBLINEAR's f / (C n));
-shardopt's unregularised bias can only lower its own optimum. Runs, one after the other:
+exactly under shardopt's normalisation, f = mean loss + lambda/2 ||w||^2 (LIBLINEAR's f / (C n)).
+With --bias none (the default) shardopt runs with --no-bias and LIBLINEAR without -B: the same
+problem. With --bias fit shardopt fits its unregularised bias, which can only lower its optimum, and
+the L1 runs give LIBLINEAR -B 1000 (a bias whose penalty is |b| / 1000). Runs, one after the other:
   LIBLINEAR 2.50 -s 0 (1 core); LIBLINEAR 2.3 -s 0 (1 core); shardopt with 1 shard pinned to one
   core (taskset; its reader then parses with one thread too); shardopt with 2 shards; shardopt with
   2 shards from the binary dataset (`shardopt convert`), whose setup is compared with the text parse
@@ -22,7 +24,7 @@ outside the rounds that wait for the shards, over the whole run); peak RSS; rati
 (-e 1e30) less those passes.
 
     /usr/bin/python3 bench/real_bench.py BUILD/apps/shardopt [--sets debian-en,...] [--reg weak,strong]
-        [--l1] [--out FILE]    (default: bench/results/real.json, or real_l1.json with --l1)
+        [--l1] [--bias none|fit] [--out FILE]   (default: bench/results/real.json, or real_l1.json with --l1)
 """
 
 import argparse
@@ -67,11 +69,13 @@ def dataset(binary, name, folder):
     return text, cache, meta
 
 
-def run_liblinear(train, label, meta, c, text, cache, scratch, newest, l1=False):
+def run_liblinear(train, label, meta, c, text, cache, scratch, newest, l1=False, bias=False):
     model = os.path.join(scratch, "liblinear.model")
-    # L1: -B 1000, a bias whose penalty is |b| / 1000, as tests/apps/commands/train/l1_vs_liblinear.py has it (shardopt's
-    # bias is unpenalised; without one LIBLINEAR's optimum is far above shardopt's on skewed labels).
-    command = [train, "-s", "6", "-B", "1000", "-c", repr(c)] if l1 else [train, "-s", "0", "-c", repr(c)]
+    # L1 against shardopt's bias: -B 1000, a bias whose penalty is |b| / 1000, as
+    # tests/apps/commands/train/l1_vs_liblinear.py has it (shardopt's bias is unpenalised; without one
+    # LIBLINEAR's optimum is far above shardopt's on skewed labels).
+    command = ([train, "-s", "6"] + (["-B", "1000"] if bias else []) + ["-c", repr(c)] if l1
+               else [train, "-s", "0", "-c", repr(c)])
     seconds, rss, out, _ = timed_rss(command + [text, model])
     if l1:  # newGLMNET: Newton steps whose inner coordinate descent needs no Hessian-vector product;
         # its passes, as sparse_bench counts them: a gradient pass per step and its CD cycles
@@ -152,10 +156,12 @@ def nonzero_weights(model):
     return sum(1 for w in weights if w != 0)
 
 
-def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, l1=False, solver="newton-cg"):
+def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, l1=False, solver="newton-cg",
+                 bias=False):
     metrics = os.path.join(scratch, "metrics.jsonl")
     penalty = (["--lambda", "0", "--l1", repr(1.0 / (c * meta["rows"])), "--epsilon", "1e-9"] if l1 else
                ["--lambda", repr(1.0 / (c * meta["rows"])), "--epsilon", "1e-12"])
+    penalty += [] if bias else ["--no-bias"]
     command = (["taskset", "-c", "0"] if pinned else []) + [
         binary, "train", "--model", "logistic", "--data", data, "--scale", "none", "--features",
         str(meta["features"]), *penalty, "--solver", solver, "--max-iter", "300" if solver == "newton-cg" else "3000",
@@ -201,6 +207,9 @@ def main():
     parser.add_argument("--l1", action="store_true",
                         help="L1-regularised logistic regression (no L2; C as --reg says, alpha = 1/(C n)): "
                              "LIBLINEAR -s 6 against shardopt's orthant-wise Newton-CG, OWL-QN as the control")
+    parser.add_argument("--bias", choices=("none", "fit"), default="none",
+                        help="none: shardopt --no-bias, LIBLINEAR without -B (the same problem); fit: shardopt's "
+                             "unpenalised bias (and LIBLINEAR -s 6 -B 1000)")
     options = parser.parse_args()
     options.out = options.out or ("bench/results/real_l1.json" if options.l1 else "bench/results/real.json")
     scratch = os.path.join(options.data, "scratch")
@@ -222,13 +231,14 @@ def main():
                                                 ("shardopt, 2 shards (2 cores)", text, 2, False),
                                                 ("shardopt, 2 shards, binary dataset", cache, 2, False)):
                 runs.append(run_shardopt(options.binary, label, meta, c, data, peer["objective"], shards, pinned,
-                                         scratch))
+                                         scratch, bias=options.bias == "fit"))
             for row in runs:
                 row["ns_per_nnz_pass"] = row["solve"] / (max(row["passes"], 1) * meta["nonzeros"]) * 1e9
                 row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
                 row["rss_ratio"] = row["rss"] / peer["rss"]
             text_two, binary_two = runs[3], runs[4]
             results.append({"set": meta, "regularisation": reg, "C": c, "lambda": 1.0 / (c * meta["rows"]),
+                            "bias": options.bias,
                             "liblinear_objective": peer["objective"], "runs": runs,
                             # The target: the setup after the binary dataset loads over the text's
                             # parse. Beside it, the time to the first pass (load and setup) of each,
@@ -257,26 +267,30 @@ def main():
 def l1_set(options, newest, meta, reg, c, text, cache, scratch):
     """One set's L1 runs: LIBLINEAR 2.50 and 2.3 -s 6, shardopt (Newton-CG) on 1 core and 2 shards,
     OWL-QN (--solver auto's) on 1 core and 2 shards, each to LIBLINEAR 2.50's objective."""
-    peer = run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch, True, l1=True)
+    bias = options.bias == "fit"
+    peer = run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch, True, l1=True,
+                         bias=bias)
     runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 -s 6 (1 core)", meta, c, text, cache, scratch,
-                                False, l1=True)]
+                                False, l1=True, bias=bias)]
     for label, shards, pinned, solver in (("shardopt Newton-CG, 1 shard (1 core)", 1, True, "newton-cg"),
                                           ("shardopt Newton-CG, 2 shards (2 cores)", 2, False, "newton-cg"),
                                           ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn"),
                                           ("shardopt OWL-QN, 2 shards (2 cores)", 2, False, "owlqn")):
         runs.append(run_shardopt(options.binary, label, meta, c, text, peer["objective"], shards, pinned, scratch,
-                                 l1=True, solver=solver))
+                                 l1=True, solver=solver, bias=bias))
     for row in runs:
         row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
         row["rss_ratio"] = row["rss"] / peer["rss"]
     return {"set": meta, "regularisation": reg, "C": c, "l1": 1.0 / (c * meta["rows"]), "lambda": 0.0,
+            "bias": options.bias,
             "liblinear_objective": peer["objective"], "runs": runs}
 
 
 def print_l1_set(result):
     meta = result["set"]
     print(f"\n{meta['name']}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
-          f"non-zeros; L1 {result['regularisation']} (C = {result['C']:g}, alpha = {result['l1']:.3g}, no L2); "
+          f"non-zeros; L1 {result['regularisation']} (C = {result['C']:g}, alpha = {result['l1']:.3g}, no L2; "
+          f"bias: {result['bias']}); "
           f"LIBLINEAR 2.50's objective {result['liblinear_objective']:.10g}")
     print(f"{'run':<40} {'steps':>5} {'passes':>6} {'Hv':>5} {'non-zeros':>9} {'RSS GB':>7} {'total s':>8} "
           f"{'vs 2.50':>7}")
@@ -289,7 +303,8 @@ def print_set(result):
     meta = result["set"]
     print(f"\n{meta['name']}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
           f"non-zeros ({meta['nonzeros'] / meta['rows']:.1f} a row); {result['regularisation']} "
-          f"(C = {result['C']:g}, lambda = {result['lambda']:.3g}); LIBLINEAR 2.50's objective "
+          f"(C = {result['C']:g}, lambda = {result['lambda']:.3g}); shardopt's bias: {result['bias']}; "
+          f"LIBLINEAR 2.50's objective "
           f"{result['liblinear_objective']:.10g}")
     print(f"{'run':<36} {'load s':>7} {'setup s':>7} {'solve s':>8} {'steps':>5} {'Hv':>5} {'ns/nnz/pass':>11} "
           f"{'serial ms/pass':>14} {'RSS GB':>7} {'total s':>8} {'vs 2.50':>7} {'RSS vs':>6}")

@@ -185,6 +185,14 @@ result<void> check_same_run(const solver_checkpoint& saved,
       return fail_invalid(path + ": saved by another run: " + key + " was " + recorded->second + " there, is " +
                           value + " here");
   }
+  // A setting recorded only when given (--no-bias) must not be dropped on resume either.
+  for (const auto& [key, value] : saved.settings) {
+    const auto given = std::find_if(settings.begin(), settings.end(),
+                                    [&key = key](const auto& entry) { return entry.first == key; });
+    if (given == settings.end())
+      return fail_invalid(path + ": saved by another run: it records " + key + " " + value + ", which this run "
+                          "does not have");
+  }
   return {};
 }
 

@@ -51,8 +51,9 @@ result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std:
                                                                       const std::string& solver);
 
 /// Checks that `saved` was written by a run with these `settings`: every key must be recorded with
-/// the same text. Errors read "<path>: saved by another run: --lambda was 0.001 there, is 0.0001
-/// here" (or "... it does not record <key>").
+/// the same text, and every key recorded must be among them. Errors read "<path>: saved by another
+/// run: --lambda was 0.001 there, is 0.0001 here" (or "... it does not record <key>", "... it
+/// records --no-bias true, which this run does not have").
 result<void> check_same_run(const solver_checkpoint& saved,
                             const std::vector<std::pair<std::string, std::string>>& settings,
                             const std::string& path);

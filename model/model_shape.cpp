@@ -68,6 +68,14 @@ Eigen::VectorXd weight_mask(const model_shape& shape) {
   return mask;
 }
 
+std::vector<Eigen::Index> bias_entries(const model_shape& shape) {
+  std::vector<Eigen::Index> entries;
+  for (const auto& layer : shape.layers())
+    for (std::int64_t k = 0; k < layer.out; ++k)
+      entries.push_back(static_cast<Eigen::Index>(layer.biases + k));
+  return entries;
+}
+
 std::int64_t model_shape::dimension() const {
   const auto all = layers();
   return all.back().biases + all.back().out;

@@ -95,6 +95,9 @@ constexpr std::int64_t max_parameters = std::int64_t{1} << 31;
 /// 1 at every entry of theta that is a weight (what --lambda and --l1 penalise), 0 at the biases.
 Eigen::VectorXd weight_mask(const model_shape& shape);
 
+/// The entries of theta that are biases, in order (where weight_mask is 0).
+std::vector<Eigen::Index> bias_entries(const model_shape& shape);
+
 /// The largest network anyone may ask for, the same for the CLI, model files and nodes: a chunk of
 /// 256 rows keeps each layer's activations (256 x width doubles) and two delta buffers, so the
 /// hidden units bound an evaluation's working memory (65,536 units: about 400 MB).

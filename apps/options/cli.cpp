@@ -330,6 +330,9 @@ void add_train_command(CLI::App& app, train_options& o) {
   train->add_option("--l1", o.l1,
                     "L1 regularisation of the weights (--mode lbfgs), trained by OWL-QN, or by orthant-wise "
                     "Newton-CG with --solver newton-cg; with --lambda, the elastic net")->capture_default_str()->check(non_negative);
+  train->add_flag("--no-bias", o.no_bias,
+                  "--mode lbfgs, linear models: fit no biases (they stay 0), as LIBLINEAR without -B "
+                  "and scikit-learn's fit_intercept=False");
   add_choice(*train, "--solver", o.solver,
              "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
              "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "

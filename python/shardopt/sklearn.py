@@ -19,9 +19,11 @@ take scikit-learn's regularisation parameters and map them onto lambda:
 
 Other parameters are `shardopt train`'s options by their Python names (solver, max_iter, epsilon,
 shards, nodes, ...), with the command line's defaults; `options` passes any further keyword of
-`shardopt.train` (tls_cert, newton_step, threads, callback, ...). There is no fit_intercept: every
-shardopt model has biases. Labels of any kind are mapped through `classes_` to the codes shardopt
-takes (0/1 for a binary model, 0..K-1 for K classes).
+`shardopt.train` (tls_cert, newton_step, threads, callback, ...). The linear estimators take
+fit_intercept (True): False is `shardopt train --no-bias`, the biases held at 0 (intercept_ is
+then 0), which makes LogisticRegression and LinearSVC solve LIBLINEAR's problem without -B.
+Labels of any kind are mapped through `classes_` to the codes shardopt takes (0/1 for a binary
+model, 0..K-1 for K classes).
 
 decision_function and predict_proba are the trained model's own (`Model.decision_function`,
 `Model.predict_proba`): the numbers `shardopt eval --predictions` writes for the same rows.
@@ -43,7 +45,7 @@ __all__ = ["LogisticRegression", "LinearRegression", "Ridge", "LinearSVC", "MLPC
 
 # Keywords of `shardopt.train` the estimators set from their parameters and the data; `options`
 # may not name them (nor any estimator parameter).
-_SET_BY_ESTIMATOR = {"model", "lam", "lambda", "classes", "loss", "data", "X_test", "y_test"}
+_SET_BY_ESTIMATOR = {"model", "lam", "lambda", "classes", "loss", "data", "X_test", "y_test", "no_bias"}
 
 # Below this many rows a fit runs on one shard when `shards` is not given: shards own whole
 # canonical blocks, and a handful of rows has fewer blocks than a machine has threads. The sums,
@@ -82,6 +84,8 @@ class _ShardoptEstimator(BaseEstimator):
             shards = 1
         settings.update(max_iter=self.max_iter, epsilon=self.epsilon, shards=shards,
                         nodes=self.nodes)
+        if not getattr(self, "fit_intercept", True):  # MLPClassifier has none, as scikit-learn's
+            settings.update(no_bias=True)
         result = train(X, y, model=model, lam=lam, **settings, **options)
         reason = result.stop_reason
         if reason in _UNCONVERGED:
@@ -177,15 +181,16 @@ class LogisticRegression(_LinearClassifier):
     owlqn with l1; "lbfgs", "newton-cg", "owlqn"), max_iter (1000), epsilon (1e-6: stop at this
     gradient norm), shards (None: one per hardware thread), nodes (None: local shards; a list of
     "host:port" runs them on `shardopt node` processes), options (a dict of further
-    `shardopt.train` keywords).
+    `shardopt.train` keywords), fit_intercept (True; False: no biases, `--no-bias`).
 
     Attributes: classes_, coef_ ((1 or K) x features), intercept_, n_iter_, n_features_in_,
     model_ (the shardopt Model), summary_ (the `--json` summary), history_ (per iteration).
     """
 
     def __init__(self, C=1.0, *, l1=0.0, solver="auto", max_iter=1000, epsilon=1e-6, shards=None,
-                 nodes=None, options=None):
+                 nodes=None, options=None, fit_intercept=True):
         self.C = C
+        self.fit_intercept = fit_intercept
         self.l1 = l1
         self.solver = solver
         self.max_iter = max_iter
@@ -219,8 +224,9 @@ class LinearSVC(_LinearClassifier):
     """
 
     def __init__(self, C=1.0, *, l1=0.0, solver="auto", max_iter=1000, epsilon=1e-6, shards=None,
-                 nodes=None, options=None):
+                 nodes=None, options=None, fit_intercept=True):
         self.C = C
+        self.fit_intercept = fit_intercept
         self.l1 = l1
         self.solver = solver
         self.max_iter = max_iter
@@ -257,13 +263,15 @@ class LinearRegression(_LeastSquares):
     1/2 (x w + b - y)^2 over the rows, + l1 ||w||_1 when l1 > 0 (a lasso with scikit-learn's
     Lasso alpha = l1).
 
-    Parameters: l1, solver, max_iter, epsilon, shards, nodes, options as LogisticRegression's.
+    Parameters: l1, solver, max_iter, epsilon, shards, nodes, options, fit_intercept as
+    LogisticRegression's.
     Attributes: coef_ (features,), intercept_ (a float), n_iter_, n_features_in_, model_,
     summary_, history_.
     """
 
     def __init__(self, *, l1=0.0, solver="auto", max_iter=1000, epsilon=1e-6, shards=None,
-                 nodes=None, options=None):
+                 nodes=None, options=None, fit_intercept=True):
+        self.fit_intercept = fit_intercept
         self.l1 = l1
         self.solver = solver
         self.max_iter = max_iter
@@ -281,13 +289,14 @@ class Ridge(_LeastSquares):
     lambda/2 ||w||^2 + l1 ||w||_1 with lambda = alpha / n, which is scikit-learn's
     ||y - Xw - b||^2 + alpha ||w||^2 divided by 2n. The bias is not penalised, as in scikit-learn.
 
-    Parameters: alpha (1.0), and l1, solver, max_iter, epsilon, shards, nodes, options as
-    LogisticRegression's. Attributes as LinearRegression's.
+    Parameters: alpha (1.0), and l1, solver, max_iter, epsilon, shards, nodes, options,
+    fit_intercept as LogisticRegression's. Attributes as LinearRegression's.
     """
 
     def __init__(self, alpha=1.0, *, l1=0.0, solver="auto", max_iter=1000, epsilon=1e-6,
-                 shards=None, nodes=None, options=None):
+                 shards=None, nodes=None, options=None, fit_intercept=True):
         self.alpha = alpha
+        self.fit_intercept = fit_intercept
         self.l1 = l1
         self.solver = solver
         self.max_iter = max_iter

@@ -127,6 +127,12 @@ TEST_CASE("a checkpoint of another run is refused naming the option that differs
   refused = io::check_same_run(saved, other, "c.txt");
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message() == "c.txt: saved by another run: it does not record --history");
+  other = saved.settings;
+  other.pop_back();
+  refused = io::check_same_run(saved, other, "c.txt");
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message() == "c.txt: saved by another run: it records " + saved.settings.back().first + " " +
+                                         saved.settings.back().second + ", which this run does not have");
 }
 
 TEST_CASE("hostile small solver checkpoints are refused without allocating what they declare") {

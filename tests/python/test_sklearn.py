@@ -124,6 +124,63 @@ def test_linear_svc_minimises_scikit_learns_objective():
         assert np.mean(ours.predict(X) == y) >= np.mean(theirs.predict(X) == y) - 0.005
 
 
+def test_fit_intercept_false_solves_liblinears_problem_and_least_squares_through_0():
+    # Without a bias, LIBLINEAR's problem (no -B) is shardopt's exactly: the same solutions.
+    X, y = standardized_breast_cancer()
+    # Columns not centred, so that a missing bias changes the solution; floats, as shardopt reads them.
+    shifted = (X + 0.5).astype(np.float32).astype(np.float64)
+    for C in (0.1, 1.0):
+        ours = LogisticRegression(C=C, epsilon=1e-10, fit_intercept=False).fit(shifted, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs = sklearn.linear_model.LogisticRegression(C=C, solver="liblinear", tol=1e-12,
+                                                             max_iter=100000,
+                                                             fit_intercept=False).fit(shifted, y)
+        assert ours.summary_["biases"] is False and ours.intercept_.tolist() == [0.0]
+        np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=0, atol=1e-6)
+        fitted = LogisticRegression(C=C, epsilon=1e-10).fit(shifted, y)
+        assert np.abs(fitted.coef_ - ours.coef_).max() > 1e-3  # the bias mattered
+    for C in (0.1, 1.0):
+        ours = LinearSVC(C=C, epsilon=1e-10, fit_intercept=False).fit(shifted, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # (the primal solver: its dual one stops 1e-2 away here)
+            theirs = sklearn.svm.LinearSVC(C=C, tol=1e-12, max_iter=1000000, dual=False,
+                                           fit_intercept=False).fit(shifted, y)
+        np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=0, atol=1e-6)
+    X, y = load_iris(return_X_y=True)  # softmax: every class's bias held at 0
+    ours = LogisticRegression(C=1.0, epsilon=1e-10, fit_intercept=False).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = sklearn.linear_model.LogisticRegression(C=1.0, solver="newton-cg", tol=1e-10,
+                                                         fit_intercept=False).fit(X, y)
+    assert ours.intercept_.tolist() == [0.0, 0.0, 0.0]
+    np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=0, atol=1e-6)
+    # Least squares through the origin: the normal equations.
+    X, y = standardized_breast_cancer()
+    shifted = (X + 0.5).astype(np.float32).astype(np.float64)
+    target = 2 * X[:, 0] - X[:, 3] + y
+    exact = np.linalg.lstsq(shifted, target, rcond=None)[0]
+    ours = LinearRegression(epsilon=1e-10, solver="newton-cg", fit_intercept=False).fit(shifted, target)
+    assert ours.intercept_ == 0.0
+    np.testing.assert_allclose(ours.coef_, exact, rtol=0, atol=1e-6)
+    # (L-BFGS creeps along this problem's long valley: the objective, not every weight, to 1e-10.)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ours = LinearRegression(epsilon=1e-10, solver="lbfgs", fit_intercept=False).fit(shifted, target)
+    assert ours.intercept_ == 0.0
+    assert ours.summary_["objective"] == pytest.approx(0.5 * np.mean((shifted @ exact - target) ** 2), rel=1e-10)
+    # With l1 (OWL-QN and orthant-wise Newton-CG): scikit-learn's Lasso without an intercept.
+    theirs = sklearn.linear_model.Lasso(alpha=0.1, tol=1e-12, max_iter=100000,
+                                        fit_intercept=False).fit(shifted, target)
+    for solver in ("owlqn", "newton-cg"):
+        ours = LinearRegression(l1=0.1, solver=solver, epsilon=1e-10,
+                                fit_intercept=False).fit(shifted, target)
+        assert ours.intercept_ == 0.0
+        np.testing.assert_array_equal(ours.coef_ != 0, theirs.coef_ != 0)
+        np.testing.assert_allclose(ours.coef_, theirs.coef_, rtol=0, atol=1e-6)
+
+
 # The estimators are shardopt.train, to the bit.
 
 def test_attributes_are_the_bits_of_shardopt_train():

@@ -319,6 +319,9 @@ result<train_outcome> train_ps(const train_options& options, const train_control
   if (options.l1 > 0)
     return fail_invalid("--l1 is trained by OWL-QN, a full-batch solver: use --mode lbfgs (--mode ps "
                         "takes --lambda only)");
+  if (options.no_bias)
+    return fail_invalid("--no-bias is for the full-batch solvers: use --mode lbfgs (--mode ps always fits "
+                        "biases)");
   if (!options.nodes.empty())
     return fail_invalid("--nodes: --mode ps runs its tasks in this process; run one `shardopt ps-task` per "
                 "host for a multi-process job");

@@ -27,6 +27,9 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
     if (options.preconditioner_pairs > 0)
       return fail_invalid("--l1 with --solver newton-cg takes no --cg-pairs (its free set changes between steps)");
   }
+  if (options.no_bias && architecture.is_network())
+    return fail_invalid("--no-bias takes the linear models (linear, logistic, softmax, svm): a network's "
+                        "hidden layers keep their biases");
   if (plan.kind == solver_kind::newton_cg) {
     if (architecture.is_network())
       return fail_invalid("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "

@@ -10,6 +10,8 @@
 #include "apps/commands/train/solver.hpp"
 #include "apps/run/summary.hpp"
 #include "io/nodes_file.hpp"
+#include "model/model_shape.hpp"
+#include "optimizer/held_at_zero.hpp"
 #include "io/tls_files.hpp"
 
 #include <nlohmann/json.hpp>
@@ -97,6 +99,7 @@ nlohmann::json sharded_summary(const train_options& options, solver_kind solver,
                                 {"iterations", run.iterations},
                                 {"solver", to_string(solver)},
                                 {"l1", options.l1},
+                                {"biases", !options.no_bias},
                                 {"evaluations", run.evaluations},
                                 {"hessian_products", run.products},
                                 {"passes", run.evaluations + run.products},
@@ -186,25 +189,29 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
 
   // The run: each accepted iteration's row is kept (with keep_history) whatever happens next, so
   // the history ends at the run's theta also when an interrupt arrives just before the hook.
-  interruptible objective{*setup->objective, controls.interrupt};
+  interruptible interruptible_objective{*setup->objective, controls.interrupt};
+  // --no-bias: the biases' gradient entries are 0, so every solver leaves them at their start, 0.
+  optimizer::held_at_zero objective{interruptible_objective,
+                                    options.no_bias ? model::bias_entries(data->shape) : std::vector<Eigen::Index>{}};
   train_outcome trained;
   progress.follow([&](const nlohmann::json& row) {
     if (controls.keep_history)
       trained.history.push_back(row);
-    if (objective.stop_now())
+    if (interruptible_objective.stop_now())
       return false;
     const bool go_on = !controls.on_row || controls.on_row(row);
-    return !objective.stop_now() && go_on;  // an interrupt during the hook is still an interrupt
+    return !interruptible_objective.stop_now() && go_on;  // an interrupt during the hook is still an interrupt
   });
   // A network starts at its seeded initialisation (zero is a saddle), the linear models at zero.
   Eigen::VectorXd theta = model::initial_theta(data->shape, options.ps.seed);
+  objective.clear(theta);
   auto run = *checkpoints ? run_solver(*plan, objective, theta, std::ref(progress),
                                        (*checkpoints)->lbfgs_session(), (*checkpoints)->newton_session())
                           : run_solver(*plan, objective, theta, std::ref(progress), {}, {});
   progress.flush();
   if (!run)
     return run.error();
-  const bool interrupted = objective.stopped();
+  const bool interrupted = interruptible_objective.stopped();
   if (interrupted && run->iterations == 0)
     return fail_runtime("interrupted before the first iteration");
   const std::string stop = interrupted ? "interrupted" : std::string(optimizer::to_string(run->reason));

@@ -68,6 +68,7 @@ struct train_options {
   std::string loss = "auto";       ///< mlp: cross-entropy (softmax output) or squared (regression)
   double lambda = 1e-4;
   double l1 = 0;                   ///< L1 penalty on the weights (OWL-QN); with lambda, the elastic net
+  bool no_bias = false;            ///< --mode lbfgs, linear models: biases held at 0
   std::int64_t classes = 0;        ///< 0 = from the training labels
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)
   std::string nodes;               ///< "host:port,...": shards on node processes

@@ -12,6 +12,9 @@ LIBLINEAR's weights are evaluated here under F; shardopt's F is its summary's ob
 Checks: the two objectives agree to 1e-6 relative; shardopt's is not above LIBLINEAR's by more than
 that; the non-zero counts agree within 2%; 1 shard and 3 shards give the same bits.
 
+Without a bias (`--no-bias`, LIBLINEAR without -B) the two problems are the same: the objectives
+agree to 1e-6 relative and the non-zero counts within 1%.
+
     l1_vs_liblinear.py SHARDOPT SCRATCH_DIR     (exit 0: passed; 1: failed)
 """
 
@@ -78,23 +81,24 @@ def synthetic(binary, folder):
     return path, 5000
 
 
-def shardopt(binary, path, features, a, shards, solver):
+def shardopt(binary, path, features, a, shards, solver, bias=True):
     out = subprocess.run([binary, "train", "--model", "logistic", "--data", path, "--scale", "none",
                           "--features", str(features), "--lambda", "0", "--l1", repr(a), "--solver", solver,
                           "--epsilon", "1e-9", "--max-iter", "20000", "--shards", str(shards),
-                          "--json", "--quiet"], check=True, capture_output=True, text=True).stdout
+                          "--json", "--quiet"] + ([] if bias else ["--no-bias"]),
+                         check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
-def liblinear(path, folder, x, t, a):
+def liblinear(path, folder, x, t, a, bias=True):
     model = os.path.join(folder, "liblinear.model")
-    subprocess.run(["liblinear-train", "-s", "6", "-c", repr(1.0 / (len(t) * a)), "-B", repr(BIAS_FEATURE),
-                    "-e", "1e-6", "-q", path, model], check=True)
+    subprocess.run(["liblinear-train", "-s", "6", "-c", repr(1.0 / (len(t) * a))]
+                   + (["-B", repr(BIAS_FEATURE)] if bias else []) + ["-e", "1e-6", "-q", path, model], check=True)
     with open(model) as f:
         lines = f.read().split("\n")
     first = float(next(line for line in lines if line.startswith("label ")).split()[1])
     w = np.array([float(line.split()[0]) for line in lines[lines.index("w") + 1:] if line.strip()])
-    weights, bias = w[:-1], w[-1] * BIAS_FEATURE
+    weights, bias = (w[:-1], w[-1] * BIAS_FEATURE) if bias else (w, 0.0)
     sign = np.where(t == first, 1.0, -1.0)  # LIBLINEAR's decision is positive for its first label
     z = x[:, :weights.size] @ weights + bias
     return float(np.logaddexp(0.0, -sign * z).mean() + a * np.abs(weights).sum()), int(np.count_nonzero(weights))
@@ -129,6 +133,21 @@ def main():
                 failures.append(f"{label}: the penalty set no weight to 0")
             if single["objective"].hex() != f.hex() or single["nonzero_weights"] != ours["nonzero_weights"]:
                 failures.append(f"{label}: 1 shard gave {single['objective']!r}, 3 shards {f!r}")
+        # No bias on either side: the same problem, so the same sparsity.
+        theirs, their_nnz = liblinear(path, scratch, x, t, a, bias=False)
+        for solver in ("owlqn", "newton-cg"):
+            ours = shardopt(binary, path, features, a, 3, solver, bias=False)
+            f = ours["objective"]
+            gap = (theirs - f) / f
+            label = f"{name} ({solver}, no bias)"
+            print(f"{label:<34} {a:>7g} {f:>18.12f} {theirs:>18.12f} {gap:>10.2e} {ours['nonzero_weights']:>6} "
+                  f"{their_nnz:>6}")
+            if ours["biases"] is not False or ours["stop_reason"] not in ("converged", "line_search_failed"):
+                failures.append(f"{label}: biases {ours['biases']}, stop {ours['stop_reason']}")
+            if abs(gap) > 1e-6:
+                failures.append(f"{label}: objectives differ by {gap:.3e} relative")
+            if abs(ours["nonzero_weights"] - their_nnz) > 0.01 * their_nnz:
+                failures.append(f"{label}: {ours['nonzero_weights']} non-zero weights, LIBLINEAR {their_nnz}")
     for failure in failures:
         print("FAILED:", failure)
     return 1 if failures else 0
