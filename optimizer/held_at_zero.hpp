@@ -16,8 +16,8 @@
 namespace shardopt::optimizer {
 
 /// Any objective (objective.hpp), restricted to the entries of theta that are not `held`: its
-/// gradient and Hessian-vector products are 0 at the held entries, and its Hessian's diagonal 1
-/// there. Every solver of this layer then moves theta only in the other entries (its steps, CG's
+/// gradient, Hessian-vector products and Hessian's diagonal are 0 at the held entries (a diagonal
+/// of 0 is left out of the preconditioner's mean and given its identity part). Every solver of this layer then moves theta only in the other entries (its steps, CG's
 /// vectors and L-BFGS's pairs are all 0 at the held ones), so entries that start at 0 stay 0, and
 /// the run minimises f over the subspace where they are 0. The optional members (diagonal, line
 /// values) are there when `F` has them. With no entry held it changes nothing.
@@ -54,9 +54,7 @@ public:
   auto evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
     auto f = f_.evaluate_diagonal(theta, grad, diagonal);
     zero(grad);
-    if (diagonal.size() == f_.dimension())
-      for (const auto i : held_)
-        diagonal[i] = 1;
+    zero(diagonal);
     return f;
   }
 

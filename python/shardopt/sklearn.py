@@ -21,7 +21,8 @@ Other parameters are `shardopt train`'s options by their Python names (solver, m
 shards, nodes, ...), with the command line's defaults; `options` passes any further keyword of
 `shardopt.train` (tls_cert, newton_step, threads, callback, ...). The linear estimators take
 fit_intercept (True): False is `shardopt train --no-bias`, the biases held at 0 (intercept_ is
-then 0), which makes LogisticRegression and LinearSVC solve LIBLINEAR's problem without -B.
+then 0), which makes LinearSVC, and LogisticRegression on two classes, solve LIBLINEAR's problem
+without -B (on more, LogisticRegression is multinomial, LIBLINEAR's -s 0 one-vs-rest).
 Labels of any kind are mapped through `classes_` to the codes shardopt takes (0/1 for a binary
 model, 0..K-1 for K classes).
 
@@ -75,10 +76,14 @@ class _ShardoptEstimator(BaseEstimator):
         """Trains on (X, y) with the estimator's parameters plus `settings`; keeps the result."""
         name = type(self).__name__
         options = dict(self.options or {})
-        taken = sorted(set(options) & (_SET_BY_ESTIMATOR | set(self.get_params()) | set(settings)))
+        named = {key.replace("-", "_") for key in options}  # train's keywords take dashes too
+        taken = sorted(named & (_SET_BY_ESTIMATOR | set(self.get_params()) | set(settings)))
         if taken:
-            raise ValueError(f"{name}: options={{'{taken[0]}': ...}} is set by the estimator; "
-                             "use its parameter")
+            advice = "use its parameter"
+            if taken[0] == "no_bias":
+                advice = ("use fit_intercept" if "fit_intercept" in self.get_params()
+                          else "a network keeps its biases")
+            raise ValueError(f"{name}: options={{'{taken[0]}': ...}} is set by the estimator; {advice}")
         shards = self.shards
         if shards is None and X.shape[0] < _FEW_ROWS:
             shards = 1

@@ -3,8 +3,10 @@
 // problems, and every stop reason. Passes against L-BFGS on real data: tests/apps, bench/.
 
 #include "model/local_objective.hpp"
+#include "optimizer/held_at_zero.hpp"
 #include "optimizer/lbfgs.hpp"
 #include "optimizer/newton_cg.hpp"
+#include "optimizer/owlqn.hpp"
 
 #include "support/newton_problems.hpp"
 #include "support/rosenbrock.hpp"
@@ -13,6 +15,7 @@
 
 #include <Eigen/Dense>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <random>
@@ -115,6 +118,73 @@ TEST_CASE("Newton-CG and L-BFGS reach the same minimum of logistic and softmax p
     };
     CHECK((centred(x_newton) - centred(x_lbfgs)).norm() <= 1e-7 * x_lbfgs.norm());
   }
+}
+
+TEST_CASE("held_at_zero: every solver minimises over the free entries and leaves the held ones at 0") {
+  // A quadratic with entries 0, 7 and 29 held: the minimum solves A_ff x_f = b_f.
+  auto q = random_quadratic(30, 5);
+  const std::vector<Eigen::Index> held{0, 7, 29};
+  std::vector<Eigen::Index> free;
+  for (Eigen::Index i = 0; i < 30; ++i)
+    if (std::find(held.begin(), held.end(), i) == held.end())
+      free.push_back(i);
+  const Eigen::MatrixXd a_free = q.a(free, free);
+  const Eigen::VectorXd b_free = q.b(free);
+  const Eigen::VectorXd exact_free = a_free.ldlt().solve(b_free);
+  const auto check_solution = [&](const Eigen::VectorXd& x, double tolerance) {
+    for (const auto i : held)
+      CHECK(x[i] == 0.0);
+    const Eigen::VectorXd x_free = x(free);
+    CHECK((x_free - exact_free).norm() <= tolerance * exact_free.norm());
+  };
+  for (const auto step : {opt::newton_step::trust_region, opt::newton_step::line_search}) {
+    opt::held_at_zero restricted{q, held};
+    Eigen::VectorXd x = Eigen::VectorXd::Ones(30);
+    restricted.clear(x);
+    opt::newton_options options;
+    options.epsilon = 1e-10;
+    options.cg_tolerance = 1e-6;
+    options.step = step;
+    const auto run = *opt::minimize_newton(restricted, x, options);
+    CHECK(run.reason == opt::stop_reason::converged);
+    check_solution(x, 1e-9);
+  }
+  {
+    opt::held_at_zero restricted{q, held};
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(30);
+    opt::lbfgs_options options;
+    options.epsilon = 1e-8;
+    const auto lbfgs = *opt::minimize(restricted, x, options);
+    INFO(lbfgs.message, " at |g| ", lbfgs.grad_norm, " after ", lbfgs.iterations);
+    // (L-BFGS's Wolfe search meets this quadratic's rounding near |g| 1e-7: either stop will do.)
+    REQUIRE((lbfgs.reason == opt::stop_reason::converged || lbfgs.reason == opt::stop_reason::line_search_failed));
+    check_solution(x, 1e-6);
+    // OWL-QN with an L1 weight on the free entries only (held ones are unpenalised, as biases).
+    Eigen::VectorXd l1 = Eigen::VectorXd::Constant(30, 1e-14);
+    for (const auto i : held)
+      l1[i] = 0;
+    x.setZero();
+    REQUIRE(opt::minimize_owlqn(restricted, x, options, l1)->f < 0);
+    check_solution(x, 1e-6);
+  }
+  // A logistic problem through its diagonal and line values (the line-search path LIBLINEAR takes):
+  // the bias held, the weights at the minimum of the problem without it.
+  auto logistic = linear_problem(model::model_kind::logistic, 1, 21);
+  const Eigen::Index bias = logistic.dimension() - 1;
+  opt::held_at_zero without_bias{logistic, {bias}};
+  static_assert(opt::has_diagonal<decltype(without_bias)>::value);
+  static_assert(opt::has_line_values<decltype(without_bias)>::value);
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(logistic.dimension());
+  opt::newton_options options;
+  options.epsilon = 1e-10;
+  options.step = opt::newton_step::line_search;
+  const auto run = *opt::minimize_newton(without_bias, x, options);
+  CHECK(run.reason == opt::stop_reason::converged);
+  CHECK(x[bias] == 0.0);
+  Eigen::VectorXd grad;
+  logistic.evaluate(x, grad);
+  CHECK(grad.head(bias).norm() <= 1e-9);
+  CHECK(std::abs(grad[bias]) > 1e-6);  // the bias would have moved: its problem was a different one
 }
 
 TEST_CASE("regularised least squares through Newton-CG reaches the normal equations' solution") {

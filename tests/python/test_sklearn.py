@@ -356,6 +356,10 @@ def test_options_warnings_and_refusals():
         LogisticRegression(options={"lam": 1.0}).fit(X, y)
     with pytest.raises(ValueError, match="options=.'max_iter'"):
         LogisticRegression(options={"max_iter": 3}).fit(X, y)
+    with pytest.raises(ValueError, match="options=.'max_iter'"):  # spelled with dashes, as train takes too
+        LogisticRegression(options={"max-iter": 3}).fit(X, y)
+    with pytest.raises(ValueError, match="options=.'no_bias'.*fit_intercept"):
+        LogisticRegression(options={"no-bias": True}).fit(X, y)
     with pytest.raises(ValueError, match="C must be positive"):
         LogisticRegression(C=0).fit(X, y)
     with pytest.raises(ValueError, match="solver"):   # shardopt's own check of its options

@@ -30,6 +30,9 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   if (options.no_bias && architecture.is_network())
     return fail_invalid("--no-bias takes the linear models (linear, logistic, softmax, svm): a network's "
                         "hidden layers keep their biases");
+  if (options.no_bias && ((options.lower && *options.lower > 0) || (options.upper && *options.upper < 0)))
+    return fail_invalid("--no-bias holds the biases at 0, outside --lower/--upper (the bounds apply to every "
+                        "entry of theta)");
   if (plan.kind == solver_kind::newton_cg) {
     if (architecture.is_network())
       return fail_invalid("--solver newton-cg takes the linear models (linear, logistic, softmax, svm); "

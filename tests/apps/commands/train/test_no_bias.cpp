@@ -1,5 +1,5 @@
 // train --no-bias through the binary: least squares through the origin by every full-batch solver,
-// against the normal equations; the same bits on 1 and 3 shards; refused by name where it cannot
+// against the normal equations (a bound that keeps 0 in is taken); the same bits on 1 and 3 shards; refused by name where it cannot
 // apply; and a checkpoint with it is not resumed without it, nor the other way round. (Against
 // LIBLINEAR's problem without -B: tests/python/test_sklearn.py and l1_vs_liblinear.py.)
 
@@ -71,19 +71,26 @@ TEST_CASE("--no-bias: least squares through the origin by Newton-CG, L-BFGS and 
   const auto data = (dir / "through-origin.csv").string();
   const sample s{data};
   const double exact = s.least_squares_objective();
-  for (const std::string solver : {"newton-cg", "lbfgs"}) {
-    const auto three = run_json(with(training(data, solver), {"--no-bias", "--shards", "3"}));
-    INFO(solver, ": ", three.dump());
+  // Newton-CG by its trust region (dense data's default) and by LIBLINEAR's line search; L-BFGS.
+  for (const auto& [solver, step] : {std::pair{"newton-cg", "auto"}, std::pair{"newton-cg", "line-search"},
+                                     std::pair{"lbfgs", "auto"}}) {
+    const auto args = with(training(data, solver), {"--newton-step", step});
+    const auto three = run_json(with(args, {"--no-bias", "--shards", "3"}));
+    INFO(solver, " ", step, ": ", three.dump());
     CHECK(three["biases"] == false);
     CHECK(three["objective"].get<double>() == doctest::Approx(exact).epsilon(1e-9));
-    const auto one = run_json(with(training(data, solver), {"--no-bias", "--shards", "1"}));
+    const auto one = run_json(with(args, {"--no-bias", "--shards", "1"}));
     CHECK(one["objective"].get<double>() == three["objective"].get<double>());  // bit for bit
     CHECK(one["iterations"] == three["iterations"]);
     // With its bias the fit is better: the option changed the problem.
-    const auto fitted = run_json(with(training(data, solver), {"--shards", "3"}));
+    const auto fitted = run_json(with(args, {"--shards", "3"}));
     CHECK(fitted["biases"] == true);
     CHECK(fitted["objective"].get<double>() < exact * 0.9);
   }
+  // L-BFGS-B with a bound that keeps 0 in (and the solution): the same optimum.
+  const auto bounded = run_json(with(training(data, "lbfgs"), {"--no-bias", "--lower", "-100"}));
+  INFO(bounded.dump());
+  CHECK(bounded["objective"].get<double>() == doctest::Approx(exact).epsilon(1e-8));
   // OWL-QN with an L1 weight too small to zero anything ends at the same point, to its tolerance.
   const auto owlqn = run_json(with(training(data, "owlqn"), {"--no-bias", "--l1", "1e-12", "--shards", "2"}));
   INFO(owlqn.dump());
@@ -103,6 +110,8 @@ TEST_CASE("--no-bias is refused by name for networks and --mode ps, and a checkp
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases{
     {{"--model", "mlp", "--hidden", "3", "--loss", "squared"}, "--no-bias takes the linear models"},
     {{"--mode", "ps"}, "--no-bias is for the full-batch solvers: use --mode lbfgs"},
+    {{"--model", "linear", "--lower", "0.5"}, "--no-bias holds the biases at 0, outside --lower/--upper"},
+    {{"--model", "linear", "--upper", "-1"}, "--no-bias holds the biases at 0, outside --lower/--upper"},
   };
   for (const auto& [extra, expected] : cases) {
     auto args = with({shardopt_binary(), "train", "--data", data, "--label-column", "-1", "--no-bias",
