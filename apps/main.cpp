@@ -5,6 +5,7 @@
 #include "apps/options/cli.hpp"
 #include "apps/experiments/experiments.hpp"
 #include "apps/experiments/report.hpp"
+#include "apps/run/huge_pages.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -77,6 +78,7 @@ int dispatch(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
+  shardopt::apps::restart_on_huge_pages(argv);  // once, before anything is allocated or opened
   int code = 1;
   // Whatever a dependency throws ends the command with one line and exit code 1, never a signal.
   try {

@@ -8,6 +8,8 @@ build/bench-data and kept.
 
 Every run is timed end to end (load, setup, solve) to LIBLINEAR 2.50's final objective, computed
 exactly under shardopt's normalisation, f = mean loss + lambda/2 ||w||^2 (LIBLINEAR's f / (C n)).
+Every run has its large blocks on transparent huge pages (GLIBC_TUNABLES=glibc.malloc.hugetlb=1:
+shardopt sets it for itself, LIBLINEAR gains from it too), or none with --huge-pages off.
 With --bias none (the default) shardopt runs with --no-bias and LIBLINEAR without -B: the same
 problem. With --bias fit shardopt fits its unregularised bias, which can only lower its optimum, and
 the L1 runs give LIBLINEAR -B 1000 (a bias whose penalty is |b| / 1000). Runs, one after the other:
@@ -24,7 +26,7 @@ outside the rounds that wait for the shards, over the whole run); peak RSS; rati
 (-e 1e30) less those passes.
 
     /usr/bin/python3 bench/real_bench.py BUILD/apps/shardopt [--sets debian-en,...] [--reg weak,strong]
-        [--l1] [--bias none|fit] [--out FILE]   (default: bench/results/real.json, or real_l1.json with --l1)
+        [--l1] [--bias none|fit] [--huge-pages on|off] [--out FILE]   (default: bench/results/real.json, or real_l1.json with --l1)
 """
 
 import argparse
@@ -210,7 +212,18 @@ def main():
     parser.add_argument("--bias", choices=("none", "fit"), default="none",
                         help="none: shardopt --no-bias, LIBLINEAR without -B (the same problem); fit: shardopt's "
                              "unpenalised bias (and LIBLINEAR -s 6 -B 1000)")
+    parser.add_argument("--huge-pages", choices=("on", "off"), default="on",
+                        help="on: every run (LIBLINEAR's too) with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, its large "
+                             "blocks on transparent huge pages, as shardopt starts itself; off: no run on them")
     options = parser.parse_args()
+    # The same memory for every tool: shardopt restarts itself on huge pages unless the tunable is
+    # set, so it is set here for all (or SHARDOPT_HUGE_PAGES=0 and nothing for all).
+    if options.huge_pages == "on":
+        os.environ["GLIBC_TUNABLES"] = "glibc.malloc.hugetlb=1"
+        os.environ.pop("SHARDOPT_HUGE_PAGES", None)
+    else:
+        os.environ.pop("GLIBC_TUNABLES", None)
+        os.environ["SHARDOPT_HUGE_PAGES"] = "0"
     options.out = options.out or ("bench/results/real_l1.json" if options.l1 else "bench/results/real.json")
     scratch = os.path.join(options.data, "scratch")
     os.makedirs(scratch, exist_ok=True)
@@ -238,7 +251,7 @@ def main():
                 row["rss_ratio"] = row["rss"] / peer["rss"]
             text_two, binary_two = runs[3], runs[4]
             results.append({"set": meta, "regularisation": reg, "C": c, "lambda": 1.0 / (c * meta["rows"]),
-                            "bias": options.bias,
+                            "bias": options.bias, "huge_pages": options.huge_pages,
                             "liblinear_objective": peer["objective"], "runs": runs,
                             # The target: the setup after the binary dataset loads over the text's
                             # parse. Beside it, the time to the first pass (load and setup) of each,
@@ -282,7 +295,7 @@ def l1_set(options, newest, meta, reg, c, text, cache, scratch):
         row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
         row["rss_ratio"] = row["rss"] / peer["rss"]
     return {"set": meta, "regularisation": reg, "C": c, "l1": 1.0 / (c * meta["rows"]), "lambda": 0.0,
-            "bias": options.bias,
+            "bias": options.bias, "huge_pages": options.huge_pages,
             "liblinear_objective": peer["objective"], "runs": runs}
 
 
@@ -290,7 +303,7 @@ def print_l1_set(result):
     meta = result["set"]
     print(f"\n{meta['name']}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
           f"non-zeros; L1 {result['regularisation']} (C = {result['C']:g}, alpha = {result['l1']:.3g}, no L2; "
-          f"bias: {result['bias']}); "
+          f"bias: {result['bias']}; huge pages: {result['huge_pages']}); "
           f"LIBLINEAR 2.50's objective {result['liblinear_objective']:.10g}")
     print(f"{'run':<40} {'steps':>5} {'passes':>6} {'Hv':>5} {'non-zeros':>9} {'RSS GB':>7} {'total s':>8} "
           f"{'vs 2.50':>7}")
@@ -304,6 +317,7 @@ def print_set(result):
     print(f"\n{meta['name']}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
           f"non-zeros ({meta['nonzeros'] / meta['rows']:.1f} a row); {result['regularisation']} "
           f"(C = {result['C']:g}, lambda = {result['lambda']:.3g}); shardopt's bias: {result['bias']}; "
+          f"huge pages: {result['huge_pages']}; "
           f"LIBLINEAR 2.50's objective "
           f"{result['liblinear_objective']:.10g}")
     print(f"{'run':<36} {'load s':>7} {'setup s':>7} {'solve s':>8} {'steps':>5} {'Hv':>5} {'ns/nnz/pass':>11} "
