@@ -81,24 +81,32 @@ std::optional<std::string> tunables_of_a_node() {
 
 TEST_CASE("the tunables for huge pages: set where none are, never beside or over the user's own") {
   CHECK(with_huge_pages(nullptr) == "glibc.malloc.hugetlb=1");
-  CHECK(with_huge_pages("") == "glibc.malloc.hugetlb=1");
-  CHECK_FALSE(with_huge_pages("glibc.malloc.arena_max=2"));  // Debian's glibc 2.36 reads only the first
+  CHECK_FALSE(with_huge_pages(""));  // set, if empty: glibc empties it for a privileged process
+  CHECK_FALSE(with_huge_pages("glibc.malloc.arena_max=2"));  // the user's tunables
   CHECK_FALSE(with_huge_pages("glibc.malloc.hugetlb=0"));    // the user's choice
   CHECK_FALSE(with_huge_pages("glibc.malloc.hugetlb=1"));    // and no second restart
   char small[8];
   CHECK(apps::tunables_with_huge_pages(nullptr, small, sizeof small) == nullptr);  // does not fit: nothing
 }
 
-TEST_CASE("shardopt starts itself again on huge pages where the kernel grants them, unless told not to") {
-  if (!apps::huge_pages_available()) {
-    MESSAGE("transparent huge pages are off here (never): the restart is not made");
+TEST_CASE("shardopt starts itself again on huge pages where the kernel grants them on request, unless told not to") {
+  const scoped_env unasked{"SHARDOPT_HUGE_PAGES", nullptr};
+  if (!apps::huge_pages_on_request()) {
+    MESSAGE("transparent huge pages are not granted on request here (always or never): no restart");
     const scoped_env none{"GLIBC_TUNABLES", nullptr};
     CHECK_FALSE(tunables_of_a_node());
     return;
   }
   {
     const scoped_env none{"GLIBC_TUNABLES", nullptr};
-    CHECK(tunables_of_a_node() == "glibc.malloc.hugetlb=1");
+    background_process node{{shardopt_binary(), "node", "--port", "0"}};
+    REQUIRE(node.wait_for_output("listening on", std::chrono::seconds{20}));
+    CHECK(environment_of(node.pid(), "GLIBC_TUNABLES") == "glibc.malloc.hugetlb=1");
+    // The same process, by its own name (not "exe").
+    std::ifstream comm{"/proc/" + std::to_string(node.pid()) + "/comm"};
+    std::string name;
+    std::getline(comm, name);
+    CHECK(name == "shardopt");
   }
   {
     const scoped_env own{"GLIBC_TUNABLES", "glibc.malloc.arena_max=4"};
