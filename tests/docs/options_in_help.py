@@ -27,6 +27,8 @@ ELSEWHERE = {
     "--epochs": "bench/mlp_bench.py",
     "--sets": "bench/sparse_bench.py",
     "--reg": "bench/real_bench.py",
+    "--bias": "bench/real_bench.py",
+    "--huge-pages": "bench/real_bench.py",
     "--repeat": "bench/python_bench.py",
     "--rate": "scripts/netns-cluster",
     "--node-arg": "scripts/netns-cluster",

@@ -159,11 +159,13 @@ TEST_CASE("a backup worker keeps synchronous steps going past a straggler, its g
   actors::runtime rt{actors::runtime_options::local(2)};
   auto job = small_job(5, 3, opt::update_kind::sgd, 3);
   job.replicas_to_aggregate = 2;
-  job.last_step = 400;
+  // Long enough (a few hundred ms) that the straggler, late by at least 1 ms a gradient, pushes
+  // some even when a busy machine wakes it late (at 400 steps the job once ended in 80 ms first).
+  job.last_step = 2000;
   auto outcome = actors::run_local_job(rt, job, 1, data, actors::chief_options{}, 2, 50.0);
   REQUIRE_MESSAGE(outcome.ok(), outcome.error().message());
-  CHECK(outcome->step == 400);
-  CHECK(outcome->stats.applied == 800);
+  CHECK(outcome->step == 2000);
+  CHECK(outcome->stats.applied == 4000);
   CHECK(outcome->stats.dropped > 0);
 }
 
