@@ -17,10 +17,11 @@ namespace shardopt::optimizer {
 
 /// Any objective (objective.hpp), restricted to the entries of theta that are not `held`: its
 /// gradient, Hessian-vector products and Hessian's diagonal are 0 at the held entries (a diagonal
-/// of 0 is left out of the preconditioner's mean and given its identity part). Every solver of this layer then moves theta only in the other entries (its steps, CG's
-/// vectors and L-BFGS's pairs are all 0 at the held ones), so entries that start at 0 stay 0, and
-/// the run minimises f over the subspace where they are 0. The optional members (diagonal, line
-/// values) are there when `F` has them. With no entry held it changes nothing.
+/// of 0 is left out of the preconditioner's mean and given its identity part). Every solver of
+/// this layer then moves theta only in the other entries (its steps, CG's vectors and L-BFGS's
+/// pairs are all 0 at the held ones), so entries that start at 0 stay 0, and the run minimises f
+/// over the subspace where they are 0. The optional members (diagonal, line values) are there when
+/// `F` has them. With no entry held it changes nothing.
 template <class F>
 class held_at_zero {
 public:

@@ -23,7 +23,8 @@ constexpr const char* restarted = "SHARDOPT_RESTARTED_ON_HUGE_PAGES";
 bool glibc_knows_the_tunable() {
   int major = 0;
   int minor = 0;
-  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 && (major > 2 || (major == 2 && minor >= 35));
+  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2
+         && (major > 2 || (major == 2 && minor >= 35));
 }
 
 /// Whether /proc/self/exe is the program itself, not ld.so running it (`ld.so ./shardopt`: an

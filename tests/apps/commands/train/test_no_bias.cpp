@@ -1,7 +1,8 @@
 // train --no-bias through the binary: least squares through the origin by every full-batch solver,
-// against the normal equations (a bound that keeps 0 in is taken); the same bits on 1 and 3 shards; refused by name where it cannot
-// apply; and a checkpoint with it is not resumed without it, nor the other way round. (Against
-// LIBLINEAR's problem without -B: tests/python/test_sklearn.py and l1_vs_liblinear.py.)
+// against the normal equations (a bound that keeps 0 in is taken); the same bits on 1 and 3
+// shards; refused by name where it cannot apply; and a checkpoint with it is not resumed without
+// it, nor the other way round. (Against LIBLINEAR's problem without -B:
+// tests/python/test_sklearn.py and l1_vs_liblinear.py.)
 
 #include "support/files.hpp"
 #include "support/json_run.hpp"
