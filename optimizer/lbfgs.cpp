@@ -70,12 +70,13 @@ result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_o
 namespace detail {
 
 void resume_memory(const lbfgs_state& saved, Eigen::VectorXd& x, double& f, Eigen::VectorXd& grad,
-                   bfgs_matrix& bfgs, run_log& log, lbfgs_state& kept, const lbfgs_session& session) {
+                   const std::function<void(const Eigen::VectorXd&, const Eigen::VectorXd&)>& add_pair, run_log& log,
+                   lbfgs_state& kept, const lbfgs_session& session) {
   x = saved.theta;
   f = saved.f;
   grad = saved.grad;
   for (std::size_t i = 0; i < saved.s.size(); ++i)
-    bfgs.add_correction(saved.s[i], saved.y[i]);
+    add_pair(saved.s[i], saved.y[i]);
   if (session.on_state) {
     kept.s = saved.s;
     kept.y = saved.y;
@@ -173,7 +174,8 @@ run_stop run_unbounded(unbounded_run& fn, run_log& log, Eigen::VectorXd& x, doub
   // its corrections into the matrix and steps along the quasi-Newton direction, as the run it
   // continues would have.
   if (session.resume) {
-    detail::resume_memory(*session.resume, x, fx, grad, bfgs, log, state, session);
+    const auto add_pair = [&bfgs](const Eigen::VectorXd& s, const Eigen::VectorXd& y) { bfgs.add_correction(s, y); };
+    detail::resume_memory(*session.resume, x, fx, grad, add_pair, log, state, session);
     fn.start(fx, x, grad);
   } else {
     auto value = fn.evaluate(x, grad);

@@ -16,6 +16,8 @@
 
 namespace shardopt::optimizer {
 
+class vector_pool;
+
 /// The longest window of the objective-change test (`past`).
 constexpr int max_past = 1 << 20;
 
@@ -33,6 +35,7 @@ struct lbfgs_options {
   double wolfe = 0.9;           ///< curvature constant of the strong Wolfe condition
   std::optional<Eigen::VectorXd> lower;  ///< bounds: with either set, L-BFGS-B runs
   std::optional<Eigen::VectorXd> upper;
+  vector_pool* pool = nullptr;  ///< OWL-QN's passes over the dimension on these threads (null: the caller's)
 };
 
 /// Everything unbounded L-BFGS needs to continue a run exactly where it was, after iteration

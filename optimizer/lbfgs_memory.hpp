@@ -4,21 +4,22 @@
 // owlqn.cpp) share about their saved states. Not part of the interface.
 
 #include "optimizer/lbfgs.hpp"
-#include "optimizer/lbfgspp.hpp"
 #include "optimizer/run.hpp"
 
 #include <Eigen/Core>
 
+#include <functional>
 #include <optional>
 
 namespace shardopt::optimizer::detail {
 
 /// Continues a saved run: its iterate, objective and gradient into x, f, grad, its pairs replayed
-/// into `bfgs` (the same bits of direction as the run it continues), its counts, clock and `--past`
-/// ring into `log`, and its pairs into `kept` (the copy the session's states hold) when the session
-/// saves states.
+/// through `add_pair`, oldest first, into the loop's matrix (the same bits of direction as the run
+/// it continues), its counts, clock and `--past` ring into `log`, and its pairs into `kept` (the
+/// copy the session's states hold) when the session saves states.
 void resume_memory(const lbfgs_state& saved, Eigen::VectorXd& x, double& f, Eigen::VectorXd& grad,
-                   bfgs_matrix& bfgs, run_log& log, lbfgs_state& kept, const lbfgs_session& session);
+                   const std::function<void(const Eigen::VectorXd&, const Eigen::VectorXd&)>& add_pair, run_log& log,
+                   lbfgs_state& kept, const lbfgs_session& session);
 
 /// Hands the session the state after an iteration (nothing without `on_state`): `state` gains the
 /// pair (s, y) when `s` is given (the oldest dropped beyond `history`) and x, grad, f with the

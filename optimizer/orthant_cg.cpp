@@ -29,26 +29,6 @@ double pseudo(double x, double g, double c) {
   return 0;
 }
 
-/// Per-chunk figures of [0, n) reduced in chunk order (a sum, or a minimum): the same bits on any
-/// number of threads.
-template <std::size_t N, class F, class R>
-std::array<double, N> reduce_chunks(vector_pool& pool, Eigen::Index n, F f, R reduce, std::array<double, N> start) {
-  std::vector<std::array<double, N>> parts(static_cast<std::size_t>((n + vector_pool::chunk - 1) / vector_pool::chunk));
-  pool.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
-    parts[static_cast<std::size_t>(begin / vector_pool::chunk)] = f(begin, end);
-  });
-  for (const auto& part : parts)
-    for (std::size_t i = 0; i < N; ++i)
-      start[i] = reduce(start[i], part[i]);
-  return start;
-}
-
-template <std::size_t N, class F>
-std::array<double, N> sum_chunks(vector_pool& pool, Eigen::Index n, F f) {
-  std::array<double, N> zero{};
-  return reduce_chunks<N>(pool, n, f, [](double a, double b) { return a + b; }, zero);
-}
-
 } // namespace
 
 double orthant::side(const Eigen::VectorXd& x, Eigen::Index i) const {
@@ -171,7 +151,7 @@ std::optional<run_stop> orthant::solve(const hessian_function& hessian, run_log&
     if (!(curvature > 0) || !std::isfinite(zr / curvature))
       break;  // d so far is the step (0 at the first: the caller follows -v)
     const double alpha = zr / curvature;
-    const auto sums = sum_chunks<3>(pool_, n, [&](Eigen::Index begin, Eigen::Index end) {
+    const auto sums = pool_.sums<3>(n, [&](Eigen::Index begin, Eigen::Index end) {
       double dr = 0, dv = 0, next_zr = 0;
       for (Eigen::Index i = begin; i < end; ++i) {
         d[i] += alpha * p_[i];

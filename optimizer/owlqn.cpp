@@ -7,28 +7,36 @@
 #include "optimizer/owlqn.hpp"
 
 #include "optimizer/lbfgs_memory.hpp"
-#include "optimizer/lbfgspp.hpp"
+#include "optimizer/sparse_bfgs.hpp"
+#include "optimizer/vector_pool.hpp"
 
+#include <array>
 #include <cmath>
 #include <string>
 
 namespace shardopt::optimizer {
 
+namespace {
+
+/// The pseudo-gradient's entry i (see pseudo_gradient).
+double pseudo_entry(double x, double g, double c) {
+  if (!(c > 0))
+    return g;
+  if (x > 0)
+    return g + c;
+  if (x < 0)
+    return g - c;
+  const double right = g + c;  // the derivative moving up from 0
+  const double left = g - c;   // ...and moving down
+  return right < 0 ? right : left > 0 ? left : 0.0;
+}
+
+} // namespace
+
 Eigen::VectorXd pseudo_gradient(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c) {
-  Eigen::VectorXd pg = g;
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    if (!(c[i] > 0))
-      continue;
-    if (x[i] > 0) {
-      pg[i] = g[i] + c[i];
-    } else if (x[i] < 0) {
-      pg[i] = g[i] - c[i];
-    } else {
-      const double right = g[i] + c[i];  // the derivative moving up from 0
-      const double left = g[i] - c[i];   // ...and moving down
-      pg[i] = right < 0 ? right : left > 0 ? left : 0.0;
-    }
-  }
+  Eigen::VectorXd pg(g.size());
+  for (Eigen::Index i = 0; i < x.size(); ++i)
+    pg[i] = pseudo_entry(x[i], g[i], c[i]);
   return pg;
 }
 
@@ -54,30 +62,48 @@ result<void> check_penalty(const Eigen::VectorXd& c, Eigen::Index n) {
   return {};
 }
 
-/// One OWL-QN run: the loop, and the state it hands its session.
+/// One OWL-QN run: the loop, and the state it hands its session. Its passes over the dimension
+/// run on the pool's threads in chunks, their sums added in chunk order: the same bits on any.
 class owlqn_loop {
 public:
   owlqn_loop(const evaluate_function& f, run_log& log, const lbfgs_options& o, const Eigen::VectorXd& c,
              const lbfgs_session& session)
-    : f_(f), log_(log), o_(o), c_(c), session_(session) {}
+    : f_(f), log_(log), o_(o), c_(c), session_(session), pool_(o.pool ? *o.pool : alone_) {}
 
   /// Runs from x (or the session's state), leaving x at the last accepted iterate.
   run_stop run(Eigen::VectorXd& x);
 
 private:
-  /// F at `at` (f's gradient into `grad`), counted.
-  result<double> evaluate(const Eigen::VectorXd& at, Eigen::VectorXd& grad) {
+  using chunk_sums = std::array<double, 2>;
+
+  /// F at `at` (f's gradient into `grad`) given the L1 term there, counted.
+  result<double> evaluate(const Eigen::VectorXd& at, Eigen::VectorXd& grad, double l1) {
     log_.count_evaluation();
     auto value = f_(at, grad);
     if (!value)
       return value;
-    return *value + l1_term(at, c_);
+    return *value + l1;
   }
 
-  /// Records x's figures (the pseudo-gradient's norms, the non-zero count).
+  double l1_of(const Eigen::VectorXd& x) {
+    return pool_.sum_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      return c_.segment(begin, end - begin).cwiseProduct(x.segment(begin, end - begin).cwiseAbs()).sum();
+    });
+  }
+
+  /// Records x's figures (the pseudo-gradient's norms, the non-zero count), in one pass over the
+  /// dimension into the kept pg_.
   void record(const Eigen::VectorXd& x) {
-    pg_ = pseudo_gradient(x, g_, c_);
-    log_.set_nonzeros(nonzero_penalised(x, c_));
+    pg_.resize(x.size());
+    const double nonzeros = pool_.sum_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      double count = 0;
+      for (Eigen::Index i = begin; i < end; ++i) {
+        pg_[i] = pseudo_entry(x[i], g_[i], c_[i]);
+        count += c_[i] > 0 && x[i] != 0;
+      }
+      return count;
+    });
+    log_.set_nonzeros(static_cast<std::int64_t>(nonzeros));
   }
 
   std::optional<run_stop> finished(const Eigen::VectorXd& x) const {
@@ -97,32 +123,41 @@ private:
       return 1 / pg_.norm();
     }
     bfgs_.apply(pg_, -1.0, d_);
-    for (Eigen::Index i = 0; i < d_.size(); ++i)
-      if (c_[i] > 0 && d_[i] * pg_[i] >= 0)
-        d_[i] = 0;
+    pool_.for_chunks(d_.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      for (Eigen::Index i = begin; i < end; ++i)
+        if (c_[i] > 0 && d_[i] * pg_[i] >= 0)
+          d_[i] = 0;
+    });
     return 1;
   }
 
   /// Backtracks from `step` along d_ within x's orthant; on success xt_, gt_, ft_ hold the point.
   std::optional<run_stop> search(const Eigen::VectorXd& x, double& step) {
-    const double slope = pg_.dot(d_);
+    const double slope = pool_.dot(pg_, d_);
     if (!(slope < 0))
       return run_stop{stop_reason::line_search_failed, "the search direction does not decrease the objective"};
-    orthant_.resize(x.size());
-    for (Eigen::Index i = 0; i < x.size(); ++i)
-      orthant_[i] = x[i] != 0 ? sign(x[i]) : sign(-pg_[i]);
+    xt_.resize(x.size());
     for (int trial = 0; trial < o_.max_linesearch; ++trial, step /= 2) {
-      xt_.noalias() = x + step * d_;
-      for (Eigen::Index i = 0; i < x.size(); ++i)
-        if (c_[i] > 0 && xt_[i] * orthant_[i] <= 0)
-          xt_[i] = 0;
-      auto value = evaluate(xt_, gt_);
+      // The trial, an entry that leaves the orthant (x's sign, or -pg's at 0) set to 0; with the
+      // L1 term there and pg'(trial - x) in the same pass.
+      const auto [l1, decrease] = pool_.sums<2>(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+        chunk_sums part{};
+        for (Eigen::Index i = begin; i < end; ++i) {
+          const double t = x[i] + step * d_[i];
+          const double orthant = x[i] != 0 ? sign(x[i]) : sign(-pg_[i]);
+          xt_[i] = c_[i] > 0 && t * orthant <= 0 ? 0.0 : t;
+          part[0] += c_[i] * std::abs(xt_[i]);
+          part[1] += pg_[i] * (xt_[i] - x[i]);
+        }
+        return part;
+      });
+      auto value = evaluate(xt_, gt_, l1);
       if (!value)
         return evaluation_failed(value.error());
       ft_ = *value;
       // Strictly lower too: at machine precision the sufficient-decrease bound rounds to F itself,
       // and equal trials would be accepted forever without progress.
-      if (std::isfinite(ft_) && gt_.allFinite() && ft_ < fx_ && ft_ <= fx_ + o_.ftol * pg_.dot(xt_ - x))
+      if (std::isfinite(ft_) && gt_.allFinite() && ft_ < fx_ && ft_ <= fx_ + o_.ftol * decrease)
         return std::nullopt;
     }
     return run_stop{stop_reason::line_search_failed,
@@ -140,11 +175,13 @@ private:
   const lbfgs_options& o_;
   const Eigen::VectorXd& c_;
   const lbfgs_session& session_;
-  bfgs_matrix bfgs_;
+  vector_pool alone_;  // the caller's thread, without a pool of the options'
+  vector_pool& pool_;
+  sparse_bfgs bfgs_;  // its pairs as sparse as the model: see sparse_bfgs.hpp
   lbfgs_state state_;  // what `on_state` sees; its pairs are kept only when someone looks
   double fx_ = 0;      // F at x
   double ft_ = 0;      // F at the accepted trial
-  Eigen::VectorXd g_, pg_, d_, orthant_, xt_, gt_, s_, y_;
+  Eigen::VectorXd g_, pg_, d_, xt_, gt_, s_, y_;
 };
 
 run_stop owlqn_loop::run(Eigen::VectorXd& x) {
@@ -152,9 +189,11 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
   bfgs_.reset(n, o_.history);
   g_.resize(n);
   if (session_.resume) {
-    detail::resume_memory(*session_.resume, x, fx_, g_, bfgs_, log_, state_, session_);
+    detail::resume_memory(*session_.resume, x, fx_, g_,
+                          [this](const Eigen::VectorXd& s, const Eigen::VectorXd& y) { bfgs_.add_correction(s, y); },
+                          log_, state_, session_);
   } else {
-    auto value = evaluate(x, g_);
+    auto value = evaluate(x, g_, l1_of(x));
     if (!value)
       return evaluation_failed(value.error());
     fx_ = *value;
@@ -169,14 +208,20 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
     double step = direction();
     if (auto stop = search(x, step))
       return *stop;
-    s_.noalias() = xt_ - x;
-    y_.noalias() = gt_ - g_;
     // Entries held at 0 on both sides of the step (s_i = 0) keep their gradient change out of y:
-    // s'y is unchanged, and the memory models the free entries only. Not in the paper; on Fashion-
-    // MNIST shirts (l1 1e-2) it halves the iterations.
-    for (Eigen::Index i = 0; i < y_.size(); ++i)
-      if (c_[i] > 0 && x[i] == 0 && xt_[i] == 0)
-        y_[i] = 0;
+    // s'y is unchanged, and the memory models the free entries only (and stays as sparse as the
+    // model). Not in the paper; on Fashion-MNIST shirts (l1 1e-2) it halves the iterations.
+    s_.resize(x.size());
+    y_.resize(x.size());
+    const double sy = pool_.sum_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      double part = 0;
+      for (Eigen::Index i = begin; i < end; ++i) {
+        s_[i] = xt_[i] - x[i];
+        y_[i] = c_[i] > 0 && x[i] == 0 && xt_[i] == 0 ? 0.0 : gt_[i] - g_[i];
+        part += s_[i] * y_[i];
+      }
+      return part;
+    });
     x.swap(xt_);
     g_.swap(gt_);
     fx_ = ft_;
@@ -185,7 +230,7 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
       return *stop;
     // f is convex on the paths this takes for the linear models, but a network's may not be: a
     // pair without positive curvature would break the matrix, so it is left out.
-    const bool kept = s_.dot(y_) > 0;
+    const bool kept = sy > 0;
     if (auto stop = finished(x)) {
       // A run with a higher limit would add this pair and go on: hand out that state.
       if (auto failed = hand_out(x, kept, true))
@@ -213,8 +258,9 @@ result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::Vect
   if (session.resume) {
     const auto& saved = *session.resume;
     auto ok = check_state(saved, theta.size(), options);
+    vector_pool alone;  // s'y summed as the loop sums it
     for (std::size_t i = 0; ok && i < saved.s.size(); ++i)
-      if (!(saved.s[i].dot(saved.y[i]) > 0))
+      if (!(alone.dot(saved.s[i], saved.y[i]) > 0))
         ok = fail_invalid("a correction pair has no positive curvature");
     if (!ok)
       return ok.error().with_context("invalid OWL-QN options: the state to resume does not fit");

@@ -7,24 +7,6 @@
 
 namespace shardopt::optimizer {
 
-namespace {
-
-/// Sums of per-chunk triples, chunk by chunk in order (vector_pool's rule for one sum).
-template <class F>
-std::array<double, 3> sum_triples(vector_pool& pool, Eigen::Index n, F f) {
-  std::vector<std::array<double, 3>> parts(static_cast<std::size_t>((n + vector_pool::chunk - 1) / vector_pool::chunk));
-  pool.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
-    parts[static_cast<std::size_t>(begin / vector_pool::chunk)] = f(begin, end);
-  });
-  std::array<double, 3> sum{0, 0, 0};
-  for (const auto& part : parts)
-    for (std::size_t i = 0; i < 3; ++i)
-      sum[i] += part[i];
-  return sum;
-}
-
-} // namespace
-
 std::optional<run_stop> solve_newton_system(const hessian_function& hessian, run_log& log, vector_pool& pool,
                                             cg_preconditioner& preconditioner, const pcg_settings& settings,
                                             const Eigen::VectorXd& grad, Eigen::VectorXd& s, double& gs,
@@ -95,7 +77,7 @@ std::optional<run_stop> solve_newton_system(const hessian_function& hessian, run
     }
     const double alpha = zr / curvature;
     // s += alpha d, r -= alpha hd; the model Q(s) = -(s'r - s'g)/2 from the new s and r; and z.
-    const auto sums = sum_triples(pool, n, [&](Eigen::Index begin, Eigen::Index end) {
+    const auto sums = pool.sums<3>(n, [&](Eigen::Index begin, Eigen::Index end) {
       auto sb = s.segment(begin, end - begin);
       auto rb = r.segment(begin, end - begin);
       sb += alpha * d.segment(begin, end - begin);

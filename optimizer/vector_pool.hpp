@@ -9,8 +9,10 @@
 
 #include <Eigen/Core>
 
+#include <array>
 #include <functional>
 #include <memory>
+#include <vector>
 
 namespace Eigen {
 class ThreadPoolInterface;
@@ -45,6 +47,19 @@ public:
 
   /// a . b, summed chunk by chunk.
   double dot(const Eigen::VectorXd& a, const Eigen::VectorXd& b);
+
+  /// The N sums over the chunks of [0, n), each in chunk order, of the N figures f(begin, end)
+  /// returns (a std::array<double, N>): one pass for several sums, the same bits on any threads.
+  template <std::size_t N, class F>
+  std::array<double, N> sums(Eigen::Index n, F f) {
+    std::vector<std::array<double, N>> parts(static_cast<std::size_t>((n + chunk - 1) / chunk));
+    for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) { parts[static_cast<std::size_t>(begin / chunk)] = f(begin, end); });
+    std::array<double, N> total{};
+    for (const auto& part : parts)
+      for (std::size_t i = 0; i < N; ++i)
+        total[i] += part[i];
+    return total;
+  }
 
 private:
   int threads_;

@@ -4,6 +4,7 @@
 
 #include "model/local_objective.hpp"
 #include "optimizer/owlqn.hpp"
+#include "optimizer/vector_pool.hpp"
 
 #include "support/bits.hpp"
 #include "support/sessions.hpp"
@@ -139,6 +140,45 @@ TEST_CASE("OWL-QN on softmax data: optimal, biases unpenalised, and K shards giv
   CHECK(r1.nonzeros == opt::nonzero_penalised(x1, c));
   CHECK(r1.nonzeros < 13 * 4);
   CHECK((x1.tail(4).array() != 0).all());  // the biases, unpenalised, stay in
+}
+
+TEST_CASE("OWL-QN's passes over the dimension on a pool of threads give the bits of the caller's thread alone") {
+  // 100,000 entries, four of the pool's chunks: a separable quadratic coupled by a rank-one term,
+  // with an L1 weight that zeroes about half of the entries.
+  const Eigen::Index n = 100000;
+  const Eigen::VectorXd a = Eigen::VectorXd::LinSpaced(n, 0.5, 3.0);
+  const Eigen::VectorXd b = Eigen::VectorXd::LinSpaced(n, -1.0, 1.0);
+  const Eigen::VectorXd u = Eigen::VectorXd::LinSpaced(n, 0.0, 1.0) / std::sqrt(static_cast<double>(n));
+  struct coupled {
+    const Eigen::VectorXd &a, &b, &u;
+    std::int64_t dimension() const { return a.size(); }
+    double evaluate(const Eigen::VectorXd& x, Eigen::VectorXd& grad) {
+      const Eigen::VectorXd r = x - b;
+      const double t = u.dot(x);
+      grad = a.cwiseProduct(r) + t * u;
+      return 0.5 * r.dot(a.cwiseProduct(r)) + 0.5 * t * t;
+    }
+  } f{a, b, u};
+  const Eigen::VectorXd c = Eigen::VectorXd::Constant(n, 1.0);
+  auto o = tight();
+  o.epsilon = 1e-7;
+  Eigen::VectorXd alone = Eigen::VectorXd::Zero(n);
+  const auto r1 = *opt::minimize_owlqn(f, alone, o, c);
+  for (const int threads : {2, 3}) {
+    opt::vector_pool pool{threads};
+    o.pool = &pool;
+    Eigen::VectorXd pooled = Eigen::VectorXd::Zero(n);
+    const auto r = *opt::minimize_owlqn(f, pooled, o, c);
+    CHECK(r.iterations == r1.iterations);
+    CHECK(r.evaluations == r1.evaluations);
+    CHECK(shardopt::test::same_bits(alone, pooled));
+  }
+  CHECK(r1.reason == opt::stop_reason::converged);
+  Eigen::VectorXd g;
+  f.evaluate(alone, g);
+  CHECK(kkt_violation(alone, g, c) <= 1e-7);
+  CHECK(r1.nonzeros > n / 4);
+  CHECK(r1.nonzeros < 3 * n / 4);
 }
 
 TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the uninterrupted run ends") {

@@ -181,11 +181,12 @@ result<train_outcome> train_sharded(const train_options& given, const train_cont
     if (auto ok = progress.open_metrics(options.metrics, resumed_at); !ok)
       return ok.error();
 
-  // The driver's work over the dimension (adding the shards' sums, CG's vector updates) on as
-  // many threads as the actors get: the same bits on any number.
+  // The driver's work over the dimension (adding the shards' sums, CG's vector updates, OWL-QN's
+  // passes) on as many threads as the actors get: the same bits on any number.
   optimizer::vector_pool pool{static_cast<int>(rt.worker_threads())};
   setup->objective->use_threads(&pool);
   plan->newton.pool = &pool;
+  plan->lbfgs.pool = &pool;
 
   // The run: each accepted iteration's row is kept (with keep_history) whatever happens next, so
   // the history ends at the run's theta also when an interrupt arrives just before the hook.

@@ -1,0 +1,97 @@
+#include "optimizer/sparse_bfgs.hpp"
+
+#include <cassert>
+
+namespace shardopt::optimizer {
+
+void sparse_bfgs::reset(Eigen::Index dimension, int pairs) {
+  dimension_ = dimension;
+  ring_.resize(static_cast<std::size_t>(pairs));
+  next_ = 0;
+  count_ = 0;
+  theta_ = 1;
+}
+
+void sparse_bfgs::add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y) {
+  assert(s.size() == dimension_ && y.size() == dimension_ && !ring_.empty());
+  auto& p = ring_[static_cast<std::size_t>(next_)];
+  p.index.clear();
+  p.s.clear();
+  p.y.clear();
+  for (Eigen::Index i = 0; i < dimension_; ++i) {
+    if (s[i] != 0 || y[i] != 0) {
+      p.index.push_back(static_cast<std::int32_t>(i));
+      p.s.push_back(s[i]);
+      p.y.push_back(y[i]);
+    }
+  }
+  if (2 * static_cast<Eigen::Index>(p.index.size()) > dimension_) {
+    p.index.clear();
+    p.s.assign(s.data(), s.data() + dimension_);
+    p.y.assign(y.data(), y.data() + dimension_);
+  }
+  // The same products as LBFGS++'s, over the stored entries (the rest are zeros).
+  double ys = 0;
+  double yy = 0;
+  for (std::size_t k = 0; k < p.s.size(); ++k) {
+    ys += p.s[k] * p.y[k];
+    yy += p.y[k] * p.y[k];
+  }
+  p.ys = ys;
+  theta_ = yy / ys;
+  next_ = (next_ + 1) % static_cast<int>(ring_.size());
+  if (count_ < static_cast<int>(ring_.size()))
+    ++count_;
+}
+
+double sparse_bfgs::dot(const pair& p, const std::vector<double>& values, const Eigen::VectorXd& out) {
+  if (p.index.empty())
+    return Eigen::Map<const Eigen::VectorXd>(values.data(), out.size()).dot(out);
+  double sum = 0;
+  for (std::size_t k = 0; k < values.size(); ++k)
+    sum += values[k] * out[p.index[k]];
+  return sum;
+}
+
+void sparse_bfgs::axpy(const pair& p, const std::vector<double>& values, double a, Eigen::VectorXd& out) {
+  if (p.index.empty()) {
+    out.noalias() += a * Eigen::Map<const Eigen::VectorXd>(values.data(), out.size());
+    return;
+  }
+  for (std::size_t k = 0; k < values.size(); ++k)
+    out[p.index[k]] += a * values[k];
+}
+
+void sparse_bfgs::apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out) {
+  out.resize(v.size());
+  out.noalias() = a * v;
+  const int size = static_cast<int>(ring_.size());
+  int j = next_;
+  for (int i = 0; i < count_; ++i) {  // newest to oldest
+    j = (j + size - 1) % size;
+    auto& p = ring_[static_cast<std::size_t>(j)];
+    p.alpha = dot(p, p.s, out) / p.ys;
+    axpy(p, p.y, -p.alpha, out);
+  }
+  out /= theta_;
+  for (int i = 0; i < count_; ++i) {  // oldest to newest
+    auto& p = ring_[static_cast<std::size_t>(j)];
+    const double beta = dot(p, p.y, out) / p.ys;
+    axpy(p, p.s, p.alpha - beta, out);
+    j = (j + 1) % size;
+  }
+}
+
+std::int64_t sparse_bfgs::stored() const {
+  std::int64_t total = 0;
+  int j = next_;
+  const int size = static_cast<int>(ring_.size());
+  for (int i = 0; i < count_; ++i) {
+    j = (j + size - 1) % size;
+    const auto& p = ring_[static_cast<std::size_t>(j)];
+    total += static_cast<std::int64_t>(p.s.size());
+  }
+  return total;
+}
+
+} // namespace shardopt::optimizer

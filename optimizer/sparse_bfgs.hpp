@@ -1,0 +1,52 @@
+#pragma once
+
+// The L-BFGS inverse-Hessian approximation with each correction pair stored on its support: the
+// entries where s or y is not zero. OWL-QN's pairs are sparse when its model is: a weight held at 0
+// on both sides of a step has s = 0 and no y (owlqn.cpp), so with an L1 penalty a pair touches the
+// weights that are or were just non-zero, a few thousand of millions on hashed text. LBFGS++'s
+// BFGSMat (lbfgspp.hpp) keeps dense columns and spends 4m passes over the dimension on every
+// direction, and the dimension's memory for every pair; here a direction costs two passes over
+// the dimension and 4m passes over the supports. The recursion is LBFGS++'s (Nocedal and Wright,
+// Algorithm 7.4, H0 = (s'y / y'y) I from the newest pair).
+
+#include <Eigen/Core>
+
+#include <cstdint>
+#include <vector>
+
+namespace shardopt::optimizer {
+
+class sparse_bfgs {
+public:
+  /// Forgets every pair; the matrix is for vectors of `dimension`, keeping at most `pairs`.
+  void reset(Eigen::Index dimension, int pairs);
+  /// Adds a pair (s'y must be positive), the oldest dropped beyond `pairs`. A pair whose support
+  /// is more than half the dimension is kept dense.
+  void add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y);
+  /// out = a H v, H the inverse Hessian approximation (a v without pairs).
+  void apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out);
+  int pairs() const { return count_; }
+  /// Entries the pairs store, over all of them (for the tests; dense pairs count the dimension).
+  std::int64_t stored() const;
+
+private:
+  struct pair {
+    std::vector<std::int32_t> index;  // the support, increasing; empty: dense
+    std::vector<double> s, y;         // s and y on the support (or everywhere)
+    double ys = 0;                    // s'y
+    double alpha = 0;                 // the recursion's first-loop coefficient
+  };
+
+  /// p's vector `values` (p.s or p.y) dotted with out.
+  static double dot(const pair& p, const std::vector<double>& values, const Eigen::VectorXd& out);
+  /// out += a * p's vector `values`.
+  static void axpy(const pair& p, const std::vector<double>& values, double a, Eigen::VectorXd& out);
+
+  Eigen::Index dimension_ = 0;
+  std::vector<pair> ring_;  // capacity `pairs`; the newest at (next_ - 1) mod size
+  int next_ = 0;
+  int count_ = 0;
+  double theta_ = 1;  // y'y / s'y of the newest pair
+};
+
+} // namespace shardopt::optimizer

@@ -1,0 +1,79 @@
+// The L-BFGS matrix with its pairs on their supports (OWL-QN's) against LBFGS++'s dense one: the
+// same direction, to rounding, for sparse pairs, dense ones and a mix, through the ring's wrap,
+// with only the supports stored.
+
+#include "optimizer/lbfgspp.hpp"
+#include "optimizer/sparse_bfgs.hpp"
+
+#include <doctest/doctest.h>
+
+#include <random>
+
+namespace opt = shardopt::optimizer;
+
+namespace {
+
+/// A pair (s, y) with s'y > 0 on `support` random entries of `n` (all of them when support = n).
+std::pair<Eigen::VectorXd, Eigen::VectorXd> random_pair(Eigen::Index n, Eigen::Index support, std::mt19937& rng) {
+  std::uniform_real_distribution<double> value(-1.0, 1.0);
+  std::uniform_int_distribution<Eigen::Index> entry(0, n - 1);
+  Eigen::VectorXd s = Eigen::VectorXd::Zero(n);
+  Eigen::VectorXd y = Eigen::VectorXd::Zero(n);
+  for (Eigen::Index k = 0; k < support; ++k) {
+    const auto i = support == n ? k : entry(rng);
+    s[i] = value(rng);
+    y[i] = s[i] * (0.5 + std::abs(value(rng))) + 0.1 * value(rng);  // curvature positive on the whole
+  }
+  return {s, y};
+}
+
+} // namespace
+
+TEST_CASE("the sparse BFGS matrix gives LBFGS++'s direction for sparse, dense and mixed pairs, and stores the supports") {
+  const Eigen::Index n = 2000;
+  const int history = 5;
+  for (const auto& supports : {std::vector<Eigen::Index>{40, 7, 300, 1, 90, 12, 60, 5},
+                              std::vector<Eigen::Index>{n, n, n, n, n, n, n},
+                              std::vector<Eigen::Index>{30, n, 1500, 20, n, 8, 400, n}}) {
+    CAPTURE(supports.size());
+    std::mt19937 rng{7};
+    opt::bfgs_matrix dense;
+    opt::sparse_bfgs sparse;
+    dense.reset(n, history);
+    sparse.reset(n, history);
+    std::vector<Eigen::Index> kept;
+    for (const auto support : supports) {
+      auto [s, y] = random_pair(n, support, rng);
+      REQUIRE(s.dot(y) > 0);
+      dense.add_correction(s, y);
+      sparse.add_correction(s, y);
+      kept.push_back(((s.array() != 0) || (y.array() != 0)).count());
+      const Eigen::VectorXd v = Eigen::VectorXd::Random(n);
+      Eigen::VectorXd want;
+      Eigen::VectorXd got;
+      dense.apply(v, -1.0, want);
+      sparse.apply(v, -1.0, got);
+      CHECK(sparse.pairs() == dense.pairs());
+      CHECK((got - want).norm() <= 1e-12 * want.norm());
+      // Only the supports are stored; a pair over more than half the dimension is kept dense.
+      std::int64_t stored = 0;
+      for (auto k = kept.size() > history ? kept.size() - history : 0; k < kept.size(); ++k)
+        stored += 2 * kept[k] > n ? n : kept[k];
+      CHECK(sparse.stored() == stored);
+    }
+  }
+}
+
+TEST_CASE("the sparse BFGS matrix without pairs scales v, and a reset forgets its pairs") {
+  opt::sparse_bfgs sparse;
+  sparse.reset(3, 2);
+  Eigen::VectorXd out;
+  sparse.apply(Eigen::Vector3d{1, -2, 0}, -0.5, out);
+  CHECK(out == Eigen::Vector3d{-0.5, 1, 0});
+  sparse.add_correction(Eigen::Vector3d{1, 0, 0}, Eigen::Vector3d{2, 0, 0});
+  sparse.apply(Eigen::Vector3d{1, 0, 0}, 1.0, out);
+  CHECK(out[0] == doctest::Approx(0.5));  // the curvature 2 along the pair's direction, inverted
+  sparse.reset(3, 2);
+  CHECK(sparse.pairs() == 0);
+  CHECK(sparse.stored() == 0);
+}
