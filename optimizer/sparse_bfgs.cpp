@@ -12,31 +12,28 @@ void sparse_bfgs::reset(Eigen::Index dimension, int pairs) {
   theta_ = 1;
 }
 
-void sparse_bfgs::add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y) {
-  assert(s.size() == dimension_ && y.size() == dimension_ && !ring_.empty());
+void sparse_bfgs::add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y, double ys) {
+  assert(s.size() == dimension_ && y.size() == dimension_ && !ring_.empty() && ys > 0);
   auto& p = ring_[static_cast<std::size_t>(next_)];
   p.index.clear();
   p.s.clear();
   p.y.clear();
   for (Eigen::Index i = 0; i < dimension_; ++i) {
     if (s[i] != 0 || y[i] != 0) {
-      p.index.push_back(static_cast<std::int32_t>(i));
+      p.index.push_back(i);
       p.s.push_back(s[i]);
       p.y.push_back(y[i]);
     }
   }
-  if (2 * static_cast<Eigen::Index>(p.index.size()) > dimension_) {
+  p.dense = 2 * static_cast<Eigen::Index>(p.index.size()) > dimension_;
+  if (p.dense) {
     p.index.clear();
     p.s.assign(s.data(), s.data() + dimension_);
     p.y.assign(y.data(), y.data() + dimension_);
   }
-  // The same products as LBFGS++'s, over the stored entries (the rest are zeros).
-  double ys = 0;
-  double yy = 0;
-  for (std::size_t k = 0; k < p.s.size(); ++k) {
-    ys += p.s[k] * p.y[k];
-    yy += p.y[k] * p.y[k];
-  }
+  double yy = 0;  // over the stored entries: the rest are zeros
+  for (const double v : p.y)
+    yy += v * v;
   p.ys = ys;
   theta_ = yy / ys;
   next_ = (next_ + 1) % static_cast<int>(ring_.size());
@@ -45,7 +42,7 @@ void sparse_bfgs::add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd
 }
 
 double sparse_bfgs::dot(const pair& p, const std::vector<double>& values, const Eigen::VectorXd& out) {
-  if (p.index.empty())
+  if (p.dense)
     return Eigen::Map<const Eigen::VectorXd>(values.data(), out.size()).dot(out);
   double sum = 0;
   for (std::size_t k = 0; k < values.size(); ++k)
@@ -54,7 +51,7 @@ double sparse_bfgs::dot(const pair& p, const std::vector<double>& values, const 
 }
 
 void sparse_bfgs::axpy(const pair& p, const std::vector<double>& values, double a, Eigen::VectorXd& out) {
-  if (p.index.empty()) {
+  if (p.dense) {
     out.noalias() += a * Eigen::Map<const Eigen::VectorXd>(values.data(), out.size());
     return;
   }
@@ -63,6 +60,7 @@ void sparse_bfgs::axpy(const pair& p, const std::vector<double>& values, double 
 }
 
 void sparse_bfgs::apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out) {
+  assert(v.size() == dimension_);
   out.resize(v.size());
   out.noalias() = a * v;
   const int size = static_cast<int>(ring_.size());

@@ -20,9 +20,10 @@ class sparse_bfgs {
 public:
   /// Forgets every pair; the matrix is for vectors of `dimension`, keeping at most `pairs`.
   void reset(Eigen::Index dimension, int pairs);
-  /// Adds a pair (s'y must be positive), the oldest dropped beyond `pairs`. A pair whose support
-  /// is more than half the dimension is kept dense.
-  void add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y);
+  /// Adds a pair with its s'y `ys` (positive: the caller's sum, so that the pair kept and the
+  /// matrix agree on it), the oldest dropped beyond `pairs`. A pair whose support is more than half
+  /// the dimension is kept dense.
+  void add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y, double ys);
   /// out = a H v, H the inverse Hessian approximation (a v without pairs).
   void apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out);
   int pairs() const { return count_; }
@@ -31,7 +32,8 @@ public:
 
 private:
   struct pair {
-    std::vector<std::int32_t> index;  // the support, increasing; empty: dense
+    bool dense = false;
+    std::vector<Eigen::Index> index;  // the support, increasing (none when dense)
     std::vector<double> s, y;         // s and y on the support (or everywhere)
     double ys = 0;                    // s'y
     double alpha = 0;                 // the recursion's first-loop coefficient

@@ -1,13 +1,17 @@
 // The L-BFGS matrix with its pairs on their supports (OWL-QN's) against LBFGS++'s dense one: the
-// same direction, to rounding, for sparse pairs, dense ones and a mix, through the ring's wrap,
-// with only the supports stored.
+// same direction, to rounding, for sparse pairs (with entries where only y is non-zero), dense ones
+// and a mix, through the ring's wrap, with only the supports stored.
 
 #include "optimizer/lbfgspp.hpp"
 #include "optimizer/sparse_bfgs.hpp"
+#include "optimizer/vector_pool.hpp"
 
 #include <doctest/doctest.h>
 
+#include <array>
+#include <chrono>
 #include <random>
+#include <thread>
 
 namespace opt = shardopt::optimizer;
 
@@ -23,6 +27,12 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> random_pair(Eigen::Index n, Eigen::I
     const auto i = support == n ? k : entry(rng);
     s[i] = value(rng);
     y[i] = s[i] * (0.5 + std::abs(value(rng))) + 0.1 * value(rng);  // curvature positive on the whole
+  }
+  // y without s, as OWL-QN's pairs have where a non-zero weight did not move.
+  for (Eigen::Index k = 0; k < support / 4 + 1; ++k) {
+    const auto i = entry(rng);
+    if (s[i] == 0)
+      y[i] = value(rng);
   }
   return {s, y};
 }
@@ -46,7 +56,7 @@ TEST_CASE("the sparse BFGS matrix gives LBFGS++'s direction for sparse, dense an
       auto [s, y] = random_pair(n, support, rng);
       REQUIRE(s.dot(y) > 0);
       dense.add_correction(s, y);
-      sparse.add_correction(s, y);
+      sparse.add_correction(s, y, s.dot(y));
       kept.push_back(((s.array() != 0) || (y.array() != 0)).count());
       const Eigen::VectorXd v = Eigen::VectorXd::Random(n);
       Eigen::VectorXd want;
@@ -70,10 +80,36 @@ TEST_CASE("the sparse BFGS matrix without pairs scales v, and a reset forgets it
   Eigen::VectorXd out;
   sparse.apply(Eigen::Vector3d{1, -2, 0}, -0.5, out);
   CHECK(out == Eigen::Vector3d{-0.5, 1, 0});
-  sparse.add_correction(Eigen::Vector3d{1, 0, 0}, Eigen::Vector3d{2, 0, 0});
+  sparse.add_correction(Eigen::Vector3d{1, 0, 0}, Eigen::Vector3d{2, 0, 0}, 2.0);
   sparse.apply(Eigen::Vector3d{1, 0, 0}, 1.0, out);
   CHECK(out[0] == doctest::Approx(0.5));  // the curvature 2 along the pair's direction, inverted
   sparse.reset(3, 2);
   CHECK(sparse.pairs() == 0);
   CHECK(sparse.stored() == 0);
+}
+
+TEST_CASE("the vector pool's sums add the chunks in order, whichever thread ends first") {
+  // Figures whose sum depends on the order of addition: 1e16 then many 1s, the chunks ending in
+  // reverse order (the first sleeps longest), on 1 to 4 threads.
+  const Eigen::Index chunks = 6;
+  const Eigen::Index n = chunks * opt::vector_pool::chunk;
+  const auto figures = [](Eigen::Index begin, Eigen::Index) {
+    const auto c = begin / opt::vector_pool::chunk;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * (chunks - c)));
+    return std::array<double, 2>{c == 0 ? 1e16 : 1.0, c == chunks - 1 ? 1e16 : -1.0};
+  };
+  std::array<double, 2> want{};
+  for (Eigen::Index c = 0; c < chunks; ++c) {
+    const auto f = figures(c * opt::vector_pool::chunk, 0);
+    want[0] += f[0];
+    want[1] += f[1];
+  }
+  CHECK(want[0] != 1e16 + 5.0);  // rounding shows the order: 1e16 + 1 + ... + 1 is 1e16
+  for (const int threads : {1, 2, 4}) {
+    opt::vector_pool pool{threads};
+    const auto got = pool.sums<2>(n, figures);
+    CHECK(got[0] == want[0]);
+    CHECK(got[1] == want[1]);
+    CHECK(pool.sum_chunks(n, [&](Eigen::Index begin, Eigen::Index end) { return figures(begin, end)[1]; }) == want[1]);
+  }
 }
