@@ -26,7 +26,7 @@ outside the rounds that wait for the shards, over the whole run); peak RSS; rati
 (-e 1e30) less those passes.
 
     /usr/bin/python3 bench/real_bench.py BUILD/apps/shardopt [--sets debian-en,...] [--reg weak,strong]
-        [--l1] [--bias none|fit] [--huge-pages on|off] [--out FILE]   (default: bench/results/real.json, or real_l1.json with --l1)
+        [--l1] [--bias none|fit] [--huge-pages on|off] [--repeat N] [--out FILE]   (default: bench/results/real.json, or real_l1.json with --l1)
 """
 
 import argparse
@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import real_sets  # noqa: E402
-from sparse_bench import launched, launched_report, liblinear_250, liblinear_objective, timed_rss  # noqa: E402
+from sparse_bench import launched, launched_report, liblinear_250, timed_rss  # noqa: E402
 
 # Generated sets: rows, features, non-zeros a row (>= 100 million non-zeros each).
 GENERATED = {
@@ -210,6 +210,28 @@ def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, 
             "nonzeros": reached.get("nonzero_weights")}
 
 
+def repeated(configs, times):
+    """Runs every configuration (a function of LIBLINEAR 2.50's objective, the first's) `times`
+    times in turn (all of them, then all again: a drift of the machine's speed touches each alike)
+    and keeps each one's run of median end-to-end time (the lower middle for an even count), with
+    every run's time in `end_to_end_runs`."""
+    rounds = []
+    target = None
+    for _ in range(times):
+        rows = []
+        for config in configs:
+            rows.append(config(target))
+            target = rows[0]["objective"] if target is None else target
+        rounds.append(rows)
+    kept = []
+    for runs in zip(*rounds):
+        ordered = sorted(runs, key=lambda row: row["end_to_end"])
+        row = dict(ordered[(len(ordered) - 1) // 2])
+        row["end_to_end_runs"] = [run["end_to_end"] for run in runs]
+        kept.append(row)
+    return kept
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("binary")
@@ -224,6 +246,9 @@ def main():
     parser.add_argument("--bias", choices=("none", "fit"), default="none",
                         help="none: shardopt --no-bias, LIBLINEAR without -B (the same problem); fit: shardopt's "
                              "unpenalised bias (and LIBLINEAR -s 6 -B 1000)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run every tool this many times, in turn, and keep each one's median end-to-end run "
+                             "(every run's time is in the JSON's end_to_end_runs)")
     parser.add_argument("--huge-pages", choices=("on", "off"), default="on",
                         help="on: every run (LIBLINEAR's too) with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, its large "
                              "blocks on transparent huge pages, as shardopt starts itself; off: no run on them")
@@ -257,14 +282,17 @@ def main():
                 results.append(l1_set(options, newest, meta, reg, c, text, cache, scratch))
                 print_l1_set(results[-1])
                 continue
-            peer = run_liblinear(newest, "LIBLINEAR 2.50 (1 core)", meta, c, text, cache, scratch, True)
-            runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 (1 core)", meta, c, text, cache, scratch,
-                                        False)]
+            configs = [lambda target: run_liblinear(newest, "LIBLINEAR 2.50 (1 core)", meta, c, text, cache, scratch,
+                                                    True),
+                       lambda target: run_liblinear("liblinear-train", "LIBLINEAR 2.3 (1 core)", meta, c, text, cache,
+                                                    scratch, False)]
             for label, data, shards, pinned in (("shardopt, 1 shard (1 core)", text, 1, True),
                                                 ("shardopt, 2 shards (2 cores)", text, 2, False),
                                                 ("shardopt, 2 shards, binary dataset", cache, 2, False)):
-                runs.append(run_shardopt(options.binary, label, meta, c, data, peer["objective"], shards, pinned,
-                                         scratch, bias=options.bias == "fit"))
+                configs.append(lambda target, label=label, data=data, shards=shards, pinned=pinned: run_shardopt(
+                    options.binary, label, meta, c, data, target, shards, pinned, scratch, bias=options.bias == "fit"))
+            runs = repeated(configs, options.repeat)
+            peer = runs[0]
             for row in runs:
                 row["ns_per_nnz_pass"] = row["solve"] / (max(row["passes"], 1) * meta["nonzeros"]) * 1e9
                 row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
@@ -301,16 +329,18 @@ def l1_set(options, newest, meta, reg, c, text, cache, scratch):
     """One set's L1 runs: LIBLINEAR 2.50 and 2.3 -s 6, shardopt (Newton-CG) on 1 core and 2 shards,
     OWL-QN (--solver auto's) on 1 core and 2 shards, each to LIBLINEAR 2.50's objective."""
     bias = options.bias == "fit"
-    peer = run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch, True, l1=True,
-                         bias=bias)
-    runs = [peer, run_liblinear("liblinear-train", "LIBLINEAR 2.3 -s 6 (1 core)", meta, c, text, cache, scratch,
-                                False, l1=True, bias=bias)]
+    configs = [lambda target: run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch,
+                                            True, l1=True, bias=bias),
+               lambda target: run_liblinear("liblinear-train", "LIBLINEAR 2.3 -s 6 (1 core)", meta, c, text, cache,
+                                            scratch, False, l1=True, bias=bias)]
     for label, shards, pinned, solver in (("shardopt Newton-CG, 1 shard (1 core)", 1, True, "newton-cg"),
                                           ("shardopt Newton-CG, 2 shards (2 cores)", 2, False, "newton-cg"),
                                           ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn"),
                                           ("shardopt OWL-QN, 2 shards (2 cores)", 2, False, "owlqn")):
-        runs.append(run_shardopt(options.binary, label, meta, c, text, peer["objective"], shards, pinned, scratch,
-                                 l1=True, solver=solver, bias=bias))
+        configs.append(lambda target, label=label, shards=shards, pinned=pinned, solver=solver: run_shardopt(
+            options.binary, label, meta, c, text, target, shards, pinned, scratch, l1=True, solver=solver, bias=bias))
+    runs = repeated(configs, options.repeat)
+    peer = runs[0]
     for row in runs:
         row["time_ratio"] = row["end_to_end"] / peer["end_to_end"]
         row["rss_ratio"] = row["rss"] / peer["rss"]

@@ -54,17 +54,6 @@ double sign(double v) {
   return static_cast<double>((v > 0) - (v < 0));
 }
 
-/// s'y, summed chunk by chunk in order: the one sum that decides whether a pair is kept, and that
-/// the matrix divides by, in the run, in its replay on resume and in the check of a saved state.
-double curvature(vector_pool& pool, const Eigen::VectorXd& s, const Eigen::VectorXd& y) {
-  return pool.sum_chunks(s.size(), [&](Eigen::Index begin, Eigen::Index end) {
-    double part = 0;
-    for (Eigen::Index i = begin; i < end; ++i)
-      part += s[i] * y[i];
-    return part;
-  });
-}
-
 result<void> check_penalty(const Eigen::VectorXd& c, Eigen::Index n) {
   if (c.size() != n)
     return fail_invalid("the L1 weights have " + std::to_string(c.size()) + " entries, theta " + std::to_string(n));
@@ -106,19 +95,43 @@ private:
     });
   }
 
-  /// Records x's figures (the pseudo-gradient's norms, the non-zero count), in one pass over the
-  /// dimension into the kept pg_.
+  /// Records x's figures (the pseudo-gradient's norms, the non-zero count) and its free entries,
+  /// in one pass over the dimension into the kept pg_ and free_.
   void record(const Eigen::VectorXd& x) {
-    pg_.resize(x.size());
-    const double nonzeros = pool_.sum_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+    const auto n = x.size();
+    pg_.resize(n);
+    free_parts_.resize(static_cast<std::size_t>((n + vector_pool::chunk - 1) / vector_pool::chunk));
+    const double nonzeros = pool_.sum_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
+      auto& part = free_parts_[static_cast<std::size_t>(begin / vector_pool::chunk)];
+      part.clear();
       double count = 0;
       for (Eigen::Index i = begin; i < end; ++i) {
         pg_[i] = pseudo_entry(x[i], g_[i], c_[i]);
         count += c_[i] > 0 && x[i] != 0;
+        if (!(c_[i] > 0) || x[i] != 0 || pg_[i] != 0)
+          part.push_back(i);
       }
       return count;
     });
+    free_.clear();
+    for (const auto& part : free_parts_)
+      free_.insert(free_.end(), part.begin(), part.end());
     log_.set_nonzeros(static_cast<std::int64_t>(nonzeros));
+  }
+
+  /// The sums over the free entries (in the order of free_, chunk by chunk: the same bits on any
+  /// threads) of the N figures f(i) returns for entry i.
+  template <std::size_t N, class F>
+  std::array<double, N> over_free(F f) {
+    return pool_.sums<N>(static_cast<Eigen::Index>(free_.size()), [&](Eigen::Index begin, Eigen::Index end) {
+      std::array<double, N> part{};
+      for (Eigen::Index k = begin; k < end; ++k) {
+        const auto figures = f(free_[static_cast<std::size_t>(k)]);
+        for (std::size_t j = 0; j < N; ++j)
+          part[j] += figures[j];
+      }
+      return part;
+    });
   }
 
   std::optional<run_stop> finished(const Eigen::VectorXd& x) const {
@@ -139,32 +152,28 @@ private:
     }
     bfgs_.apply(pg_, -1.0, d_);
     pool_.for_chunks(d_.size(), [&](Eigen::Index begin, Eigen::Index end) {
-      for (Eigen::Index i = begin; i < end; ++i)
-        if (c_[i] > 0 && d_[i] * pg_[i] >= 0)
-          d_[i] = 0;
+      auto d = d_.segment(begin, end - begin).array();
+      const auto pg = pg_.segment(begin, end - begin).array();
+      d = ((c_.segment(begin, end - begin).array() > 0) && (d * pg >= 0)).select(0.0, d);
     });
     return 1;
   }
 
   /// Backtracks from `step` along d_ within x's orthant; on success xt_, gt_, ft_ hold the point.
+  /// Only the free entries move: elsewhere pg and d are 0, and the trial is x.
   std::optional<run_stop> search(const Eigen::VectorXd& x, double& step) {
-    const double slope = pool_.dot(pg_, d_);
+    const double slope = over_free<1>([&](Eigen::Index i) { return std::array<double, 1>{pg_[i] * d_[i]}; })[0];
     if (!(slope < 0))
       return run_stop{stop_reason::line_search_failed, "the search direction does not decrease the objective"};
-    xt_.resize(x.size());
+    xt_ = x;
     for (int trial = 0; trial < o_.max_linesearch; ++trial, step /= 2) {
       // The trial, an entry that leaves the orthant (x's sign, or -pg's at 0) set to 0; with the
       // L1 term there and pg'(trial - x) in the same pass.
-      const auto [l1, decrease] = pool_.sums<2>(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
-        chunk_sums part{};
-        for (Eigen::Index i = begin; i < end; ++i) {
-          const double t = x[i] + step * d_[i];
-          const double orthant = x[i] != 0 ? sign(x[i]) : sign(-pg_[i]);
-          xt_[i] = c_[i] > 0 && t * orthant <= 0 ? 0.0 : t;
-          part[0] += c_[i] * std::abs(xt_[i]);
-          part[1] += pg_[i] * (xt_[i] - x[i]);
-        }
-        return part;
+      const auto [l1, decrease] = over_free<2>([&](Eigen::Index i) {
+        const double t = x[i] + step * d_[i];
+        const double orthant = x[i] != 0 ? sign(x[i]) : sign(-pg_[i]);
+        xt_[i] = c_[i] > 0 && t * orthant <= 0 ? 0.0 : t;
+        return chunk_sums{c_[i] * std::abs(xt_[i]), pg_[i] * (xt_[i] - x[i])};
       });
       auto value = evaluate(xt_, gt_, l1);
       if (!value)
@@ -197,6 +206,11 @@ private:
   double fx_ = 0;      // F at x
   double ft_ = 0;      // F at the accepted trial
   Eigen::VectorXd g_, pg_, d_, xt_, gt_, s_, y_;
+  // x's free entries, increasing: those not penalised, not 0, or whose pseudo-gradient is not 0.
+  // The others (c > 0, x = 0, pg = 0: most of a sparse model's) stay 0 through a step, with s =
+  // y = 0, so a step's passes after `record` need only these.
+  std::vector<Eigen::Index> free_;
+  std::vector<std::vector<Eigen::Index>> free_parts_;  // record's, a chunk's each
 };
 
 run_stop owlqn_loop::run(Eigen::VectorXd& x) {
@@ -206,7 +220,8 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
   if (session_.resume) {
     detail::resume_memory(*session_.resume, x, fx_, g_,
                           [this](const Eigen::VectorXd& s, const Eigen::VectorXd& y) {
-                            bfgs_.add_correction(s, y, curvature(pool_, s, y));
+                            bfgs_.stage(s, y);
+                            bfgs_.commit();
                           },
                           log_, state_, session_);
   } else {
@@ -228,15 +243,16 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
     // Entries held at 0 on both sides of the step (s_i = 0) keep their gradient change out of y:
     // s'y is unchanged, and the memory models the free entries only (and stays as sparse as the
     // model). Not in the paper; on Fashion-MNIST shirts (l1 1e-2) it halves the iterations.
-    s_.resize(x.size());
-    y_.resize(x.size());
-    pool_.for_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
-      for (Eigen::Index i = begin; i < end; ++i) {
-        s_[i] = xt_[i] - x[i];
-        y_[i] = c_[i] > 0 && x[i] == 0 && xt_[i] == 0 ? 0.0 : gt_[i] - g_[i];
-      }
+    s_.setZero(x.size());
+    y_.setZero(x.size());
+    over_free<0>([&](Eigen::Index i) {
+      s_[i] = xt_[i] - x[i];
+      y_[i] = c_[i] > 0 && x[i] == 0 && xt_[i] == 0 ? 0.0 : gt_[i] - g_[i];
+      return std::array<double, 0>{};
     });
-    const double sy = curvature(pool_, s_, y_);
+    // s'y over the pair's support, in order: what the matrix divides by, and what a resume, which
+    // stages the saved pair, sums again.
+    const double sy = bfgs_.stage(s_, y_, &free_);
     x.swap(xt_);
     g_.swap(gt_);
     fx_ = ft_;
@@ -253,7 +269,7 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
       return *stop;
     }
     if (kept)
-      bfgs_.add_correction(s_, y_, sy);
+      bfgs_.commit();
     if (auto failed = hand_out(x, kept, false))
       return *failed;
   }
@@ -273,9 +289,8 @@ result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::Vect
   if (session.resume) {
     const auto& saved = *session.resume;
     auto ok = check_state(saved, theta.size(), options);
-    vector_pool alone;  // s'y summed as the loop sums it (the same bits on any threads)
     for (std::size_t i = 0; ok && i < saved.s.size(); ++i)
-      if (!(curvature(alone, saved.s[i], saved.y[i]) > 0))
+      if (!(sparse_bfgs::curvature(saved.s[i], saved.y[i]) > 0))  // summed as the loop sums it
         ok = fail_invalid("a correction pair has no positive curvature");
     if (!ok)
       return ok.error().with_context("invalid OWL-QN options: the state to resume does not fit");

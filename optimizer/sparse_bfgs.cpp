@@ -1,6 +1,7 @@
 #include "optimizer/sparse_bfgs.hpp"
 
 #include <cassert>
+#include <utility>
 
 namespace shardopt::optimizer {
 
@@ -12,33 +13,59 @@ void sparse_bfgs::reset(Eigen::Index dimension, int pairs) {
   theta_ = 1;
 }
 
-void sparse_bfgs::add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y, double ys) {
-  assert(s.size() == dimension_ && y.size() == dimension_ && !ring_.empty() && ys > 0);
-  auto& p = ring_[static_cast<std::size_t>(next_)];
+double sparse_bfgs::stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y,
+                          const std::vector<Eigen::Index>* candidates) {
+  assert(s.size() == dimension_ && y.size() == dimension_ && !ring_.empty());
+  auto& p = staged_;
   p.index.clear();
   p.s.clear();
   p.y.clear();
-  for (Eigen::Index i = 0; i < dimension_; ++i) {
+  const auto consider = [&](Eigen::Index i) {
     if (s[i] != 0 || y[i] != 0) {
       p.index.push_back(i);
       p.s.push_back(s[i]);
       p.y.push_back(y[i]);
     }
+  };
+  if (candidates) {
+    for (const auto i : *candidates)
+      consider(i);
+  } else {
+    for (Eigen::Index i = 0; i < dimension_; ++i)
+      consider(i);
   }
+  double ys = 0;
+  for (std::size_t k = 0; k < p.s.size(); ++k)
+    ys += p.s[k] * p.y[k];
+  p.ys = ys;
   p.dense = 2 * static_cast<Eigen::Index>(p.index.size()) > dimension_;
   if (p.dense) {
     p.index.clear();
     p.s.assign(s.data(), s.data() + dimension_);
     p.y.assign(y.data(), y.data() + dimension_);
   }
+  return ys;
+}
+
+void sparse_bfgs::commit() {
+  auto& p = ring_[static_cast<std::size_t>(next_)];
+  std::swap(p, staged_);  // the dropped pair's buffers serve the next stage
+  assert(p.ys > 0);
   double yy = 0;  // over the stored entries: the rest are zeros
   for (const double v : p.y)
     yy += v * v;
-  p.ys = ys;
-  theta_ = yy / ys;
+  theta_ = yy / p.ys;
   next_ = (next_ + 1) % static_cast<int>(ring_.size());
   if (count_ < static_cast<int>(ring_.size()))
     ++count_;
+}
+
+double sparse_bfgs::curvature(const Eigen::VectorXd& s, const Eigen::VectorXd& y) {
+  double ys = 0;
+  for (Eigen::Index i = 0; i < s.size(); ++i)
+    if (s[i] != 0 || y[i] != 0)
+      ys += s[i] * y[i];
+  return ys;
 }
 
 double sparse_bfgs::dot(const pair& p, const std::vector<double>& values, const Eigen::VectorXd& out) {

@@ -20,10 +20,17 @@ class sparse_bfgs {
 public:
   /// Forgets every pair; the matrix is for vectors of `dimension`, keeping at most `pairs`.
   void reset(Eigen::Index dimension, int pairs);
-  /// Adds a pair with its s'y `ys` (positive: the caller's sum, so that the pair kept and the
-  /// matrix agree on it), the oldest dropped beyond `pairs`. A pair whose support is more than half
-  /// the dimension is kept dense.
-  void add_correction(const Eigen::VectorXd& s, const Eigen::VectorXd& y, double ys);
+  /// Stages the pair (s, y) in the slot the next pair takes and returns its s'y: the support (the
+  /// entries where s or y is not zero) is found among `candidates` (increasing indices that hold
+  /// every such entry; null: the whole dimension), and s'y is summed over it in increasing order,
+  /// on one thread. The same pair gives the same bits whichever candidates held it, so a run and
+  /// its resume (which replays dense pairs) agree. A pair over more than half the dimension is
+  /// stored dense.
+  double stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y, const std::vector<Eigen::Index>* candidates = nullptr);
+  /// Adds the pair last staged (its s'y must be positive), the oldest dropped beyond `pairs`.
+  void commit();
+  /// s'y as `stage` sums it, without staging (for checking a saved pair).
+  static double curvature(const Eigen::VectorXd& s, const Eigen::VectorXd& y);
   /// out = a H v, H the inverse Hessian approximation (a v without pairs).
   void apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out);
   int pairs() const { return count_; }
@@ -46,6 +53,7 @@ private:
 
   Eigen::Index dimension_ = 0;
   std::vector<pair> ring_;  // capacity `pairs`; the newest at (next_ - 1) mod size
+  pair staged_;             // the pair `stage` built, until `commit`
   int next_ = 0;
   int count_ = 0;
   double theta_ = 1;  // y'y / s'y of the newest pair

@@ -56,7 +56,10 @@ TEST_CASE("the sparse BFGS matrix gives LBFGS++'s direction for sparse, dense an
       auto [s, y] = random_pair(n, support, rng);
       REQUIRE(s.dot(y) > 0);
       dense.add_correction(s, y);
-      sparse.add_correction(s, y, s.dot(y));
+      const double ys = sparse.stage(s, y);
+      CHECK(ys == doctest::Approx(s.dot(y)).epsilon(1e-12));
+      CHECK(ys == opt::sparse_bfgs::curvature(s, y));  // the same bits
+      sparse.commit();
       kept.push_back(((s.array() != 0) || (y.array() != 0)).count());
       const Eigen::VectorXd v = Eigen::VectorXd::Random(n);
       Eigen::VectorXd want;
@@ -80,7 +83,9 @@ TEST_CASE("the sparse BFGS matrix without pairs scales v, and a reset forgets it
   Eigen::VectorXd out;
   sparse.apply(Eigen::Vector3d{1, -2, 0}, -0.5, out);
   CHECK(out == Eigen::Vector3d{-0.5, 1, 0});
-  sparse.add_correction(Eigen::Vector3d{1, 0, 0}, Eigen::Vector3d{2, 0, 0}, 2.0);
+  CHECK(sparse.stage(Eigen::Vector3d{1, 0, 0}, Eigen::Vector3d{2, 0, 0}) == 2.0);
+  CHECK(sparse.pairs() == 0);  // staged, not added
+  sparse.commit();
   sparse.apply(Eigen::Vector3d{1, 0, 0}, 1.0, out);
   CHECK(out[0] == doctest::Approx(0.5));  // the curvature 2 along the pair's direction, inverted
   sparse.reset(3, 2);
