@@ -253,6 +253,8 @@ def main():
                         help="on: every run (LIBLINEAR's too) with GLIBC_TUNABLES=glibc.malloc.hugetlb=1, its large "
                              "blocks on transparent huge pages, as shardopt starts itself; off: no run on them")
     options = parser.parse_args()
+    if options.repeat < 1:
+        parser.error("--repeat must be 1 or more")
     # The same memory for every tool: shardopt restarts itself on huge pages unless GLIBC_TUNABLES
     # is set, so it is set here for all (tunables of the user's own are kept, for all alike), or
     # SHARDOPT_HUGE_PAGES=0 and none for any.

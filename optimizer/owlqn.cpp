@@ -96,13 +96,13 @@ private:
   }
 
   /// Records x's figures (the pseudo-gradient's norms, the non-zero count) and its free entries,
-  /// in one pass over the dimension into the kept pg_ and free_.
+  /// in one pass over the dimension into the kept pg_ and free_ (a list for each chunk).
   void record(const Eigen::VectorXd& x) {
     const auto n = x.size();
     pg_.resize(n);
-    free_parts_.resize(static_cast<std::size_t>((n + vector_pool::chunk - 1) / vector_pool::chunk));
+    free_.resize(static_cast<std::size_t>((n + vector_pool::chunk - 1) / vector_pool::chunk));
     const double nonzeros = pool_.sum_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
-      auto& part = free_parts_[static_cast<std::size_t>(begin / vector_pool::chunk)];
+      auto& part = free_[static_cast<std::size_t>(begin / vector_pool::chunk)];
       part.clear();
       double count = 0;
       for (Eigen::Index i = begin; i < end; ++i) {
@@ -113,24 +113,30 @@ private:
       }
       return count;
     });
-    free_.clear();
-    for (const auto& part : free_parts_)
-      free_.insert(free_.end(), part.begin(), part.end());
     log_.set_nonzeros(static_cast<std::int64_t>(nonzeros));
   }
 
-  /// The sums over the free entries (in the order of free_, chunk by chunk: the same bits on any
-  /// threads) of the N figures f(i) returns for entry i.
+  /// The sums over the free entries of the N figures f(i) returns for entry i, chunk by chunk of
+  /// the dimension in order: the same bits on any threads, and those of a sum over every entry
+  /// whose figures are +0 off the list (as the L1 term's and the slope's are).
   template <std::size_t N, class F>
-  std::array<double, N> over_free(F f) {
-    return pool_.sums<N>(static_cast<Eigen::Index>(free_.size()), [&](Eigen::Index begin, Eigen::Index end) {
+  std::array<double, N> over_free(Eigen::Index n, F f) {
+    return pool_.sums<N>(n, [&](Eigen::Index begin, Eigen::Index) {
       std::array<double, N> part{};
-      for (Eigen::Index k = begin; k < end; ++k) {
-        const auto figures = f(free_[static_cast<std::size_t>(k)]);
+      for (const auto i : free_[static_cast<std::size_t>(begin / vector_pool::chunk)]) {
+        const auto figures = f(i);
         for (std::size_t j = 0; j < N; ++j)
           part[j] += figures[j];
       }
       return part;
+    });
+  }
+
+  /// dst = src on the pool.
+  void copy(const Eigen::VectorXd& src, Eigen::VectorXd& dst) {
+    dst.resize(src.size());
+    pool_.for_chunks(src.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      dst.segment(begin, end - begin) = src.segment(begin, end - begin);
     });
   }
 
@@ -162,14 +168,15 @@ private:
   /// Backtracks from `step` along d_ within x's orthant; on success xt_, gt_, ft_ hold the point.
   /// Only the free entries move: elsewhere pg and d are 0, and the trial is x.
   std::optional<run_stop> search(const Eigen::VectorXd& x, double& step) {
-    const double slope = over_free<1>([&](Eigen::Index i) { return std::array<double, 1>{pg_[i] * d_[i]}; })[0];
+    const double slope =
+      over_free<1>(x.size(), [&](Eigen::Index i) { return std::array<double, 1>{pg_[i] * d_[i]}; })[0];
     if (!(slope < 0))
       return run_stop{stop_reason::line_search_failed, "the search direction does not decrease the objective"};
-    xt_ = x;
+    copy(x, xt_);
     for (int trial = 0; trial < o_.max_linesearch; ++trial, step /= 2) {
       // The trial, an entry that leaves the orthant (x's sign, or -pg's at 0) set to 0; with the
       // L1 term there and pg'(trial - x) in the same pass.
-      const auto [l1, decrease] = over_free<2>([&](Eigen::Index i) {
+      const auto [l1, decrease] = over_free<2>(x.size(), [&](Eigen::Index i) {
         const double t = x[i] + step * d_[i];
         const double orthant = x[i] != 0 ? sign(x[i]) : sign(-pg_[i]);
         xt_[i] = c_[i] > 0 && t * orthant <= 0 ? 0.0 : t;
@@ -209,8 +216,8 @@ private:
   // x's free entries, increasing: those not penalised, not 0, or whose pseudo-gradient is not 0.
   // The others (c > 0, x = 0, pg = 0: most of a sparse model's) stay 0 through a step, with s =
   // y = 0, so a step's passes after `record` need only these.
-  std::vector<Eigen::Index> free_;
-  std::vector<std::vector<Eigen::Index>> free_parts_;  // record's, a chunk's each
+  // One list for each of the pool's chunks of the dimension.
+  std::vector<std::vector<Eigen::Index>> free_;
 };
 
 run_stop owlqn_loop::run(Eigen::VectorXd& x) {
@@ -243,15 +250,16 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
     // Entries held at 0 on both sides of the step (s_i = 0) keep their gradient change out of y:
     // s'y is unchanged, and the memory models the free entries only (and stays as sparse as the
     // model). Not in the paper; on Fashion-MNIST shirts (l1 1e-2) it halves the iterations.
-    s_.setZero(x.size());
-    y_.setZero(x.size());
-    over_free<0>([&](Eigen::Index i) {
-      s_[i] = xt_[i] - x[i];
-      y_[i] = c_[i] > 0 && x[i] == 0 && xt_[i] == 0 ? 0.0 : gt_[i] - g_[i];
-      return std::array<double, 0>{};
+    s_.resize(x.size());
+    y_.resize(x.size());
+    pool_.for_chunks(x.size(), [&](Eigen::Index begin, Eigen::Index end) {
+      s_.segment(begin, end - begin).setZero();
+      y_.segment(begin, end - begin).setZero();
+      for (const auto i : free_[static_cast<std::size_t>(begin / vector_pool::chunk)]) {
+        s_[i] = xt_[i] - x[i];
+        y_[i] = c_[i] > 0 && x[i] == 0 && xt_[i] == 0 ? 0.0 : gt_[i] - g_[i];
+      }
     });
-    // s'y over the pair's support, in order: what the matrix divides by, and what a resume, which
-    // stages the saved pair, sums again.
     const double sy = bfgs_.stage(s_, y_, &free_);
     x.swap(xt_);
     g_.swap(gt_);

@@ -11,10 +11,11 @@ void sparse_bfgs::reset(Eigen::Index dimension, int pairs) {
   next_ = 0;
   count_ = 0;
   theta_ = 1;
+  staged_ready_ = false;
 }
 
 double sparse_bfgs::stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y,
-                          const std::vector<Eigen::Index>* candidates) {
+                          const std::vector<std::vector<Eigen::Index>>* candidates) {
   assert(s.size() == dimension_ && y.size() == dimension_ && !ring_.empty());
   auto& p = staged_;
   p.index.clear();
@@ -28,8 +29,9 @@ double sparse_bfgs::stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y,
     }
   };
   if (candidates) {
-    for (const auto i : *candidates)
-      consider(i);
+    for (const auto& list : *candidates)
+      for (const auto i : list)
+        consider(i);
   } else {
     for (Eigen::Index i = 0; i < dimension_; ++i)
       consider(i);
@@ -44,10 +46,13 @@ double sparse_bfgs::stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y,
     p.s.assign(s.data(), s.data() + dimension_);
     p.y.assign(y.data(), y.data() + dimension_);
   }
+  staged_ready_ = true;
   return ys;
 }
 
 void sparse_bfgs::commit() {
+  assert(staged_ready_);
+  staged_ready_ = false;
   auto& p = ring_[static_cast<std::size_t>(next_)];
   std::swap(p, staged_);  // the dropped pair's buffers serve the next stage
   assert(p.ys > 0);

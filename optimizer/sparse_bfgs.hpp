@@ -20,13 +20,14 @@ class sparse_bfgs {
 public:
   /// Forgets every pair; the matrix is for vectors of `dimension`, keeping at most `pairs`.
   void reset(Eigen::Index dimension, int pairs);
-  /// Stages the pair (s, y) in the slot the next pair takes and returns its s'y: the support (the
-  /// entries where s or y is not zero) is found among `candidates` (increasing indices that hold
-  /// every such entry; null: the whole dimension), and s'y is summed over it in increasing order,
-  /// on one thread. The same pair gives the same bits whichever candidates held it, so a run and
-  /// its resume (which replays dense pairs) agree. A pair over more than half the dimension is
-  /// stored dense.
-  double stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y, const std::vector<Eigen::Index>* candidates = nullptr);
+  /// Stages the pair (s, y) for `commit` and returns its s'y: the support (the entries where s or
+  /// y is not zero) is found among `candidates` (lists of increasing indices, each list's after
+  /// the one before, that hold every such entry; null: the whole dimension), and s'y is summed over
+  /// it in increasing order, on one thread. The same pair gives the same bits whichever candidates
+  /// held it, so a run and its resume (which replays dense pairs) agree. A pair over more than
+  /// half the dimension is stored dense.
+  double stage(const Eigen::VectorXd& s, const Eigen::VectorXd& y,
+               const std::vector<std::vector<Eigen::Index>>* candidates = nullptr);
   /// Adds the pair last staged (its s'y must be positive), the oldest dropped beyond `pairs`.
   void commit();
   /// s'y as `stage` sums it, without staging (for checking a saved pair).
@@ -54,6 +55,7 @@ private:
   Eigen::Index dimension_ = 0;
   std::vector<pair> ring_;  // capacity `pairs`; the newest at (next_ - 1) mod size
   pair staged_;             // the pair `stage` built, until `commit`
+  bool staged_ready_ = false;
   int next_ = 0;
   int count_ = 0;
   double theta_ = 1;  // y'y / s'y of the newest pair

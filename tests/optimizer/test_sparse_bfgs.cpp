@@ -118,3 +118,35 @@ TEST_CASE("the vector pool's sums add the chunks in order, whichever thread ends
     CHECK(pool.sum_chunks(n, [&](Eigen::Index begin, Eigen::Index end) { return figures(begin, end)[1]; }) == want[1]);
   }
 }
+
+TEST_CASE("a pair staged from candidate lists is the pair of a full scan, bit for bit, and a stage not committed is dropped") {
+  const Eigen::Index n = 500;
+  std::mt19937 rng{11};
+  auto [s, y] = random_pair(n, 30, rng);
+  // Candidates: every entry where s or y is not zero, and others, in increasing lists.
+  std::vector<std::vector<Eigen::Index>> lists(3);
+  for (Eigen::Index i = 0; i < n; ++i)
+    if (s[i] != 0 || y[i] != 0 || i % 7 == 0)
+      lists[static_cast<std::size_t>(i * 3 / n)].push_back(i);
+  opt::sparse_bfgs scanned;
+  opt::sparse_bfgs listed;
+  scanned.reset(n, 2);
+  listed.reset(n, 2);
+  const double ys = scanned.stage(s, y);
+  CHECK(listed.stage(s, y, &lists) == ys);
+  CHECK(ys == opt::sparse_bfgs::curvature(s, y));
+  scanned.commit();
+  // A pair staged and not committed, then another staged and committed: the first leaves no trace.
+  auto [s2, y2] = random_pair(n, 20, rng);
+  listed.stage(s2, y2);
+  listed.stage(s, y, &lists);
+  listed.commit();
+  CHECK(listed.pairs() == 1);
+  CHECK(listed.stored() == scanned.stored());
+  const Eigen::VectorXd v = Eigen::VectorXd::Random(n);
+  Eigen::VectorXd a;
+  Eigen::VectorXd b;
+  scanned.apply(v, -1.0, a);
+  listed.apply(v, -1.0, b);
+  CHECK((a.array() == b.array()).all());
+}
