@@ -10,12 +10,15 @@
 #include <linux/tcp.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardopt::test {
@@ -27,13 +30,12 @@ struct tcp_bytes {
   std::uint64_t total() const { return sent + received; }
 };
 
-/// What this process's open TCP connections to 127.0.0.1:`port` have sent and received so far,
-/// summed over them.
-inline tcp_bytes connection_bytes(std::uint16_t port) {
-  tcp_bytes out;
+/// Calls f(inode, info) for each of this process's open TCP connections to 127.0.0.1:`port`.
+template <class F>
+void for_each_connection(std::uint16_t port, F f) {
   DIR* fds = ::opendir("/proc/self/fd");
   if (fds == nullptr)
-    return out;
+    return;
   while (const dirent* entry = ::readdir(fds)) {
     char* end = nullptr;
     const long fd = std::strtol(entry->d_name, &end, 10);
@@ -47,14 +49,57 @@ inline tcp_bytes connection_bytes(std::uint16_t port) {
       continue;
     tcp_info info{};
     socklen_t size = sizeof info;
-    if (::getsockopt(static_cast<int>(fd), IPPROTO_TCP, TCP_INFO, &info, &size) != 0)
+    struct stat status {};
+    if (::getsockopt(static_cast<int>(fd), IPPROTO_TCP, TCP_INFO, &info, &size) != 0
+        || ::fstat(static_cast<int>(fd), &status) != 0)
       continue;
-    out.sent += info.tcpi_bytes_sent;
-    out.received += info.tcpi_bytes_received;
+    f(static_cast<std::uint64_t>(status.st_ino), info);
   }
   ::closedir(fds);
+}
+
+/// What this process's open TCP connections to 127.0.0.1:`port` have sent and received so far,
+/// summed over them.
+inline tcp_bytes connection_bytes(std::uint16_t port) {
+  tcp_bytes out;
+  for_each_connection(port, [&](std::uint64_t, const tcp_info& info) {
+    out.sent += info.tcpi_bytes_sent;
+    out.received += info.tcpi_bytes_received;
+  });
   return out;
 }
+
+/// The bytes (sent and received) this process's connections to some ports move from `start` on,
+/// counted socket by socket: a connection that closes meanwhile (an earlier client's, closed late
+/// on a busy machine) takes nothing from the others' counts, and one that opens counts from 0.
+class traffic_meter {
+public:
+  explicit traffic_meter(std::vector<std::uint16_t> ports) : ports_(std::move(ports)) {}
+
+  void start() { at_start_ = totals(); }
+
+  std::uint64_t moved() const {
+    std::uint64_t sum = 0;
+    for (const auto& [socket, total] : totals()) {
+      const auto before = at_start_.find(socket);
+      sum += total - (before == at_start_.end() ? 0 : before->second);
+    }
+    return sum;
+  }
+
+private:
+  std::map<std::uint64_t, std::uint64_t> totals() const {
+    std::map<std::uint64_t, std::uint64_t> out;
+    for (const auto port : ports_)
+      for_each_connection(port, [&](std::uint64_t socket, const tcp_info& info) {
+        out[socket] = info.tcpi_bytes_sent + info.tcpi_bytes_received;
+      });
+    return out;
+  }
+
+  std::vector<std::uint16_t> ports_;
+  std::map<std::uint64_t, std::uint64_t> at_start_;
+};
 
 /// 127.0.0.1:`port` (0: the OS picks one) answering no connection, as a host that drops packets:
 /// a listener whose accept queue is full (filled by connections of its own, never accepted), so
