@@ -16,19 +16,6 @@ double sign(double v) {
   return static_cast<double>((v > 0) - (v < 0));
 }
 
-/// F's pseudo-gradient entry at x for f's gradient entry g and L1 weight c.
-double pseudo(double x, double g, double c) {
-  if (c == 0)
-    return g;
-  if (x != 0)
-    return g + c * sign(x);
-  if (g + c < 0)
-    return g + c;
-  if (g - c > 0)
-    return g - c;
-  return 0;
-}
-
 } // namespace
 
 double orthant::side(const Eigen::VectorXd& x, Eigen::Index i) const {
@@ -41,7 +28,7 @@ void orthant::update(const Eigen::VectorXd& x, const Eigen::VectorXd& g) {
   free_.resize(static_cast<std::size_t>(n));
   pool_.for_chunks(n, [&](Eigen::Index begin, Eigen::Index end) {
     for (Eigen::Index i = begin; i < end; ++i) {
-      v_[i] = pseudo(x[i], g[i], c_[i]);
+      v_[i] = pseudo_gradient_entry(x[i], g[i], c_[i]);
       free_[static_cast<std::size_t>(i)] = c_[i] == 0 || x[i] != 0 || v_[i] != 0;
     }
   });
@@ -76,7 +63,7 @@ double orthant::pseudo_norm(const Eigen::VectorXd& y, const Eigen::VectorXd& g) 
   return std::sqrt(pool_.sum_chunks(y.size(), [&](Eigen::Index begin, Eigen::Index end) {
     double sum = 0;
     for (Eigen::Index i = begin; i < end; ++i) {
-      const double v = pseudo(y[i], g[i], c_[i]);
+      const double v = pseudo_gradient_entry(y[i], g[i], c_[i]);
       sum += v * v;
     }
     return sum;

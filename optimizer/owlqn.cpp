@@ -16,27 +16,10 @@
 
 namespace shardopt::optimizer {
 
-namespace {
-
-/// The pseudo-gradient's entry i (see pseudo_gradient).
-double pseudo_entry(double x, double g, double c) {
-  if (!(c > 0))
-    return g;
-  if (x > 0)
-    return g + c;
-  if (x < 0)
-    return g - c;
-  const double right = g + c;  // the derivative moving up from 0
-  const double left = g - c;   // ...and moving down
-  return right < 0 ? right : left > 0 ? left : 0.0;
-}
-
-} // namespace
-
 Eigen::VectorXd pseudo_gradient(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c) {
   Eigen::VectorXd pg(g.size());
   for (Eigen::Index i = 0; i < x.size(); ++i)
-    pg[i] = pseudo_entry(x[i], g[i], c[i]);
+    pg[i] = pseudo_gradient_entry(x[i], g[i], c[i]);
   return pg;
 }
 
@@ -106,7 +89,7 @@ private:
       part.clear();
       double count = 0;
       for (Eigen::Index i = begin; i < end; ++i) {
-        pg_[i] = pseudo_entry(x[i], g_[i], c_[i]);
+        pg_[i] = pseudo_gradient_entry(x[i], g_[i], c_[i]);
         count += c_[i] > 0 && x[i] != 0;
         if (!(c_[i] > 0) || x[i] != 0 || pg_[i] != 0)
           part.push_back(i);

@@ -21,6 +21,19 @@ namespace shardopt::optimizer {
 /// F is at a minimum exactly where this is 0.
 Eigen::VectorXd pseudo_gradient(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c);
 
+/// One entry of pseudo_gradient: for x_i, g_i and c_i.
+inline double pseudo_gradient_entry(double x, double g, double c) {
+  if (!(c > 0))
+    return g;
+  if (x > 0)
+    return g + c;
+  if (x < 0)
+    return g - c;
+  const double right = g + c;  // the derivative moving up from 0
+  const double left = g - c;   // ...and moving down
+  return right < 0 ? right : left > 0 ? left : 0.0;
+}
+
 /// sum_i c_i |x_i|.
 double l1_term(const Eigen::VectorXd& x, const Eigen::VectorXd& c);
 
