@@ -71,12 +71,21 @@ std::string host_name() {
 
 /// Starts `shardopt run` for one run folder; the child dies with the sweep, and exits with 126 when
 /// it cannot open its output files.
+///
+/// A sweep killed between fork and prctl would leave its child running on, writing into the run's
+/// summary.json.part while the next sweep runs the same run again; the child checks that its parent
+/// is still the sweep once the death signal is set. The part file is unlinked and made anew, so
+/// that no earlier writer (of any kind) shares the file the next summary is renamed from.
 pid_t start_run(const fs::path& exe, const fs::path& dir) {
+  const pid_t sweep = ::getpid();
   const pid_t pid = ::fork();
   if (pid != 0)
     return pid;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const int out = ::open((dir / "summary.json.part").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (::getppid() != sweep)
+    std::_Exit(125);
+  ::unlink((dir / "summary.json.part").c_str());
+  const int out = ::open((dir / "summary.json.part").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   const int err = ::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   // Output that cannot go to the run's files must not go to the sweep's: the run fails instead.
   if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)

@@ -14,9 +14,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -29,6 +31,21 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
+
+/// Processes whose command line names `text` (the runs of a sweep name their folder's config).
+std::vector<pid_t> processes_naming(const std::string& text) {
+  std::vector<pid_t> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    std::ifstream in{entry.path() / "cmdline", std::ios::binary};
+    const std::string line{std::istreambuf_iterator<char>(in), {}};
+    if (line.find(text) != std::string::npos)
+      found.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return found;
+}
 
 std::vector<json> rows_of(const fs::path& file) {
   std::vector<json> rows;
@@ -68,6 +85,18 @@ TEST_CASE("a sweep makes one folder and row per run, records failures, and resum
       std::this_thread::sleep_for(5ms);
     sweep.signal(SIGKILL);
     sweep.wait(30s);
+  }
+  // The running run died with the sweep: none is left to write into a folder the next sweep reuses.
+  {
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    auto left = processes_naming(out.string());
+    while (!left.empty() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(10ms);
+      left = processes_naming(out.string());
+    }
+    for (const auto pid : left)
+      ::kill(pid, SIGKILL);
+    REQUIRE_MESSAGE(left.empty(), "a run outlived the killed sweep");
   }
   std::map<std::string, fs::file_time_type> before;
   for (const auto& run : *plan)
