@@ -19,7 +19,10 @@ store& the_store() {
 
 } // namespace
 
-std::vector<std::int64_t> spare_words(std::size_t size) {
+namespace {
+
+/// A kept buffer for `size` words, resized to `size` (its old words kept), or an empty vector.
+std::vector<std::int64_t> take_kept(std::size_t size) {
   if (size >= smallest_kept_words) {
     auto& s = the_store();
     std::vector<std::int64_t> taken;
@@ -43,7 +46,25 @@ std::vector<std::int64_t> spare_words(std::size_t size) {
       return taken;
     }
   }
+  return {};
+}
+
+} // namespace
+
+std::vector<std::int64_t> spare_words(std::size_t size) {
+  auto taken = take_kept(size);
+  if (taken.capacity() > 0)
+    return taken;
   return std::vector<std::int64_t>(size);
+}
+
+std::vector<std::int64_t> spare_zeros(std::size_t size) {
+  auto taken = take_kept(size);
+  if (taken.capacity() > 0) {
+    std::fill(taken.begin(), taken.end(), 0);
+    return taken;
+  }
+  return std::vector<std::int64_t>(size);  // zeroed once, as it is made
 }
 
 void give_back_words(std::vector<std::int64_t>&& words) {

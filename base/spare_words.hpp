@@ -18,6 +18,9 @@ namespace shardopt {
 /// that capacity, holding old words, or else a new one of zeros.
 std::vector<std::int64_t> spare_words(std::size_t size);
 
+/// The same, all zeros: a kept buffer zeroed, or a new one (zeroed once, as it is made).
+std::vector<std::int64_t> spare_zeros(std::size_t size);
+
 /// Keeps `words`' memory for a later `spare_words` (a small buffer is freed; so is the one kept
 /// longest once `kept_buffers` are kept). `words` is left empty either way.
 void give_back_words(std::vector<std::int64_t>&& words);

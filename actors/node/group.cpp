@@ -209,6 +209,7 @@ public:
       [this](gathered_atom, const access_token& ticket, block_sums& sums) {
         if (auto it = waiting_.find(ticket); it != waiting_.end()) {
           auto& w = it->second;
+          sums.keep_words_when_dropped = true;  // dropped once sent: the next pass's total takes its words
           if (w.slice_promise)
             w.slice_promise->deliver(w.round, w.index, std::move(sums));
           else

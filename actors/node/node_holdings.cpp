@@ -98,8 +98,10 @@ std::optional<driver_share> node_holdings::release(const caf::actor_addr& driver
   bytes_ -= it->second.bytes;
   auto share = std::move(it->second);
   drivers_.erase(it);
-  if (drivers_.empty())
+  if (drivers_.empty()) {
     shardopt::release_spare_words();  // its runs' kept answer buffers, held for no one now
+    release_spare_vectors();  // and its received thetas
+  }
   return share;
 }
 
@@ -111,6 +113,7 @@ std::vector<driver_share> node_holdings::release_all() {
   shards_ = 0;
   bytes_ = 0;
   shardopt::release_spare_words();
+  release_spare_vectors();
   return all;
 }
 

@@ -14,6 +14,9 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <iterator>
+#include <memory>
+#include <mutex>
 #include <random>
 #include <type_traits>
 
@@ -126,6 +129,78 @@ caf::error inspect(caf::serializer& f, dense_vector& x) {
                           [&] { return f.end_sequence(); });
 }
 
+namespace {
+
+/// Vectors kept between passes: a node receives theta (and a product's v) every pass, and a
+/// vector of the dimension made fresh each time comes mapped, faulted in and zeroed by the kernel
+/// (134 MB at 2^24). A received vector's memory comes back here when its last reader drops it,
+/// and the next vector of the same length takes it. Process-wide and thread-safe; a few buffers,
+/// kept until release_spare_vectors.
+struct vector_store {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Eigen::VectorXd>> kept;
+  std::int64_t made = 0;
+};
+
+vector_store& the_vector_store() {
+  static vector_store s;
+  return s;
+}
+
+constexpr std::size_t kept_vectors = 6;
+constexpr std::size_t smallest_kept_vector = std::size_t{1} << 13;
+
+void give_back_vector(Eigen::VectorXd* values) {
+  std::unique_ptr<Eigen::VectorXd> freed{values};  // dropped outside the lock unless kept
+  if (static_cast<std::size_t>(freed->size()) < smallest_kept_vector)
+    return;
+  auto& s = the_vector_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  s.kept.push_back(std::move(freed));
+  if (s.kept.size() > kept_vectors) {
+    freed = std::move(s.kept.front());  // the one kept longest: a finished job's, maybe
+    s.kept.erase(s.kept.begin());
+  }
+}
+
+/// A vector of `length` doubles for a reader that overwrites every one: a kept one of that
+/// length, holding old values, or a new one. Its memory goes back to the store when its last
+/// owner drops it.
+std::shared_ptr<Eigen::VectorXd> spare_vector(std::size_t length) {
+  std::unique_ptr<Eigen::VectorXd> taken;
+  if (length >= smallest_kept_vector) {
+    auto& s = the_vector_store();
+    const std::lock_guard<std::mutex> lock{s.mutex};
+    const auto same = std::find_if(s.kept.rbegin(), s.kept.rend(), [&](const auto& kept) {
+      return static_cast<std::size_t>(kept->size()) == length;
+    });
+    if (same != s.kept.rend()) {
+      taken = std::move(*same);
+      s.kept.erase(std::next(same).base());
+    } else {
+      ++s.made;
+    }
+  }
+  if (!taken)
+    taken = std::make_unique<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
+  return {taken.release(), &give_back_vector};
+}
+
+} // namespace
+
+void release_spare_vectors() {
+  std::vector<std::unique_ptr<Eigen::VectorXd>> freed;
+  auto& s = the_vector_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  freed.swap(s.kept);
+}
+
+spare_vector_counts spare_vectors() {
+  auto& s = the_vector_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  return {s.kept.size(), s.made};
+}
+
 caf::error inspect(caf::deserializer& f, dense_vector& x) {
   std::size_t length = 0;
   if (auto err = f.begin_sequence(length))
@@ -136,7 +211,7 @@ caf::error inspect(caf::deserializer& f, dense_vector& x) {
                         + std::to_string(max_wire_elements));
   if (auto err = expect_bytes(f, length * sizeof(double), "vector data"))
     return err;
-  auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
+  auto values = spare_vector(length);  // every value is read below
   if (auto err = apply_raw_block(f, values->data(), length * sizeof(double)))
     return err;
   if (auto err = f.end_sequence())
@@ -201,6 +276,15 @@ bool sums_fit(const block_sums& sums) {
 
 namespace {
 
+} // namespace
+
+block_sums::~block_sums() {
+  if (keep_words_when_dropped)
+    shardopt::give_back_words(std::move(words));
+}
+
+namespace {
+
 /// a + b for two's-complement words, wrapping (exact while the true total fits its grid).
 std::int64_t add_word(std::int64_t a, std::int64_t b) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(b));
@@ -210,8 +294,7 @@ std::int64_t add_word(std::int64_t a, std::int64_t b) {
 void densify(block_sums& sums) {
   if (!sums.entries)
     return;
-  auto dense = shardopt::spare_words(static_cast<std::size_t>(sums.length));
-  std::fill(dense.begin(), dense.end(), 0);
+  auto dense = shardopt::spare_zeros(static_cast<std::size_t>(sums.length));
   const auto& entries = *sums.entries;
   for (std::size_t k = 0; k < entries.size(); ++k)
     dense[static_cast<std::size_t>(entries[k])] = sums.words[k];

@@ -198,8 +198,21 @@ wire_traffic wire_bytes();
 /// Serialises as a sequence length and one raw copy of the bytes.
 caf::error inspect(caf::serializer& f, dense_vector& x);
 
-/// Deserialises a length (checked against `max_wire_elements`) and one raw block.
+/// Deserialises a length (checked against `max_wire_elements`) and one raw block, into a kept
+/// vector of that length when there is one (a node receives theta every pass): the memory of a
+/// received vector is kept for the next once its last reader drops it.
 caf::error inspect(caf::deserializer& f, dense_vector& x);
+
+/// Frees the received vectors' kept memory: called where release_spare_words is, when a run ends.
+void release_spare_vectors();
+
+/// The received vectors' memory kept now, and how many vectors of 2^13 doubles or more this
+/// process has made to receive into since it started (for tests).
+struct spare_vector_counts {
+  std::size_t kept = 0;
+  std::int64_t made = 0;
+};
+spare_vector_counts spare_vectors();
 
 /// Any other inspector (e.g. to_string) sees the type name and the length.
 template <class Inspector>
@@ -272,6 +285,16 @@ struct block_sums {
   double max_units = 0;             ///< largest |block sum entry| in grid units; NaN: not finite
   double correct = 0;               ///< quality: correctly predicted examples
   std::int64_t count = 0;           ///< examples covered
+  /// Not sent: set on a node's reply, whose words are kept for the next pass's sums
+  /// (base/spare_words.hpp) once the reply has been serialised and dropped.
+  bool keep_words_when_dropped = false;
+
+  block_sums() = default;
+  block_sums(const block_sums&) = default;
+  block_sums(block_sums&&) noexcept = default;
+  block_sums& operator=(const block_sums&) = default;
+  block_sums& operator=(block_sums&&) noexcept = default;
+  ~block_sums();
 };
 
 /// A reply's sums from a shard's exact sums over a vector of `length` entries.

@@ -154,3 +154,19 @@ TEST_CASE("spare word buffers: a buffer given back serves a later request of abo
   shardopt::release_spare_words();
   CHECK(shardopt::kept_word_buffers() == 0);
 }
+
+TEST_CASE("spare zeros: a kept buffer full of old words comes back as zeros, in the same memory") {
+  shardopt::release_spare_words();
+  const std::size_t size = std::size_t{1} << 16;
+  auto words = shardopt::spare_zeros(size);
+  REQUIRE(words.size() == size);
+  CHECK(std::all_of(words.begin(), words.end(), [](std::int64_t w) { return w == 0; }));
+  std::fill(words.begin(), words.end(), -7);
+  const auto* memory = words.data();
+  shardopt::give_back_words(std::move(words));
+  auto again = shardopt::spare_zeros(size - 3);
+  CHECK(again.data() == memory);
+  CHECK(again.size() == size - 3);
+  CHECK(std::all_of(again.begin(), again.end(), [](std::int64_t w) { return w == 0; }));
+  shardopt::release_spare_words();
+}

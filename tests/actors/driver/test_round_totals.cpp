@@ -93,3 +93,19 @@ TEST_CASE("a round's first dense answer becomes its total, and every order of de
   CHECK(std::all_of(totals.total.words().begin(), totals.total.words().end(), [](std::int64_t w) { return w == 0; }));
   shardopt::release_spare_words();
 }
+
+TEST_CASE("a node's reply gives its words back when it is dropped once sent, and other sums do not") {
+  shardopt::release_spare_words();
+  const auto* memory = static_cast<const std::int64_t*>(nullptr);
+  {
+    auto reply = reply_of(0, false);
+    memory = reply.words.data();
+    reply.keep_words_when_dropped = true;  // what a node's group sets on the sums it replies with
+    auto moved = std::move(reply);  // a move leaves nothing behind to give back twice
+  }
+  CHECK(shardopt::kept_word_buffers() == 1);
+  CHECK(shardopt::spare_words(entries).data() == memory);  // the next pass's total takes them
+  { auto plain = reply_of(1, false); }
+  CHECK(shardopt::kept_word_buffers() == 0);
+  shardopt::release_spare_words();
+}
