@@ -10,10 +10,13 @@ namespace {
 struct store {
   std::mutex mutex;
   std::vector<std::vector<std::int64_t>> kept;
+  bool keeping = true;
+  store() { kept.reserve(kept_buffers + 1); }
 };
 
+/// Never destroyed: a buffer given back by a thread still running at exit finds it whole.
 store& the_store() {
-  static store s;
+  static auto& s = *new store;
   return s;
 }
 
@@ -67,13 +70,15 @@ std::vector<std::int64_t> spare_zeros(std::size_t size) {
   return std::vector<std::int64_t>(size);  // zeroed once, as it is made
 }
 
-void give_back_words(std::vector<std::int64_t>&& words) {
+void give_back_words(std::vector<std::int64_t>&& words) noexcept {
   std::vector<std::int64_t> freed = std::move(words);  // dropped outside the lock unless kept
   if (freed.capacity() < smallest_kept_words)
     return;
   auto& s = the_store();
   const std::lock_guard<std::mutex> lock{s.mutex};
-  s.kept.push_back(std::move(freed));
+  if (!s.keeping)
+    return;
+  s.kept.push_back(std::move(freed));  // within the capacity reserved: no allocation, no throw
   if (s.kept.size() > kept_buffers) {
     freed = std::move(s.kept.front());  // the one kept longest: a finished job's, maybe
     s.kept.erase(s.kept.begin());
@@ -84,7 +89,16 @@ void release_spare_words() {
   std::vector<std::vector<std::int64_t>> freed;
   auto& s = the_store();
   const std::lock_guard<std::mutex> lock{s.mutex};
-  freed.swap(s.kept);
+  freed.reserve(s.kept.size());
+  for (auto& words : s.kept)
+    freed.push_back(std::move(words));
+  s.kept.clear();  // its capacity stays reserved
+}
+
+void keep_spare_words(bool on) {
+  auto& s = the_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  s.keeping = on;
 }
 
 std::size_t kept_word_buffers() {

@@ -23,11 +23,16 @@ std::vector<std::int64_t> spare_zeros(std::size_t size);
 
 /// Keeps `words`' memory for a later `spare_words` (a small buffer is freed; so is the one kept
 /// longest once `kept_buffers` are kept). `words` is left empty either way.
-void give_back_words(std::vector<std::int64_t>&& words);
+void give_back_words(std::vector<std::int64_t>&& words) noexcept;
 
 /// Frees every kept buffer: called when a run's objective ends, so that a process that goes on
 /// (a node serving the next driver, Python after `fit`) does not hold a finished run's memory.
 void release_spare_words();
+
+/// Whether given-back buffers are kept (on unless turned off). A node turns keeping off when its
+/// last driver leaves, so that what its finished runs drop afterwards (replies still queued,
+/// requests still in mailboxes) is freed, not kept for no one; and on again for the next driver.
+void keep_spare_words(bool on);
 
 /// Buffers kept at most, and the smallest kept (in words).
 inline constexpr std::size_t kept_buffers = 8;

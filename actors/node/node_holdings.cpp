@@ -32,6 +32,19 @@ result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t by
   return {};
 }
 
+namespace {
+
+/// With no driver left: the kept answer buffers and received vectors are freed, and what the
+/// finished runs drop later (replies still queued, requests in shards' mailboxes) is not kept.
+void free_kept_buffers() {
+  shardopt::keep_spare_words(false);
+  shardopt::release_spare_words();
+  keep_received_vectors(false);
+  release_spare_vectors();
+}
+
+} // namespace
+
 driver_share* node_holdings::find(const caf::actor_addr& driver) {
   const auto it = drivers_.find(driver);
   return it == drivers_.end() ? nullptr : &it->second;
@@ -40,6 +53,10 @@ driver_share* node_holdings::find(const caf::actor_addr& driver) {
 driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added) {
   auto [it, made] = drivers_.try_emplace(driver);
   added = made;
+  if (made && drivers_.size() == 1) {  // buffers are kept between passes while drivers are here
+    shardopt::keep_spare_words(true);
+    keep_received_vectors(true);
+  }
   return it->second;
 }
 
@@ -99,8 +116,7 @@ std::optional<driver_share> node_holdings::release(const caf::actor_addr& driver
   auto share = std::move(it->second);
   drivers_.erase(it);
   if (drivers_.empty()) {
-    shardopt::release_spare_words();  // its runs' kept answer buffers, held for no one now
-    release_spare_vectors();  // and its received thetas
+    free_kept_buffers();
   }
   return share;
 }
@@ -112,8 +128,7 @@ std::vector<driver_share> node_holdings::release_all() {
   drivers_.clear();
   shards_ = 0;
   bytes_ = 0;
-  shardopt::release_spare_words();
-  release_spare_vectors();
+  free_kept_buffers();
   return all;
 }
 

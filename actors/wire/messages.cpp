@@ -133,30 +133,38 @@ namespace {
 
 /// Vectors kept between passes: a node receives theta (and a product's v) every pass, and a
 /// vector of the dimension made fresh each time comes mapped, faulted in and zeroed by the kernel
-/// (134 MB at 2^24). A received vector's memory comes back here when its last reader drops it,
-/// and the next vector of the same length takes it. Process-wide and thread-safe; a few buffers,
-/// kept until release_spare_vectors.
+/// (134 MB at 2^24). While keeping is on (a node with drivers: keep_received_vectors), a received
+/// vector's memory comes back here when its last reader drops it, and the next vector of the same
+/// length takes it. Process-wide and thread-safe; a few buffers, kept until release_spare_vectors.
 struct vector_store {
   std::mutex mutex;
   std::vector<std::unique_ptr<Eigen::VectorXd>> kept;
   std::int64_t made = 0;
+  bool keeping = false;
 };
 
+constexpr std::size_t kept_vectors = 4;
+constexpr std::size_t smallest_kept_vector = std::size_t{1} << 13;
+
+/// Never destroyed: a vector dropped by a thread still running at exit finds it whole.
 vector_store& the_vector_store() {
-  static vector_store s;
+  static auto& s = *[] {
+    auto* made = new vector_store;
+    made->kept.reserve(kept_vectors + 1);
+    return made;
+  }();
   return s;
 }
 
-constexpr std::size_t kept_vectors = 6;
-constexpr std::size_t smallest_kept_vector = std::size_t{1} << 13;
-
-void give_back_vector(Eigen::VectorXd* values) {
+void give_back_vector(Eigen::VectorXd* values) noexcept {
   std::unique_ptr<Eigen::VectorXd> freed{values};  // dropped outside the lock unless kept
   if (static_cast<std::size_t>(freed->size()) < smallest_kept_vector)
     return;
   auto& s = the_vector_store();
   const std::lock_guard<std::mutex> lock{s.mutex};
-  s.kept.push_back(std::move(freed));
+  if (!s.keeping)
+    return;
+  s.kept.push_back(std::move(freed));  // within the capacity reserved: no allocation, no throw
   if (s.kept.size() > kept_vectors) {
     freed = std::move(s.kept.front());  // the one kept longest: a finished job's, maybe
     s.kept.erase(s.kept.begin());
@@ -192,7 +200,16 @@ void release_spare_vectors() {
   std::vector<std::unique_ptr<Eigen::VectorXd>> freed;
   auto& s = the_vector_store();
   const std::lock_guard<std::mutex> lock{s.mutex};
-  freed.swap(s.kept);
+  freed.reserve(s.kept.size());
+  for (auto& kept : s.kept)
+    freed.push_back(std::move(kept));
+  s.kept.clear();  // its capacity stays reserved
+}
+
+void keep_received_vectors(bool on) {
+  auto& s = the_vector_store();
+  const std::lock_guard<std::mutex> lock{s.mutex};
+  s.keeping = on;
 }
 
 spare_vector_counts spare_vectors() {
@@ -273,10 +290,6 @@ bool sums_fit(const block_sums& sums) {
       return false;
   return true;
 }
-
-namespace {
-
-} // namespace
 
 block_sums::~block_sums() {
   if (keep_words_when_dropped)

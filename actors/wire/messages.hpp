@@ -199,11 +199,16 @@ wire_traffic wire_bytes();
 caf::error inspect(caf::serializer& f, dense_vector& x);
 
 /// Deserialises a length (checked against `max_wire_elements`) and one raw block, into a kept
-/// vector of that length when there is one (a node receives theta every pass): the memory of a
-/// received vector is kept for the next once its last reader drops it.
+/// vector of that length when there is one: on a node with drivers (keep_received_vectors), which
+/// receives theta every pass, a received vector's memory is kept for the next once its last reader
+/// drops it.
 caf::error inspect(caf::deserializer& f, dense_vector& x);
 
-/// Frees the received vectors' kept memory: called where release_spare_words is, when a run ends.
+/// Whether received vectors' memory is kept (off unless turned on): a node turns it on while it
+/// has drivers. A driver, a parameter-server client or Python never keeps any.
+void keep_received_vectors(bool on);
+
+/// Frees the received vectors' kept memory: a node does when its last driver leaves.
 void release_spare_vectors();
 
 /// The received vectors' memory kept now, and how many vectors of 2^13 doubles or more this

@@ -69,32 +69,44 @@ std::string host_name() {
   return buffer;
 }
 
-/// Starts `shardopt run` for one run folder; the child dies with the sweep, and exits with 126 when
-/// it cannot open its output files.
+/// Starts `shardopt run` for one run folder; the child dies with the sweep, and exits with 126
+/// when it cannot open its output files, with 125 when the sweep is gone (both with a line in
+/// stderr.log when it can write one).
 ///
 /// A sweep killed between fork and prctl would leave its child running on, writing into the run's
 /// summary.json.part while the next sweep runs the same run again; the child checks that its parent
 /// is still the sweep once the death signal is set. The part file is unlinked and made anew, so
-/// that no earlier writer (of any kind) shares the file the next summary is renamed from.
+/// that no earlier writer shares the file the next summary is renamed from. Everything the child
+/// needs is made before the fork: it allocates nothing.
 pid_t start_run(const fs::path& exe, const fs::path& dir) {
+  const std::string part = (dir / "summary.json.part").string();
+  const std::string log = (dir / "stderr.log").string();
+  const std::string config = (dir / "config.toml").string();
+  const std::string metrics = (dir / "metrics.jsonl").string();
+  const std::vector<const char*> argv{"shardopt", "run", config.c_str(), "--metrics", metrics.c_str(), "--json", nullptr};
   const pid_t sweep = ::getpid();
   const pid_t pid = ::fork();
   if (pid != 0)
     return pid;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  const int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const auto fail = [&](int code, const char* why) {
+    if (err >= 0)
+      (void)!::write(err, why, std::strlen(why));
+    std::_Exit(code);
+  };
   if (::getppid() != sweep)
-    std::_Exit(125);
-  ::unlink((dir / "summary.json.part").c_str());
-  const int out = ::open((dir / "summary.json.part").c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
-  const int err = ::open((dir / "stderr.log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    fail(125, "sweep: the sweep ended before this run started\n");
+  ::unlink(part.c_str());
+  const int out = ::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   // Output that cannot go to the run's files must not go to the sweep's: the run fails instead.
-  if (out < 0 || err < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
-    std::_Exit(126);
-  const std::string config = (dir / "config.toml").string();
-  const std::string metrics = (dir / "metrics.jsonl").string();
-  std::vector<const char*> argv{"shardopt", "run", config.c_str(), "--metrics", metrics.c_str(), "--json", nullptr};
+  if (out < 0 || err < 0)
+    fail(126, "sweep: cannot make this run's summary.json.part or stderr.log\n");
+  if (::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+    fail(126, "sweep: cannot send this run's output to its files\n");
   ::execv(exe.c_str(), const_cast<char* const*>(argv.data()));
-  std::_Exit(127);
+  fail(127, "sweep: cannot start shardopt\n");
+  return -1;
 }
 
 /// Rewrites results.jsonl and results.csv from every finished run folder, in plan order.

@@ -170,3 +170,14 @@ TEST_CASE("spare zeros: a kept buffer full of old words comes back as zeros, in 
   CHECK(std::all_of(again.begin(), again.end(), [](std::int64_t w) { return w == 0; }));
   shardopt::release_spare_words();
 }
+
+TEST_CASE("spare words: with keeping off (a node whose last driver left), a buffer given back is freed") {
+  shardopt::release_spare_words();
+  shardopt::keep_spare_words(false);
+  shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words));
+  CHECK(shardopt::kept_word_buffers() == 0);
+  shardopt::keep_spare_words(true);
+  shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words));
+  CHECK(shardopt::kept_word_buffers() == 1);
+  shardopt::release_spare_words();
+}

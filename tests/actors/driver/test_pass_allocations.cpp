@@ -5,7 +5,7 @@
 // the vectors requests carry and the words of the shards' answers are kept between passes. Counted by this executable's own
 // malloc (glibc lets a program replace it; the replacement counts and hands over to glibc's):
 // operator new, Eigen's aligned buffers and the large-buffer allocator all come through it. A node
-// receives its thetas off the wire into kept memory as well (the last case).
+// with drivers receives its thetas off the wire into kept memory as well (the last case).
 
 #include "actors/driver/peers.hpp"
 #include "model/block_bounds.hpp"
@@ -218,53 +218,70 @@ TEST_CASE("kept word buffers full of stale words change no bit of an evaluation,
 }
 
 TEST_CASE("a node receives theta every pass into kept memory: twelve vectors of the dimension off the wire allocate none") {
-  // What a node's shards do with the thetas and products' vectors they receive: read them, keep
-  // the last two (for products and lines), drop the older ones. The same inspect overload a
-  // node's connection uses.
+  // Vectors received as a node's shards receive theta and a product's v, through the inspect
+  // overload a node's connection uses, two held at a time (a request's theta and v, or the next
+  // request's arriving while the last is read) and the older dropped.
   actors::runtime rt{actors::runtime_options::local(1)};
   const std::int64_t d = std::int64_t{1} << 18;
   std::vector<char> bytes;
-  const auto send = [&](double seed) {
+  const auto values_of = [&](double seed) {
     Eigen::VectorXd theta(d);
     for (std::int64_t j = 0; j < d; ++j)
-      theta[j] = seed + static_cast<double>(j);
+      theta[j] = seed + static_cast<double>(j % 977) * 0.5;
+    return theta;
+  };
+  const auto send = [&](double seed) {
     bytes.clear();
     caf::binary_serializer sink{rt.system(), bytes};
-    REQUIRE_FALSE(sink(actors::dense_vector{theta}));
+    REQUIRE_FALSE(sink(actors::dense_vector{values_of(seed)}));
   };
   std::vector<actors::dense_vector> held;
-  const auto receive = [&](double seed) {
+  const auto receive = [&] {
     actors::dense_vector theta;
     caf::binary_deserializer source{rt.system(), bytes};
     REQUIRE_FALSE(source(theta));
-    REQUIRE(theta.size() == static_cast<std::size_t>(d));
-    CHECK(theta.data()[0] == seed);  // every value is the one sent, not a kept vector's old one
-    CHECK(theta.data()[d - 1] == seed + static_cast<double>(d - 1));
     held.push_back(theta);
     if (held.size() > 2)
       held.erase(held.begin());
   };
-  for (int warm = 0; warm < 3; ++warm) {
-    send(warm);
-    receive(warm);
+  SUBCASE("a node with drivers keeps them") {
+    actors::keep_received_vectors(true);
+    for (int warm = 0; warm < 3; ++warm) {
+      send(warm);
+      receive();
+    }
+    const auto made = actors::spare_vectors().made;
+    std::vector<std::vector<char>> sent;
+    for (int pass = 0; pass < 12; ++pass) {  // serialised first: the sender's buffers are not counted
+      send(100.0 * pass);
+      sent.push_back(bytes);
+    }
+    threshold = static_cast<std::size_t>(d) * sizeof(double) / 2;
+    counting = true;
+    for (int pass = 0; pass < 12; ++pass) {
+      bytes.swap(sent[static_cast<std::size_t>(pass)]);
+      receive();
+    }
+    counting = false;
+    CHECK(large.exchange(0) == 0);
+    CHECK(actors::spare_vectors().made == made);
+    // Every value of the vectors still held is the one sent, not a kept vector's old one.
+    REQUIRE(held.size() == 2);
+    CHECK(held[0].map() == values_of(100.0 * 10));
+    CHECK(held[1].map() == values_of(100.0 * 11));
+    held.clear();
+    CHECK(actors::spare_vectors().kept >= 1);
+    actors::keep_received_vectors(false);  // the node's last driver left
+    actors::release_spare_vectors();
+    CHECK(actors::spare_vectors().kept == 0);
   }
-  const auto made = actors::spare_vectors().made;
-  std::vector<std::vector<char>> sent;
-  for (int pass = 0; pass < 12; ++pass) {  // serialised first: the sender's buffers are not counted
-    send(100.0 * pass);
-    sent.push_back(bytes);
+  SUBCASE("a driver (or a node without drivers) keeps none") {
+    actors::keep_received_vectors(false);
+    for (int pass = 0; pass < 4; ++pass) {
+      send(pass);
+      receive();
+    }
+    held.clear();
+    CHECK(actors::spare_vectors().kept == 0);
   }
-  threshold = static_cast<std::size_t>(d) * sizeof(double) / 2;
-  counting = true;
-  for (int pass = 0; pass < 12; ++pass) {
-    bytes.swap(sent[static_cast<std::size_t>(pass)]);
-    receive(100.0 * pass);
-  }
-  counting = false;
-  CHECK(large.exchange(0) == 0);
-  CHECK(actors::spare_vectors().made == made);
-  CHECK(actors::spare_vectors().kept >= 1);
-  held.clear();
-  actors::release_spare_vectors();  // a run's end frees them
-  CHECK(actors::spare_vectors().kept == 0);
 }
