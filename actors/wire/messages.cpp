@@ -171,10 +171,12 @@ void give_back_vector(Eigen::VectorXd* values) noexcept {
   }
 }
 
+} // namespace
+
 /// A vector of `length` doubles for a reader that overwrites every one: a kept one of that
 /// length, holding old values, or a new one. Its memory goes back to the store when its last
 /// owner drops it.
-std::shared_ptr<Eigen::VectorXd> spare_vector(std::size_t length) {
+std::shared_ptr<Eigen::VectorXd> kept_vector(std::size_t length) {
   std::unique_ptr<Eigen::VectorXd> taken;
   if (length >= smallest_kept_vector) {
     auto& s = the_vector_store();
@@ -193,8 +195,6 @@ std::shared_ptr<Eigen::VectorXd> spare_vector(std::size_t length) {
     taken = std::make_unique<Eigen::VectorXd>(static_cast<Eigen::Index>(length));
   return {taken.release(), &give_back_vector};
 }
-
-} // namespace
 
 void release_spare_vectors() {
   std::vector<std::unique_ptr<Eigen::VectorXd>> freed;
@@ -228,7 +228,7 @@ caf::error inspect(caf::deserializer& f, dense_vector& x) {
                         + std::to_string(max_wire_elements));
   if (auto err = expect_bytes(f, length * sizeof(double), "vector data"))
     return err;
-  auto values = spare_vector(length);  // every value is read below
+  auto values = kept_vector(length);  // every value is read below
   if (auto err = apply_raw_block(f, values->data(), length * sizeof(double)))
     return err;
   if (auto err = f.end_sequence())

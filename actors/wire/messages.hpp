@@ -204,6 +204,11 @@ caf::error inspect(caf::serializer& f, dense_vector& x);
 /// drops it.
 caf::error inspect(caf::deserializer& f, dense_vector& x);
 
+/// A vector of `length` doubles for a writer that sets every one: a kept one of that length
+/// (holding old values) while keeping is on, else a new one. Its memory goes back to the kept
+/// vectors when its last owner drops it. (A received vector's, and a tree node's joined theta.)
+std::shared_ptr<Eigen::VectorXd> kept_vector(std::size_t length);
+
 /// Whether received vectors' memory is kept (off unless turned on): a node turns it on while it
 /// has drivers. A driver, a parameter-server client or Python never keeps any.
 void keep_received_vectors(bool on);

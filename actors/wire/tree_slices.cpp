@@ -43,8 +43,9 @@ dense_vector vector_slice(const dense_vector& values, std::uint64_t size, const 
   if (size == 0)
     return {};
   const auto [first, last] = slice_bounds(size, slice.index, slice.count);
-  return dense_vector{Eigen::VectorXd{values.map().segment(static_cast<Eigen::Index>(first),
-                                                          static_cast<Eigen::Index>(last - first))}};
+  auto part = kept_vector(last - first);
+  *part = values.map().segment(static_cast<Eigen::Index>(first), static_cast<Eigen::Index>(last - first));
+  return dense_vector{std::shared_ptr<const Eigen::VectorXd>(std::move(part))};
 }
 
 exact_grid grid_slice(const exact_grid& grid, const tree_slice& slice) {
@@ -60,7 +61,7 @@ exact_grid grid_slice(const exact_grid& grid, const tree_slice& slice) {
 dense_vector join_vectors(const std::vector<dense_vector>& parts, std::uint64_t size) {
   if (size == 0)
     return {};
-  auto values = std::make_shared<Eigen::VectorXd>(static_cast<Eigen::Index>(size));
+  auto values = kept_vector(size);  // the parts fill it: check_slice held each to its share of `size`
   Eigen::Index at = 0;
   for (const auto& part : parts) {
     values->segment(at, static_cast<Eigen::Index>(part.size())) = part.map();
