@@ -11,6 +11,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -145,6 +146,7 @@ struct vector_store {
 
 constexpr std::size_t kept_vectors = 4;
 constexpr std::size_t smallest_kept_vector = std::size_t{1} << 13;
+constexpr std::size_t largest_kept_vector = std::size_t{1} << 27;  // doubles: 1 GiB, kept in all
 
 /// Never destroyed: a vector dropped by a thread still running at exit finds it whole.
 vector_store& the_vector_store() {
@@ -158,17 +160,26 @@ vector_store& the_vector_store() {
 
 void give_back_vector(Eigen::VectorXd* values) noexcept {
   std::unique_ptr<Eigen::VectorXd> freed{values};  // dropped outside the lock unless kept
-  if (static_cast<std::size_t>(freed->size()) < smallest_kept_vector)
+  const auto length = static_cast<std::size_t>(freed->size());
+  if (length < smallest_kept_vector || length > largest_kept_vector)
     return;
+  std::array<std::unique_ptr<Eigen::VectorXd>, kept_vectors> dropped;  // freed outside the lock too
   auto& s = the_vector_store();
   const std::lock_guard<std::mutex> lock{s.mutex};
   if (!s.keeping)
     return;
-  s.kept.push_back(std::move(freed));  // within the capacity reserved: no allocation, no throw
-  if (s.kept.size() > kept_vectors) {
-    freed = std::move(s.kept.front());  // the one kept longest: a finished job's, maybe
+  // Beyond the count or the bytes, the ones kept longest go (a finished job's, maybe, or what a
+  // peer that is no driver sent): at most 4 vectors and 1 GiB are kept, whoever sent them.
+  std::size_t doubles = length;
+  for (const auto& kept : s.kept)
+    doubles += static_cast<std::size_t>(kept->size());
+  for (std::size_t k = 0; !s.kept.empty() && (s.kept.size() + 1 > kept_vectors || doubles > largest_kept_vector);
+       ++k) {
+    doubles -= static_cast<std::size_t>(s.kept.front()->size());
+    dropped[k] = std::move(s.kept.front());
     s.kept.erase(s.kept.begin());
   }
+  s.kept.push_back(std::move(freed));  // within the capacity reserved: no allocation, no throw
 }
 
 } // namespace

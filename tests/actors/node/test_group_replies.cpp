@@ -1,0 +1,49 @@
+// A node's group marks the sums it replies with: once the reply has been sent (here, received in
+// this process and dropped), its words go back to the kept buffers for the next pass's total,
+// beside the member answer the group merged into it (base/spare_words.hpp).
+
+#include "actors/node/group.hpp"
+#include "actors/wire/runtime.hpp"
+#include "actors/wire/shard.hpp"
+#include "base/spare_words.hpp"
+
+#include "support/problems.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <vector>
+
+namespace actors = shardopt::actors;
+namespace model = shardopt::model;
+using namespace std::chrono_literals;
+
+TEST_CASE("a group's reply gives its words back once dropped, beside the member answer merged into it") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const std::int64_t d = 10000;  // dense answers of d + 1 words: above the smallest kept buffer
+  const auto data = shardopt::test::random_problem(3, 40, d, 2, false);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  const auto token = actors::access_token::random();
+  const auto first = actors::spawn_shard(rt.system(), shape, data, {0, 20}, {0, 20}, token);
+  const auto second = actors::spawn_shard(rt.system(), shape, data, {20, 40}, {1, 20}, token);
+  const auto group = actors::spawn_group(rt.system(), {first, second}, 2, token);
+  const auto grid = actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40));
+  const actors::dense_vector theta{Eigen::VectorXd::Constant(shape.dimension(), 0.01)};
+  shardopt::keep_spare_words(true);
+  shardopt::release_spare_words();
+  caf::scoped_actor self{rt.system()};
+  bool marked = false;
+  std::size_t words = 0;
+  self->request(group, 10s, actors::eval_atom::value, token, std::uint64_t{1}, grid, theta).receive(
+    [&](std::uint64_t, actors::block_sums& sums) {
+      marked = sums.keep_words_when_dropped;
+      words = sums.words.size();
+    },
+    [&](const caf::error& e) { FAIL(actors::describe(e, rt.system())); });
+  CHECK(marked);
+  CHECK(words >= shardopt::smallest_kept_words);
+  // The second member's words (merged) and the reply's (dropped with the message).
+  CHECK(shardopt::kept_word_buffers() == 2);
+  self->send_exit(group, caf::exit_reason::user_shutdown);
+  shardopt::release_spare_words();
+}
