@@ -96,6 +96,8 @@ bool node_holdings::drop_staged(const caf::actor_addr& driver) {
   if (!share.empty())
     return false;
   drivers_.erase(it);
+  if (drivers_.empty())
+    free_kept_buffers();  // a driver that only staged data turned keeping on too
   return true;
 }
 

@@ -145,7 +145,9 @@ struct vector_store {
 };
 
 constexpr std::size_t kept_vectors = 4;
-constexpr std::size_t smallest_kept_vector = std::size_t{1} << 13;
+// Above a tree slice (tree_slice_entries, 2^16): a tree node receives hundreds of slices a pass,
+// which would push its joined theta and v out of four places.
+constexpr std::size_t smallest_kept_vector = std::size_t{1} << 17;
 constexpr std::size_t largest_kept_vector = std::size_t{1} << 27;  // doubles: 1 GiB, kept in all
 
 /// Never destroyed: a vector dropped by a thread still running at exit finds it whole.

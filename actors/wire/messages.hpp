@@ -205,8 +205,9 @@ caf::error inspect(caf::serializer& f, dense_vector& x);
 caf::error inspect(caf::deserializer& f, dense_vector& x);
 
 /// A vector of `length` doubles for a writer that sets every one: a kept one of that length
-/// (holding old values) while keeping is on, else a new one. Its memory goes back to the kept
-/// vectors when its last owner drops it. (A received vector's, and a tree node's joined theta.)
+/// (holding old values) when there is one, else a new one. Its memory goes back to the kept
+/// vectors when its last owner drops it, if keeping is on and it has 2^17 doubles or more (more
+/// than a tree slice). (A received vector's, and a tree node's joined theta.)
 std::shared_ptr<Eigen::VectorXd> kept_vector(std::size_t length);
 
 /// Whether received vectors' memory is kept (off unless turned on): a node turns it on while it
@@ -216,7 +217,7 @@ void keep_received_vectors(bool on);
 /// Frees the received vectors' kept memory: a node does when its last driver leaves.
 void release_spare_vectors();
 
-/// The received vectors' memory kept now, and how many vectors of 2^13 doubles or more this
+/// The received vectors' memory kept now, and how many vectors of 2^17 doubles or more this
 /// process has made to receive into since it started (for tests).
 struct spare_vector_counts {
   std::size_t kept = 0;

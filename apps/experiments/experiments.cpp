@@ -69,9 +69,9 @@ std::string host_name() {
   return buffer;
 }
 
-/// Starts `shardopt run` for one run folder; the child dies with the sweep, and exits with 126
-/// when it cannot open its output files, with 125 when the sweep is gone (both with a line in
-/// stderr.log when it can write one).
+/// Starts `shardopt run` for one run folder; the child dies with the sweep, exits with 125 when
+/// the sweep is gone before it set its death signal (writing nothing), and with 126 when it cannot
+/// open its output files (with a line in stderr.log when it can write one).
 ///
 /// A sweep killed between fork and prctl would leave its child running on, writing into the run's
 /// summary.json.part while the next sweep runs the same run again; the child checks that its parent
@@ -89,14 +89,14 @@ pid_t start_run(const fs::path& exe, const fs::path& dir) {
   if (pid != 0)
     return pid;
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != sweep)
+    std::_Exit(125);  // touching nothing: the folder may be the next sweep's already
   const int err = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const auto fail = [&](int code, const char* why) {
     if (err >= 0)
       (void)!::write(err, why, std::strlen(why));
     std::_Exit(code);
   };
-  if (::getppid() != sweep)
-    fail(125, "sweep: the sweep ended before this run started\n");
   ::unlink(part.c_str());
   const int out = ::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
   // Output that cannot go to the run's files must not go to the sweep's: the run fails instead.

@@ -294,23 +294,24 @@ TEST_CASE("a node keeps at most four received vectors, the ones dropped last") {
   for (std::int64_t k = 0; k < 6; ++k) {
     std::vector<char> bytes;
     caf::binary_serializer sink{rt.system(), bytes};
-    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 13) + k, 1.0)}));
+    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 1.0)}));
     actors::dense_vector received;
     caf::binary_deserializer source{rt.system(), bytes};
     REQUIRE_FALSE(source(received));
     held.push_back(received);
   }
-  held.clear();  // dropped in order: the last four stay
+  for (auto& vector : held)  // dropped in order: the last four stay
+    vector = actors::dense_vector{};
   CHECK(actors::spare_vectors().kept == 4);
   const auto made = actors::spare_vectors().made;
   for (std::int64_t k : {5, 2}) {  // lengths kept: no vector made
     std::vector<char> bytes;
     caf::binary_serializer sink{rt.system(), bytes};
-    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 13) + k, 2.0)}));
+    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 2.0)}));
     actors::dense_vector received;
     caf::binary_deserializer source{rt.system(), bytes};
     REQUIRE_FALSE(source(received));
-    CHECK(received.map() == Eigen::VectorXd::Constant((std::int64_t{1} << 13) + k, 2.0));
+    CHECK(received.map() == Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 2.0));
   }
   CHECK(actors::spare_vectors().made == made);
   actors::keep_received_vectors(false);

@@ -1,8 +1,10 @@
 // A node's group marks the sums it replies with: once the reply has been sent (here, received in
 // this process and dropped), its words go back to the kept buffers for the next pass's total,
-// beside the member answer the group merged into it (base/spare_words.hpp).
+// beside the member answer the group merged into it (base/spare_words.hpp). And a node keeps
+// buffers only while it has drivers (node_holdings turns keeping on and off).
 
 #include "actors/node/group.hpp"
+#include "actors/node/node_holdings.hpp"
 #include "actors/wire/runtime.hpp"
 #include "actors/wire/shard.hpp"
 #include "base/spare_words.hpp"
@@ -46,4 +48,29 @@ TEST_CASE("a group's reply gives its words back once dropped, beside the member 
   CHECK(shardopt::kept_word_buffers() == 2);
   self->send_exit(group, caf::exit_reason::user_shutdown);
   shardopt::release_spare_words();
+}
+
+TEST_CASE("a node keeps buffers while it has drivers, and frees them when the last one leaves, even one that only staged") {
+  actors::runtime rt{actors::runtime_options::local(1)};
+  caf::scoped_actor driver{rt.system()};
+  const auto address = caf::actor_cast<caf::actor_addr>(driver);
+  const auto give_back = [] { shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words)); };
+  actors::node_holdings holdings{actors::node_limits{}};
+  shardopt::keep_spare_words(false);
+  actors::keep_received_vectors(false);
+  bool added = false;
+  holdings.share_of(address, added);  // what starting to stage data does
+  REQUIRE(added);
+  give_back();
+  CHECK(shardopt::kept_word_buffers() == 1);
+  CHECK(holdings.drop_staged(address));  // the staging timed out: the driver holds nothing here
+  CHECK(shardopt::kept_word_buffers() == 0);
+  give_back();  // what a finished run drops later is freed
+  CHECK(shardopt::kept_word_buffers() == 0);
+  holdings.share_of(address, added);
+  give_back();
+  CHECK(shardopt::kept_word_buffers() == 1);
+  CHECK(holdings.release(address).has_value());
+  CHECK(shardopt::kept_word_buffers() == 0);
+  shardopt::keep_spare_words(true);
 }
