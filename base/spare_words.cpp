@@ -1,5 +1,7 @@
 #include "base/spare_words.hpp"
 
+#include "base/kept_store.hpp"
+
 #include <algorithm>
 #include <mutex>
 
@@ -7,22 +9,13 @@ namespace shardopt {
 
 namespace {
 
-struct store {
-  std::mutex mutex;
-  std::vector<std::vector<std::int64_t>> kept;
-  bool keeping = true;
-  store() { kept.reserve(kept_buffers + 1); }
-};
+using store = kept_store<std::vector<std::int64_t>>;
 
 /// Never destroyed: a buffer given back by a thread still running at exit finds it whole.
 store& the_store() {
-  static auto& s = *new store;
+  static auto& s = *new store{kept_buffers + 1, true};
   return s;
 }
-
-} // namespace
-
-namespace {
 
 /// A kept buffer for `size` words, resized to `size` (its old words kept), or an empty vector.
 std::vector<std::int64_t> take_kept(std::size_t size) {
@@ -86,25 +79,15 @@ void give_back_words(std::vector<std::int64_t>&& words) noexcept {
 }
 
 void release_spare_words() {
-  std::vector<std::vector<std::int64_t>> freed;
-  auto& s = the_store();
-  const std::lock_guard<std::mutex> lock{s.mutex};
-  freed.reserve(s.kept.size());
-  for (auto& words : s.kept)
-    freed.push_back(std::move(words));
-  s.kept.clear();  // its capacity stays reserved
+  the_store().release();
 }
 
 void keep_spare_words(bool on) {
-  auto& s = the_store();
-  const std::lock_guard<std::mutex> lock{s.mutex};
-  s.keeping = on;
+  the_store().keep(on);
 }
 
 std::size_t kept_word_buffers() {
-  auto& s = the_store();
-  const std::lock_guard<std::mutex> lock{s.mutex};
-  return s.kept.size();
+  return the_store().size();
 }
 
 } // namespace shardopt

@@ -2,6 +2,7 @@
 
 #include "actors/wire/node_protocol.hpp"
 #include "actors/wire/ps_protocol.hpp"
+#include "base/kept_store.hpp"
 #include "base/spare_words.hpp"
 
 #include <caf/binary_deserializer.hpp>
@@ -137,11 +138,9 @@ namespace {
 /// (134 MB at 2^24). While keeping is on (a node with drivers: keep_received_vectors), a received
 /// vector's memory comes back here when its last reader drops it, and the next vector of the same
 /// length takes it. Process-wide and thread-safe; a few buffers, kept until release_spare_vectors.
-struct vector_store {
-  std::mutex mutex;
-  std::vector<std::unique_ptr<Eigen::VectorXd>> kept;
-  std::int64_t made = 0;
-  bool keeping = false;
+struct vector_store : kept_store<std::unique_ptr<Eigen::VectorXd>> {
+  using kept_store::kept_store;
+  std::int64_t made = 0;  // vectors made to receive into (for the tests)
 };
 
 constexpr std::size_t kept_vectors = 4;
@@ -152,11 +151,7 @@ constexpr std::size_t largest_kept_vector = std::size_t{1} << 27;  // doubles: 1
 
 /// Never destroyed: a vector dropped by a thread still running at exit finds it whole.
 vector_store& the_vector_store() {
-  static auto& s = *[] {
-    auto* made = new vector_store;
-    made->kept.reserve(kept_vectors + 1);
-    return made;
-  }();
+  static auto& s = *new vector_store{kept_vectors + 1, false};
   return s;
 }
 
@@ -210,19 +205,11 @@ std::shared_ptr<Eigen::VectorXd> kept_vector(std::size_t length) {
 }
 
 void release_spare_vectors() {
-  std::vector<std::unique_ptr<Eigen::VectorXd>> freed;
-  auto& s = the_vector_store();
-  const std::lock_guard<std::mutex> lock{s.mutex};
-  freed.reserve(s.kept.size());
-  for (auto& kept : s.kept)
-    freed.push_back(std::move(kept));
-  s.kept.clear();  // its capacity stays reserved
+  the_vector_store().release();
 }
 
 void keep_received_vectors(bool on) {
-  auto& s = the_vector_store();
-  const std::lock_guard<std::mutex> lock{s.mutex};
-  s.keeping = on;
+  the_vector_store().keep(on);
 }
 
 spare_vector_counts spare_vectors() {

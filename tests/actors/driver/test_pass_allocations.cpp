@@ -290,29 +290,25 @@ TEST_CASE("a node keeps at most four received vectors, the ones dropped last") {
   actors::runtime rt{actors::runtime_options::local(1)};
   actors::keep_received_vectors(true);
   actors::release_spare_vectors();
-  std::vector<actors::dense_vector> held;
-  for (std::int64_t k = 0; k < 6; ++k) {
+  // A vector of 2^17 + k entries, all `value`, sent and received.
+  const auto round_trip = [&](std::int64_t k, double value) {
     std::vector<char> bytes;
     caf::binary_serializer sink{rt.system(), bytes};
-    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 1.0)}));
+    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, value)}));
     actors::dense_vector received;
     caf::binary_deserializer source{rt.system(), bytes};
     REQUIRE_FALSE(source(received));
-    held.push_back(received);
-  }
+    return received;
+  };
+  std::vector<actors::dense_vector> held;
+  for (std::int64_t k = 0; k < 6; ++k)
+    held.push_back(round_trip(k, 1.0));
   for (auto& vector : held)  // dropped in order: the last four stay
     vector = actors::dense_vector{};
   CHECK(actors::spare_vectors().kept == 4);
   const auto made = actors::spare_vectors().made;
-  for (std::int64_t k : {5, 2}) {  // lengths kept: no vector made
-    std::vector<char> bytes;
-    caf::binary_serializer sink{rt.system(), bytes};
-    REQUIRE_FALSE(sink(actors::dense_vector{Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 2.0)}));
-    actors::dense_vector received;
-    caf::binary_deserializer source{rt.system(), bytes};
-    REQUIRE_FALSE(source(received));
-    CHECK(received.map() == Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 2.0));
-  }
+  for (std::int64_t k : {5, 2})  // lengths kept: no vector made
+    CHECK(round_trip(k, 2.0).map() == Eigen::VectorXd::Constant((std::int64_t{1} << 17) + k, 2.0));
   CHECK(actors::spare_vectors().made == made);
   actors::keep_received_vectors(false);
   actors::release_spare_vectors();
