@@ -1,6 +1,7 @@
 #include "model/block_bounds.hpp"
 
 #include "model/exact_sum.hpp"
+#include "base/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -162,7 +163,7 @@ double curvature_bound(model_kind kind) {
 
 } // namespace
 
-grid_plan::grid_plan(const model_shape& shape, data_bounds kept)
+grid_plan::grid_plan(const model_shape& shape, data_bounds kept, unsigned threads)
   : shape_(shape), bounds_(std::move(kept)) {
   const auto& bounds = bounds_;
   if (shape.is_network())
@@ -183,16 +184,22 @@ grid_plan::grid_plan(const model_shape& shape, data_bounds kept)
   const auto distance = [this](int part) {
     return static_cast<std::uint8_t>(std::min(top_ - part, max_grid_below));
   };
-  for (std::int64_t j = 0; j < shape.features; ++j) {
-    const double feature = known ? bounds.feature_max[j] : 0.0;
-    const auto linear = distance(binade(rows * feature) + 1);
-    const auto square = distance(binade(rows * feature * feature) + 1);
-    for (std::int64_t k = 0; k < shape.outputs; ++k) {
-      const auto entry = static_cast<std::size_t>(k * shape.features + j);
-      below[entry] = linear;
-      below[dimension + entry] = square;
+  // Features in ranges, each range's entries written by one thread.
+  const auto parts = 8 * static_cast<std::int64_t>(std::max(threads, 1U));
+  const auto range = std::max<std::int64_t>(1 << 12, (shape.features + parts - 1) / parts);
+  run_parallel(static_cast<std::size_t>((shape.features + range - 1) / range), threads, [&](std::size_t r) {
+    const auto first = static_cast<std::int64_t>(r) * range;
+    for (std::int64_t j = first; j < std::min(first + range, shape.features); ++j) {
+      const double feature = known ? bounds.feature_max[j] : 0.0;
+      const auto linear = distance(binade(rows * feature) + 1);
+      const auto square = distance(binade(rows * feature * feature) + 1);
+      for (std::int64_t k = 0; k < shape.outputs; ++k) {
+        const auto entry = static_cast<std::size_t>(k * shape.features + j);
+        below[entry] = linear;
+        below[dimension + entry] = square;
+      }
     }
-  }
+  });
   for (std::size_t b = weights; b < dimension; ++b)
     below[b] = below[dimension + b] = distance(bias_part);
   table_ = std::move(table);

@@ -51,7 +51,8 @@ data_bounds& operator+=(data_bounds& a, const data_bounds& b);
 class grid_plan {
 public:
   grid_plan() = default;
-  grid_plan(const model_shape& shape, data_bounds bounds);  // keeps the bounds: move them in
+  /// Keeps the bounds (move them in); the table is written on up to `threads` threads.
+  grid_plan(const model_shape& shape, data_bounds bounds, unsigned threads = 1);
 
   /// The grid of a gradient at theta; with `diagonal`, of the gradient followed by the Hessian's
   /// diagonal (2 x dimension entries).

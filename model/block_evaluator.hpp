@@ -98,6 +98,11 @@ public:
   /// (no second pass over the non-zeros, and no dimension-sized vector of its own).
   void add_bounds_to(data_bounds& total);
 
+  /// Adds the bounds of every evaluator's rows to `total`, as `add_bounds_to` does one by one,
+  /// with the maxima the layouts found merged on up to `threads` threads, each one writing its own
+  /// range of features once (no zeroing pass, no lock, the memory touched on every core).
+  static void add_bounds_of(const std::vector<block_evaluator*>& evaluators, data_bounds& total, unsigned threads);
+
 private:
   /// Shifts the kept evaluations: a new latest under `tag`, its buffers returned to fill.
   void push_latest(std::uint64_t tag);

@@ -251,15 +251,31 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
 bool sparse_layout::max_into(Eigen::Ref<Eigen::VectorXd> feature_max) {
   if (maxima_read_)
     return false;
-  for (std::size_t k = 0; k < column_max_.size(); ++k) {
-    if (column_max_[k] < 0)
+  max_range(feature_max, 0, feature_max.size());
+  forget_maxima();
+  return true;
+}
+
+void sparse_layout::max_range(Eigen::Ref<Eigen::VectorXd> feature_max, std::int64_t begin, std::int64_t end) const {
+  // Columns are features in increasing order (every feature, or the touched ones): those in
+  // [begin, end) are one run of columns.
+  const auto first = features_ > 0 ? std::min(begin, features_)
+                                   : std::lower_bound(columns_.begin(), columns_.end(), begin) - columns_.begin();
+  const auto count = static_cast<std::int64_t>(column_max_.size());
+  for (auto k = first; k < count; ++k) {
+    const auto feature = column(k);
+    if (feature >= end)
+      break;
+    if (column_max_[static_cast<std::size_t>(k)] < 0)
       continue;  // not touched (every feature a column)
-    auto& most = feature_max[column(static_cast<std::int64_t>(k))];
-    most = std::max(most, static_cast<double>(column_max_[k]));
+    auto& most = feature_max[feature];
+    most = std::max(most, static_cast<double>(column_max_[static_cast<std::size_t>(k)]));
   }
+}
+
+void sparse_layout::forget_maxima() {
   std::vector<float>().swap(column_max_);
   maxima_read_ = true;
-  return true;
 }
 
 const std::shared_ptr<const std::vector<std::int32_t>>& sparse_layout::entries(const model_shape& shape,

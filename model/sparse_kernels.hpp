@@ -75,6 +75,17 @@ public:
   /// changed, once they are forgotten.
   bool max_into(Eigen::Ref<Eigen::VectorXd> feature_max);
 
+  /// Whether the maxima are still held (not yet forgotten).
+  bool holds_maxima() const { return !maxima_read_; }
+
+  /// Raises the entries [begin, end) of `feature_max` to the maxima of the touched features in
+  /// that range, leaving the others alone: threads given disjoint ranges may share one vector.
+  /// Only while the maxima are held.
+  void max_range(Eigen::Ref<Eigen::VectorXd> feature_max, std::int64_t begin, std::int64_t end) const;
+
+  /// Forgets the maxima (their memory freed).
+  void forget_maxima();
+
   /// What a pass computes per chunk of rows from the chunk's scores zt (outputs x m, columns in
   /// row order): its residuals rt (the gradient of the loss in the scores, per example), with
   /// `diagonal` its curvatures dt (the Hessian diagonal's, per output and example), and the

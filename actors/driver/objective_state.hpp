@@ -16,6 +16,7 @@
 #include "actors/wire/tree_slices.hpp"
 #include "model/block_bounds.hpp"
 #include "base/spare_words.hpp"
+#include "base/parallel.hpp"
 #include "optimizer/vector_pool.hpp"
 
 #include <algorithm>
@@ -32,7 +33,7 @@ struct sharded_objective::impl {
        std::chrono::milliseconds limit, shard_factory make_peer)
     : system(rt.system()), self(system), shape(std::move(model_shape)), lambda(l2),
       peers(self.ptr(), std::move(handles), peer_names(peer_shares)),
-      shares(std::move(peer_shares)), blocks(data.blocks), plan(shape, std::move(data)), token(run_token), timeout(limit),
+      shares(std::move(peer_shares)), blocks(data.blocks), plan(shape, std::move(data), usable_cpus()), token(run_token), timeout(limit),
       replace(std::move(make_peer)) {
     for (const auto& share : shares)
       rows += share.rows;

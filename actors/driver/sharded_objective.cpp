@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -29,18 +28,19 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   for (const auto& range : blocks)
     total_rows += range.size();
   const auto block_rows = model::block_rows_for(total_rows);
-  // Each shard's evaluator (its features numbered, their largest values found) and bounds, built
-  // on as many threads as this process may use: the setup's passes over the non-zeros run on
-  // every core, as a pass does. Each adds its bounds to the run's as it finishes (maxima and
-  // counts: the same in any order), so no thread holds a dimension-sized vector of its own.
+  // Each shard's evaluator (its features numbered, their largest values found), built on as many
+  // threads as this process may use: the setup's passes over the non-zeros run on every core, as
+  // a pass does. Then their bounds, the maxima merged range by range on every core too (maxima
+  // and counts: the same in any order), into the one dimension-sized vector of the run's bounds.
   std::vector<std::optional<model::block_evaluator>> evaluators(blocks.size());
-  model::data_bounds bounds{{}, 0, block_rows, 0};
-  std::mutex merging;
   run_parallel(blocks.size(), usable_cpus(), [&](std::size_t i) {
     evaluators[i].emplace(shape, data, blocks[i], block_rows);
-    const std::lock_guard<std::mutex> lock{merging};
-    evaluators[i]->add_bounds_to(bounds);
   });
+  model::data_bounds bounds{{}, 0, block_rows, 0};
+  std::vector<model::block_evaluator*> built;
+  for (auto& evaluator : evaluators)
+    built.push_back(&*evaluator);
+  model::block_evaluator::add_bounds_of(built, bounds, usable_cpus());
   std::vector<shard_actor> shards;
   std::vector<peer_share> shares;
   std::int64_t first = 0;

@@ -185,6 +185,34 @@ TEST_CASE("the bounds evaluators add while numbering their features are those bo
     CHECK(total.bits == whole.bits);
   }
   CHECK(whole.feature_max.maxCoeff() == 9.5);
+  // All parts at once, their maxima merged range by range on 1 and 3 threads: the same bounds. A
+  // part whose maxima were read already (and an empty one) adds its own by a pass, as before.
+  for (const unsigned threads : {1U, 3U}) {
+    for (const bool one_read : {false, true}) {
+      CAPTURE(threads);
+      CAPTURE(one_read);
+      std::vector<model::block_evaluator> evaluators;
+      for (const auto& rows : parts)
+        evaluators.emplace_back(shape, sparse, rows, block_rows);
+      evaluators.emplace_back(shape, sparse, model::row_range{cut(450), cut(450)}, block_rows);
+      if (one_read) {
+        model::data_bounds elsewhere{{}, 0, block_rows, 0};
+        evaluators[1].add_bounds_to(elsewhere);
+      }
+      std::vector<model::block_evaluator*> all;
+      for (auto& e : evaluators)
+        all.push_back(&e);
+      model::data_bounds total{{}, 0, block_rows, 0};
+      model::block_evaluator::add_bounds_of(all, total, threads);
+      CHECK(total.feature_max == whole.feature_max);
+      CHECK(total.max_label == whole.max_label);
+      CHECK(total.blocks == whole.blocks);
+      CHECK(total.bits == whole.bits);
+      model::data_bounds again{{}, 0, block_rows, 0};  // every maximum read: bounds_of's passes
+      model::block_evaluator::add_bounds_of(all, again, threads);
+      CHECK(again.feature_max == whole.feature_max);
+    }
+  }
 }
 
 TEST_CASE("a layout that reads the dataset's own indices from a row past the first answers with the bits of renumbered ones") {

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <set>
 
 namespace model = shardopt::model;
 
@@ -180,4 +181,30 @@ TEST_CASE("spare words: with keeping off (a node whose last driver left), a buff
   shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words));
   CHECK(shardopt::kept_word_buffers() == 1);
   shardopt::release_spare_words();
+}
+
+TEST_CASE("a grid plan's table written on several threads is the one written on one") {
+  // Features of scales 2^-30 to 2^30 and some zero, three outputs; cut into ranges of 25,000,
+  // 8,334 and 4,096 features by 1, 3 and 8 threads (so a range's ends differ between them).
+  const model::model_shape shape{model::model_kind::softmax, 200000, 3};
+  std::mt19937 rng{8};
+  std::uniform_int_distribution<int> binade{-30, 30};
+  model::data_bounds bounds{Eigen::VectorXd(shape.features), 4, 64, 10};
+  for (std::int64_t j = 0; j < shape.features; ++j)
+    bounds.feature_max[j] = j % 11 == 0 ? 0.0 : std::ldexp(1.0 + (j % 7) / 8.0, binade(rng));
+  const model::grid_plan one{shape, bounds, 1};
+  const Eigen::VectorXd theta = Eigen::VectorXd::Constant(shape.dimension(), 0.5);
+  const auto expected = one.gradient(theta, true);
+  REQUIRE(expected.size() == static_cast<std::size_t>(2 * shape.dimension()));
+  std::set<int> exponents;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    exponents.insert(expected.exponent(i));
+  CHECK(exponents.size() > 20);  // the scales give entries many grids
+  for (const unsigned threads : {2U, 3U, 8U}) {
+    CAPTURE(threads);
+    const model::grid_plan several{shape, bounds, threads};
+    const auto found = several.gradient(theta, true);
+    CHECK(found.base == expected.base);
+    CHECK(*found.below == *expected.below);
+  }
 }
