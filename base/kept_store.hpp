@@ -19,16 +19,32 @@ struct kept_store {
   void release() {
     std::vector<T> freed;
     const std::lock_guard<std::mutex> lock{mutex};
-    freed.reserve(kept.size());
-    for (auto& item : kept)
-      freed.push_back(std::move(item));
-    kept.clear();
+    take_all(freed);
   }
 
   /// Whether given-back items are kept.
   void keep(bool on) {
     const std::lock_guard<std::mutex> lock{mutex};
     keeping = on;
+  }
+
+  /// One more holder (a node with drivers, a driver's run): keeping is on while there are any.
+  /// The store is the process's, and so may be held by several at once.
+  void hold() {
+    const std::lock_guard<std::mutex> lock{mutex};
+    ++holders;
+    keeping = true;
+  }
+
+  /// One holder fewer: with the last one gone, keeping turns off and every kept item is freed,
+  /// so that what finished runs drop later (replies still queued) is freed, not kept for no one.
+  void let_go() {
+    std::vector<T> freed;
+    const std::lock_guard<std::mutex> lock{mutex};
+    if (holders == 0 || --holders > 0)
+      return;
+    keeping = false;
+    take_all(freed);
   }
 
   std::size_t size() {
@@ -39,6 +55,16 @@ struct kept_store {
   std::mutex mutex;
   std::vector<T> kept;
   bool keeping;
+  int holders = 0;
+
+private:
+  /// Moves every kept item into `freed` (declared before the lock: they are freed after it).
+  void take_all(std::vector<T>& freed) {
+    freed.reserve(kept.size());
+    for (auto& item : kept)
+      freed.push_back(std::move(item));
+    kept.clear();
+  }
 };
 
 } // namespace shardopt

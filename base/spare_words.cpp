@@ -86,6 +86,14 @@ void keep_spare_words(bool on) {
   the_store().keep(on);
 }
 
+void hold_spare_words() {
+  the_store().hold();
+}
+
+void let_go_spare_words() {
+  the_store().let_go();
+}
+
 std::size_t kept_word_buffers() {
   return the_store().size();
 }

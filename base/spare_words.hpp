@@ -29,10 +29,15 @@ void give_back_words(std::vector<std::int64_t>&& words) noexcept;
 /// (a node serving the next driver, Python after `fit`) does not hold a finished run's memory.
 void release_spare_words();
 
-/// Whether given-back buffers are kept (on unless turned off). A node turns keeping off when its
-/// last driver leaves, so that what its finished runs drop afterwards (replies still queued,
-/// requests still in mailboxes) is freed, not kept for no one; and on again for the next driver.
+/// Whether given-back buffers are kept (on unless turned off, or until the last holder below lets
+/// go; for tests).
 void keep_spare_words(bool on);
+
+/// Holds the store while a driver's run or a node with drivers needs it: keeping is on while any
+/// holder is left; when the last one lets go, it turns off and the kept buffers are freed. (A
+/// process may run several: a node and a driver, or two nodes, as tests do.)
+void hold_spare_words();
+void let_go_spare_words();
 
 /// Buffers kept at most, and the smallest kept (in words).
 inline constexpr std::size_t kept_buffers = 8;

@@ -38,12 +38,13 @@ struct sharded_objective::impl {
     for (const auto& share : shares)
       rows += share.rows;
     totals.blocks = blocks;
+    shardopt::hold_spare_words();  // answers' buffers kept between passes (base/spare_words.hpp)
   }
 
   ~impl() {
     for (const auto& peer : peers.handles())
       self->send_exit(peer, caf::exit_reason::user_shutdown);
-    shardopt::release_spare_words();  // the run's kept answer buffers (base/spare_words.hpp)
+    shardopt::let_go_spare_words();  // freed unless a node or another run here still holds them
   }
 
   /// Each peer's name, "shard 2 of 4" unless its share names it.

@@ -32,18 +32,29 @@ result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t by
   return {};
 }
 
-namespace {
-
-/// With no driver left: the kept answer buffers and received vectors are freed, and what the
-/// finished runs drop later (replies still queued, requests in shards' mailboxes) is not kept.
-void free_kept_buffers() {
-  shardopt::keep_spare_words(false);
-  shardopt::release_spare_words();
-  keep_received_vectors(false);
-  release_spare_vectors();
+node_holdings::~node_holdings() {
+  let_go_buffers();
 }
 
-} // namespace
+// The answer buffers and received vectors are kept between passes while this node has drivers.
+// The stores are the process's: keeping goes off, and what they keep is freed, once no node (or
+// driver's run) in the process holds them, so that what finished runs drop later (replies still
+// queued, requests in shards' mailboxes) is not kept for no one.
+void node_holdings::hold_buffers() {
+  if (holding_)
+    return;
+  shardopt::hold_spare_words();
+  hold_received_vectors();
+  holding_ = true;
+}
+
+void node_holdings::let_go_buffers() {
+  if (!holding_)
+    return;
+  holding_ = false;
+  shardopt::let_go_spare_words();
+  let_go_received_vectors();
+}
 
 driver_share* node_holdings::find(const caf::actor_addr& driver) {
   const auto it = drivers_.find(driver);
@@ -53,10 +64,8 @@ driver_share* node_holdings::find(const caf::actor_addr& driver) {
 driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added) {
   auto [it, made] = drivers_.try_emplace(driver);
   added = made;
-  if (made && drivers_.size() == 1) {  // buffers are kept between passes while drivers are here
-    shardopt::keep_spare_words(true);
-    keep_received_vectors(true);
-  }
+  if (made)
+    hold_buffers();
   return it->second;
 }
 
@@ -97,7 +106,7 @@ bool node_holdings::drop_staged(const caf::actor_addr& driver) {
     return false;
   drivers_.erase(it);
   if (drivers_.empty())
-    free_kept_buffers();  // a driver that only staged data turned keeping on too
+    let_go_buffers();  // a driver that only staged data held them too
   return true;
 }
 
@@ -117,9 +126,8 @@ std::optional<driver_share> node_holdings::release(const caf::actor_addr& driver
   bytes_ -= it->second.bytes;
   auto share = std::move(it->second);
   drivers_.erase(it);
-  if (drivers_.empty()) {
-    free_kept_buffers();
-  }
+  if (drivers_.empty())
+    let_go_buffers();
   return share;
 }
 
@@ -130,7 +138,7 @@ std::vector<driver_share> node_holdings::release_all() {
   drivers_.clear();
   shards_ = 0;
   bytes_ = 0;
-  free_kept_buffers();
+  let_go_buffers();
   return all;
 }
 

@@ -38,6 +38,9 @@ class node_holdings {
 public:
   /// `limits` with its defaults filled in (bytes: half of this machine's memory; per driver: all).
   explicit node_holdings(node_limits limits);
+  ~node_holdings();
+  node_holdings(const node_holdings&) = delete;  // it may hold the process's kept buffers
+  node_holdings& operator=(const node_holdings&) = delete;
 
   const node_limits& limits() const { return limits_; }
 
@@ -108,6 +111,9 @@ private:
   std::map<caf::actor_addr, driver_share> drivers_;
   std::int64_t shards_ = 0;  ///< shards held, staged ones included
   std::int64_t bytes_ = 0;
+  bool holding_ = false;  ///< holds the process's kept buffers (while it has drivers)
+  void hold_buffers();
+  void let_go_buffers();
 };
 
 /// A node's answer to a status request: `info`, its `limits`, and what `counters` say it holds and

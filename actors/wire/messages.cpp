@@ -212,6 +212,14 @@ void keep_received_vectors(bool on) {
   the_vector_store().keep(on);
 }
 
+void hold_received_vectors() {
+  the_vector_store().hold();
+}
+
+void let_go_received_vectors() {
+  the_vector_store().let_go();
+}
+
 spare_vector_counts spare_vectors() {
   auto& s = the_vector_store();
   const std::lock_guard<std::mutex> lock{s.mutex};

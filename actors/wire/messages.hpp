@@ -210,11 +210,16 @@ caf::error inspect(caf::deserializer& f, dense_vector& x);
 /// than a tree slice). (A received vector's, and a tree node's joined theta.)
 std::shared_ptr<Eigen::VectorXd> kept_vector(std::size_t length);
 
-/// Whether received vectors' memory is kept (off unless turned on): a node turns it on while it
-/// has drivers. A driver, a parameter-server client or Python never keeps any.
+/// Whether received vectors' memory is kept (off unless turned on; for tests). A driver, a
+/// parameter-server client or Python never keeps any.
 void keep_received_vectors(bool on);
 
-/// Frees the received vectors' kept memory: a node does when its last driver leaves.
+/// Holds the received vectors' store while a node has drivers: keeping is on while any node in
+/// the process holds it; when the last lets go, it turns off and the kept memory is freed.
+void hold_received_vectors();
+void let_go_received_vectors();
+
+/// Frees the received vectors' kept memory.
 void release_spare_vectors();
 
 /// The received vectors' memory kept now, and how many vectors of 2^17 doubles or more this

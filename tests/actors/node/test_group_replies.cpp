@@ -74,3 +74,52 @@ TEST_CASE("a node keeps buffers while it has drivers, and frees them when the la
   CHECK(shardopt::kept_word_buffers() == 0);
   shardopt::keep_spare_words(true);
 }
+
+TEST_CASE("two nodes and a driver's run in one process: one node's last driver leaving frees nothing another still uses") {
+  actors::runtime rt{actors::runtime_options::local(1)};
+  caf::scoped_actor first_driver{rt.system()};
+  caf::scoped_actor second_driver{rt.system()};
+  const auto first = caf::actor_cast<caf::actor_addr>(first_driver);
+  const auto second = caf::actor_cast<caf::actor_addr>(second_driver);
+  const auto give_back = [] { shardopt::give_back_words(std::vector<std::int64_t>(shardopt::smallest_kept_words)); };
+  const auto receive_one = [] { actors::kept_vector(std::size_t{1} << 17); };  // dropped at once
+  shardopt::keep_spare_words(false);
+  actors::keep_received_vectors(false);
+  shardopt::release_spare_words();
+  actors::release_spare_vectors();
+  bool added = false;
+  {
+    actors::node_holdings a{actors::node_limits{}};
+    {
+      actors::node_holdings b{actors::node_limits{}};
+      a.share_of(first, added);
+      b.share_of(second, added);
+      give_back();
+      receive_one();
+      CHECK(b.release(second).has_value());  // b's last driver leaves; a still serves one
+      give_back();
+      receive_one();
+      CHECK(shardopt::kept_word_buffers() == 2);
+      CHECK(actors::spare_vectors().kept == 1);  // the same length: one kept
+      b.release_all();  // b ends with no driver: nothing changes
+    }  // b destroyed
+    CHECK(shardopt::kept_word_buffers() == 2);
+    CHECK(actors::spare_vectors().kept == 1);
+    shardopt::hold_spare_words();  // a driver's run in the same process
+    CHECK(a.release(first).has_value());  // a's last driver leaves: the run still holds the words
+    CHECK(shardopt::kept_word_buffers() == 2);
+    CHECK(actors::spare_vectors().kept == 0);  // no node has drivers: received vectors freed
+    receive_one();
+    CHECK(actors::spare_vectors().kept == 0);
+    a.share_of(first, added);  // a has a driver again, and ends while it has
+  }
+  give_back();  // the run still holds the words
+  CHECK(shardopt::kept_word_buffers() == 3);
+  receive_one();
+  CHECK(actors::spare_vectors().kept == 0);  // a let go as it ended
+  shardopt::let_go_spare_words();  // the run ends: freed, and none kept after
+  CHECK(shardopt::kept_word_buffers() == 0);
+  give_back();
+  CHECK(shardopt::kept_word_buffers() == 0);
+  shardopt::keep_spare_words(true);
+}
