@@ -17,7 +17,10 @@ using namespace shardopt;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const fuzz::scratch_dir dir;
   const auto path = dir.write("solver.txt", {reinterpret_cast<const char*>(data), size});
-  const auto loaded = io::load_solver_checkpoint(path);
+  // Sparse vectors of at most 2^20 entries, as a run of that dimension would allow (the default,
+  // 2^31, would let a few bytes fill the fuzzer's memory with zeros, as it would a run's).
+  constexpr std::int64_t largest = std::int64_t{1} << 20;
+  const auto loaded = io::load_solver_checkpoint(path, largest);
   if (!loaded)
     return 0;
   // Saved into a directory of its own (keeping all: pruning could take the new file if an older
@@ -25,7 +28,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto saved = io::save_solver_checkpoint(dir.file("saved"), *loaded, 0);
   const result<void> written = saved ? result<void>{} : result<void>{saved.error()};
   const auto reloaded =
-      saved ? io::load_solver_checkpoint(*saved) : result<io::solver_checkpoint>{saved.error()};
+      saved ? io::load_solver_checkpoint(*saved, largest) : result<io::solver_checkpoint>{saved.error()};
   fuzz::require_round_trip(*loaded, written, reloaded, "solver checkpoint");
   if (saved) {
     std::error_code ignored;

@@ -282,6 +282,15 @@ void solver_seeds() {
   start.solver = "newton-cg";
   start.vectors = {{"theta", {Eigen::VectorXd::Zero(1)}}};
   put("fuzz_solver_checkpoint", "start", bytes(start));
+  // An L1 run's: theta and a pair mostly zeros, written as their non-zeros.
+  io::solver_checkpoint sparse;
+  sparse.solver = "lbfgs";
+  sparse.iteration = 4;
+  Eigen::VectorXd few = Eigen::VectorXd::Zero(64);
+  few[3] = -0.0;
+  few[40] = 0.25;
+  sparse.vectors = {{"theta", {few}}, {"s", {few, Eigen::VectorXd::Zero(64)}}};
+  put("fuzz_solver_checkpoint", "sparse", bytes(sparse));
   const auto text = bytes(saved);
   put("fuzz_solver_checkpoint", "truncated", text.substr(0, text.size() / 2));
 }

@@ -2,6 +2,7 @@
 
 #include "io/atomic_file.hpp"
 #include "io/model_archive.hpp"
+#include "model/model_shape.hpp"
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -17,11 +18,16 @@ namespace {
 
 // File layout, in a Boost text archive: magic, format version, the settings (count, then key and
 // value strings), the solver's name, the iteration, the numbers (count, then name and IEEE bit
-// pattern each), the lists (count, then name, vector count and each vector's bit patterns), and an
-// end marker. Bit patterns carry every double exactly, NaN included.
+// pattern each), the lists (count, then name, vector count and each vector), and an end marker.
+// Bit patterns carry every double exactly, NaN included. A vector (version 2) is a tag and then
+// either (0) its bit patterns, or (1) its size, the increasing indices of its entries whose bits
+// are not all zero, and their bit patterns: an L1 run's theta and OWL-QN's pairs are mostly
+// zeros, written at a hashed dimension in the bytes of their non-zeros. Version 1 files (every
+// vector dense, no tag) are still read.
 const std::string magic = "shardopt-solver-checkpoint";
 const std::string end_marker = "end";
-constexpr int format_version = 1;
+constexpr int format_version = 2;
+constexpr int oldest_version = 1;
 constexpr std::int64_t max_entries = 1 << 16;
 constexpr std::int64_t max_vectors = 1 << 20;
 constexpr std::int64_t max_dimension = std::int64_t{1} << 40;
@@ -36,6 +42,69 @@ double from_bits(std::uint64_t bits) {
   double value = 0;
   std::memcpy(&value, &bits, sizeof value);
   return value;
+}
+
+/// A vector as its tag and bits: sparse when its entries with any bit set are under a fifth.
+void save_bits(boost::archive::text_oarchive& archive, const Eigen::VectorXd& vector, std::vector<std::uint64_t>& bits,
+               std::vector<std::int64_t>& indices) {
+  const auto size = static_cast<std::int64_t>(vector.size());
+  indices.clear();
+  for (std::int64_t i = 0; i < size && static_cast<std::int64_t>(indices.size()) * 5 < size; ++i)
+    if (bits_of(vector[i]) != 0)  // -0.0 and NaN are kept
+      indices.push_back(i);
+  const bool sparse = static_cast<std::int64_t>(indices.size()) * 5 < size;
+  archive << (sparse ? 1 : 0);
+  bits.clear();
+  if (!sparse) {
+    for (std::int64_t i = 0; i < size; ++i)
+      bits.push_back(bits_of(vector[i]));
+    detail::save_vector(archive, bits.data(), size);
+    return;
+  }
+  for (const auto i : indices)
+    bits.push_back(bits_of(vector[i]));
+  archive << size;
+  detail::save_vector(archive, indices.data(), static_cast<std::int64_t>(indices.size()));
+  detail::save_vector(archive, bits.data(), static_cast<std::int64_t>(bits.size()));
+}
+
+/// Reads what `save_bits` wrote (a version 1 file: the dense bits alone).
+result<Eigen::VectorXd> load_bits(detail::archive_reader& archive, std::int64_t largest,
+                                  std::vector<std::uint64_t>& bits, std::vector<std::int64_t>& indices) {
+  int tag = 0;
+  if (archive.version() >= 2)
+    archive >> tag;
+  if (tag == 0) {
+    if (auto ok = archive.load_vector(bits, max_dimension); !ok)
+      return ok.error();
+    Eigen::VectorXd vector(static_cast<Eigen::Index>(bits.size()));
+    for (std::size_t i = 0; i < bits.size(); ++i)
+      vector[static_cast<Eigen::Index>(i)] = from_bits(bits[i]);
+    return vector;
+  }
+  if (tag != 1)
+    return fail_invalid("a vector of unknown encoding " + std::to_string(tag));
+  std::int64_t size = 0;
+  archive >> size;
+  // Checked before the vector is made: a few bytes must not make gigabytes of zeros (a dense
+  // vector is bounded by the file's bytes instead).
+  if (size < 0 || size > largest)
+    return fail_invalid("a sparse vector of size " + std::to_string(size) + ", not in the allowed 0.." +
+                        std::to_string(largest));
+  if (auto ok = archive.load_vector(indices, size); !ok)
+    return ok.error();
+  if (auto ok = archive.load_vector(bits, size); !ok)
+    return ok.error();
+  if (bits.size() != indices.size())
+    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(bits.size()) + " values");
+  Eigen::VectorXd vector = Eigen::VectorXd::Zero(size);
+  for (std::size_t k = 0; k < indices.size(); ++k) {
+    if (indices[k] < 0 || indices[k] >= size || (k > 0 && indices[k] <= indices[k - 1]))
+      return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k]) +
+                          ", not increasing within 0.." + std::to_string(size - 1));
+    vector[indices[k]] = from_bits(bits[k]);
+  }
+  return vector;
 }
 
 /// "^[a-z0-9-]+$": solver names become file names.
@@ -84,16 +153,11 @@ result<std::string> save_solver_checkpoint(const std::string& directory, const s
       archive << name << bits_of(value);
     archive << static_cast<std::int64_t>(saved.vectors.size());
     std::vector<std::uint64_t> bits;
+    std::vector<std::int64_t> indices;
     for (const auto& [name, list] : saved.vectors) {
       archive << name << static_cast<std::int64_t>(list.size());
-      for (const auto& vector : list) {
-        bits.resize(static_cast<std::size_t>(vector.size()));
-        for (Eigen::Index i = 0; i < vector.size(); ++i)
-          bits[static_cast<std::size_t>(i)] = bits_of(vector[i]);
-        archive << static_cast<std::int64_t>(bits.size());
-        if (!bits.empty())
-          archive << boost::serialization::make_array(bits.data(), bits.size());
-      }
+      for (const auto& vector : list)
+        save_bits(archive, vector, bits, indices);
     }
     archive << end_marker;
   });
@@ -103,7 +167,7 @@ result<std::string> save_solver_checkpoint(const std::string& directory, const s
   return path;
 }
 
-result<solver_checkpoint> load_solver_checkpoint(const std::string& path) {
+result<solver_checkpoint> load_solver_checkpoint(const std::string& path, std::int64_t largest) {
   return detail::read_archive_file<solver_checkpoint>(
     path, magic, format_version, "solver checkpoint",
     [&](detail::archive_reader& archive) -> result<solver_checkpoint> {
@@ -145,6 +209,7 @@ result<solver_checkpoint> load_solver_checkpoint(const std::string& path) {
         return corrupt("a count of " + std::to_string(count) + " lists");
       saved.vectors.resize(static_cast<std::size_t>(count));
       std::vector<std::uint64_t> bits;
+      std::vector<std::int64_t> indices;
       for (auto& [name, list] : saved.vectors) {
         if (auto ok = archive.load_string(name); !ok)
           return truncated(ok.error(), "lists");
@@ -153,24 +218,24 @@ result<solver_checkpoint> load_solver_checkpoint(const std::string& path) {
         if (vectors < 0 || vectors > max_vectors)
           return corrupt("a list of " + std::to_string(vectors) + " vectors");
         for (std::int64_t v = 0; v < vectors; ++v) {
-          if (auto ok = archive.load_vector(bits, max_dimension); !ok)
-            return truncated(ok.error(), "list " + name);
-          Eigen::VectorXd vector(static_cast<Eigen::Index>(bits.size()));
-          for (std::size_t i = 0; i < bits.size(); ++i)
-            vector[static_cast<Eigen::Index>(i)] = from_bits(bits[i]);
-          list.push_back(std::move(vector));
+          auto vector = load_bits(archive, largest, bits, indices);
+          if (!vector)
+            return truncated(vector.error(), "list " + name);
+          list.push_back(std::move(*vector));
         }
       }
       std::string end;
       if (auto ok = archive.load_string(end); !ok || end != end_marker)
         return corrupt("no end marker (truncated?)");
       return saved;
-    });
+    },
+    oldest_version);
 }
 
 result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std::string& directory,
-                                                                      const std::string& solver) {
-  return detail::newest_readable<solver_checkpoint>(directory, solver + "-", load_solver_checkpoint);
+                                                                      const std::string& solver, std::int64_t largest) {
+  return detail::newest_readable<solver_checkpoint>(
+    directory, solver + "-", [largest](const std::string& path) { return load_solver_checkpoint(path, largest); });
 }
 
 result<void> check_same_run(const solver_checkpoint& saved,

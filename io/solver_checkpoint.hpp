@@ -6,6 +6,7 @@
 // optimizers' states to and from it; io/checkpoint_files.hpp keeps the directory.
 
 #include "io/checkpoint_files.hpp"
+#include "model/model_shape.hpp"
 #include "base/result.hpp"
 
 #include <Eigen/Core>
@@ -42,13 +43,17 @@ std::string solver_checkpoint_name(const std::string& solver, std::int64_t itera
 result<std::string> save_solver_checkpoint(const std::string& directory, const solver_checkpoint& saved, int keep);
 
 /// Reads a solver checkpoint; errors name the file (missing, not a solver checkpoint, truncated,
-/// inconsistent). Every declared size is checked against the bytes left before it is allocated.
-result<solver_checkpoint> load_solver_checkpoint(const std::string& path);
+/// inconsistent). Every declared size is checked against the bytes left before it is allocated,
+/// and a vector written sparsely (its non-zeros alone) may have at most `largest` entries (a
+/// resumed run's dimension), so that a few bytes cannot declare gigabytes of zeros.
+result<solver_checkpoint> load_solver_checkpoint(const std::string& path,
+                                                 std::int64_t largest = model::max_parameters);
 
 /// The newest checkpoint of `solver` in `directory` that reads back, with a warning naming each
 /// newer file skipped. A missing directory, or one without a readable checkpoint, gives no state.
 result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std::string& directory,
-                                                                      const std::string& solver);
+                                                                      const std::string& solver,
+                                                                      std::int64_t largest = model::max_parameters);
 
 /// Checks that `saved` was written by a run with these `settings`: every key must be recorded with
 /// the same text, and every key recorded must be among them. Errors read "<path>: saved by another

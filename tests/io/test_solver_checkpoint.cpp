@@ -86,6 +86,47 @@ TEST_CASE("a solver checkpoint round-trips settings, numbers and lists bit for b
   CHECK_FALSE(io::save_solver_checkpoint(dir.path().string(), odd, 0).ok());
 }
 
+TEST_CASE("mostly-zero vectors are written as their non-zeros and read back bit for bit, and version 1 files still read") {
+  temp_dir dir;
+  // An L1 run's theta and pairs at a hashed dimension: a few non-zeros among 2^20 entries, among
+  // them -0.0, NaN and a subnormal (kept: their bits are not all zero); an all-zero vector; and a
+  // dense one beside them.
+  const std::int64_t d = std::int64_t{1} << 20;
+  Eigen::VectorXd sparse = Eigen::VectorXd::Zero(d);
+  sparse[0] = -0.0;
+  sparse[17] = std::numeric_limits<double>::quiet_NaN();
+  sparse[4096] = std::numeric_limits<double>::denorm_min();
+  sparse[d - 1] = 1.0 / 3;
+  io::solver_checkpoint saved;
+  saved.settings = {{"--l1", "1e-6"}};
+  saved.solver = "lbfgs";
+  saved.iteration = 5;
+  saved.vectors = {{"theta", {sparse}}, {"s", {Eigen::VectorXd::Zero(d), sparse}},
+                   {"f_history", {Eigen::Vector3d{0.5, 0.25, -0.0}}}};
+  auto path = io::save_solver_checkpoint(dir.path().string(), saved, 0);
+  REQUIRE(path.ok());
+  CHECK(std::filesystem::file_size(*path) < 4096);  // dense, 2^20 entries would take 2 MB each
+  auto loaded = io::load_solver_checkpoint(*path, d);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
+  REQUIRE(loaded->vectors.size() == 3);
+  CHECK(same_bits((*loaded->list("theta"))[0], sparse));
+  CHECK(same_bits((*loaded->list("s"))[0], Eigen::VectorXd::Zero(d)));
+  CHECK(same_bits((*loaded->list("s"))[1], sparse));
+  CHECK(same_bits((*loaded->list("f_history"))[0], saved.vectors[2].second[0]));
+  // A run of a smaller dimension refuses it, naming the list.
+  auto smaller = io::load_solver_checkpoint(*path, d - 1);
+  REQUIRE_FALSE(smaller.ok());
+  CHECK(smaller.error().message().find("list theta: a sparse vector of size 1048576, not in the allowed 0..1048575")
+        != std::string::npos);
+  // Version 1: every vector dense, no tag.
+  const auto old = dir.write("lbfgs-000000000001.txt",
+                             "22 serialization::archive 18 26 shardopt-solver-checkpoint 1 0 5 lbfgs 1 0 1 5 theta 1 "
+                             "3 4607182418800017408 0 9223372036854775808 3 end");
+  auto read = io::load_solver_checkpoint(old);
+  REQUIRE_MESSAGE(read.ok(), read.error().message());
+  CHECK(same_bits((*read->list("theta"))[0], Eigen::Vector3d{1.0, 0.0, -0.0}));
+}
+
 TEST_CASE("the newest readable checkpoint of a solver is used, corrupt newer ones and other kinds are not") {
   temp_dir dir;
   for (const int k : {3, 7, 9})
@@ -155,6 +196,28 @@ TEST_CASE("hostile small solver checkpoints are refused without allocating what 
   CHECK(why.rfind(settings + ": truncated or corrupt solver checkpoint: list theta: a size of 900000000", 0) == 0);
   std::tie(settings, why) = load("pairs.txt", "0 5 lbfgs 1 0 1 1 s 99999999999");
   CHECK(why == settings + ": corrupt solver checkpoint: a list of 99999999999 vectors");
+  // Version 2's sparse vectors: a few bytes declaring gigabytes of zeros, entries out of order or
+  // out of range, counts that disagree, an unknown encoding.
+  const std::string head2 = "22 serialization::archive 18 26 shardopt-solver-checkpoint 2 0 5 lbfgs 1 0 1 5 theta 1 ";
+  const auto load2 = [&](const std::string& name, const std::string& body) {
+    const auto path = dir.write(name, head2 + body);
+    auto r = io::load_solver_checkpoint(path);
+    REQUIRE_FALSE(r.ok());
+    return std::pair{path, r.error().message()};
+  };
+  const std::string list = ": truncated or corrupt solver checkpoint: list theta: ";
+  std::tie(settings, why) = load2("huge.txt", "1 99999999999 0 0 3 end");
+  CHECK(why == settings + list + "a sparse vector of size 99999999999, not in the allowed 0..2147483648");
+  std::tie(settings, why) = load2("order.txt", "1 10 2 3 3 2 1 1 3 end");
+  CHECK(why == settings + list + "entry 1 has index 3, not increasing within 0..9");
+  std::tie(settings, why) = load2("range.txt", "1 10 1 10 1 1 3 end");
+  CHECK(why == settings + list + "entry 0 has index 10, not increasing within 0..9");
+  std::tie(settings, why) = load2("counts.txt", "1 10 2 1 2 1 1 3 end");
+  CHECK(why == settings + list + "2 indices for 1 values");
+  std::tie(settings, why) = load2("many.txt", "1 10 11 0 1 2 3 4 5 6 7 8 9 10 0 3 end");
+  CHECK(why.rfind(settings + list + "a size of 11, not in the allowed 0..10", 0) == 0);
+  std::tie(settings, why) = load2("tag.txt", "7 3 1 2 3 3 end");
+  CHECK(why == settings + list + "a vector of unknown encoding 7");
   const auto growth = test::peak_rss_bytes() - before;
   MESSAGE("peak RSS growth reading hostile solver checkpoints: " << growth / 1024 << " KiB");
   CHECK(growth < test::hostile_file_memory_bound);

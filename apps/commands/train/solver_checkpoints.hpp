@@ -45,10 +45,11 @@ public:
   /// Finds the newest readable checkpoint of `solver` in `options.dir` (printing a warning for
   /// each one skipped, unless quiet) and checks it was saved by a run with `settings`. Errors: the
   /// directory cannot be listed; the checkpoint belongs to another run (naming the option that
-  /// differs) or is not a state of that solver.
+  /// differs) or is not a state of that solver. No vector saved sparsely may have more entries
+  /// than the run's `dimension`.
   static result<solver_checkpointer> open(const checkpoint_options& options, solver_kind solver,
                                           std::vector<std::pair<std::string, std::string>> settings,
-                                          bool quiet);
+                                          bool quiet, std::int64_t dimension);
 
   /// The iteration the run resumes after, or 0 when it starts afresh.
   int resumed_iteration() const;

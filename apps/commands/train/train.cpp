@@ -79,7 +79,8 @@ result<std::optional<solver_checkpointer>> checkpoints_for(const train_options& 
   if (options.checkpoints.dir.empty())
     return std::optional<solver_checkpointer>{};
   auto opened = solver_checkpointer::open(options.checkpoints, solver,
-                                          run_settings(options, solver, data, shards), options.quiet);
+                                          run_settings(options, solver, data, shards), options.quiet,
+                                          data.shape.dimension());
   if (!opened)
     return opened.error();
   if (opened->resumed_iteration() > 0 && !options.quiet)
