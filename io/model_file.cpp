@@ -59,8 +59,18 @@ void save_theta(boost::archive::text_oarchive& archive, const Eigen::VectorXd& t
   detail::save_vector(archive, values.data(), static_cast<std::int64_t>(values.size()));
 }
 
-/// Reads theta of `dimension` entries, dense (files before version 3, or tag 0) or sparse.
-result<void> load_theta(detail::archive_reader& archive, Eigen::VectorXd& theta, std::int64_t dimension) {
+/// A sparse theta as read: its entries, checked, and made into a vector of the dimension only once
+/// the rest of the file has read back whole (a few bytes must not make gigabytes of zeros).
+struct sparse_theta {
+  bool sparse = false;
+  std::vector<std::int64_t> indices;
+  std::vector<double> values;
+};
+
+/// Reads theta of `dimension` entries, dense (files before version 3, or tag 0) into `theta`, or
+/// sparse into `entries`.
+result<void> load_theta(detail::archive_reader& archive, Eigen::VectorXd& theta, sparse_theta& entries,
+                        std::int64_t dimension) {
   int tag = 0;
   if (archive.version() >= 3)
     archive >> tag;
@@ -72,26 +82,22 @@ result<void> load_theta(detail::archive_reader& archive, Eigen::VectorXd& theta,
   archive >> size;
   if (size != dimension)
     return fail_invalid("a size of " + std::to_string(size) + ", the shape needs " + std::to_string(dimension));
-  // Checked before theta is made: a few bytes must not make gigabytes of zeros (a dense theta is
-  // bounded by the file's bytes instead).
   if (size > model::max_parameters)
     return fail_invalid("a size of " + std::to_string(size) + ", more than the " +
                         std::to_string(model::max_parameters) + " parameters a model may have");
-  std::vector<std::int64_t> indices;
-  std::vector<double> values;
+  entries.sparse = true;
+  auto& indices = entries.indices;
   if (auto loaded = archive.load_vector(indices, dimension); !loaded)
     return loaded;
-  if (auto loaded = archive.load_vector(values, dimension); !loaded)
+  if (auto loaded = archive.load_vector(entries.values, dimension); !loaded)
     return loaded;
-  if (values.size() != indices.size())
-    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(values.size()) + " values");
-  theta = Eigen::VectorXd::Zero(dimension);
-  for (std::size_t k = 0; k < indices.size(); ++k) {
+  if (entries.values.size() != indices.size())
+    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(entries.values.size()) +
+                        " values");
+  for (std::size_t k = 0; k < indices.size(); ++k)
     if (indices[k] < 0 || indices[k] >= dimension || (k > 0 && indices[k] <= indices[k - 1]))
       return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k])
                           + ", not increasing within 0.." + std::to_string(dimension - 1));
-    theta[indices[k]] = values[k];
-  }
   return {};
 }
 
@@ -182,7 +188,8 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   const auto corrupt = [&](const failure& why, const std::string& field) {
     return why.with_context(path + ": truncated or corrupt model file: " + field);
   };
-  if (auto loaded = load_theta(archive, model.theta, *dimension); !loaded)
+  sparse_theta entries;
+  if (auto loaded = load_theta(archive, model.theta, entries, *dimension); !loaded)
     return corrupt(loaded.error(), "theta");
   int label_kind = 0;
   archive >> label_kind;
@@ -214,6 +221,11 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   }
   if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
     return fail_invalid(path + ": truncated or corrupt model file: no end marker");
+  if (entries.sparse) {  // the whole file read back: now its zeros
+    model.theta = Eigen::VectorXd::Zero(*dimension);
+    for (std::size_t k = 0; k < entries.indices.size(); ++k)
+      model.theta[entries.indices[k]] = entries.values[k];
+  }
   if (auto consistent = check_consistent(model); !consistent)
     return consistent.error().with_context(path + ": corrupt model file");
   return model;

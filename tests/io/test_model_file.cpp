@@ -180,6 +180,10 @@ TEST_CASE("model_file: hostile small files declaring huge lengths are refused wi
       // A sparse theta (format 3) of 2^40 zeros declared in a few bytes: refused before any is made.
       {"sparse.model", "22 serialization::archive 18 14 shardopt-model 3 1 1099511627775 1 0 0 1 1099511627776 0 0",
        "truncated or corrupt model file: theta: a size of 1099511627776, more than the 2147483648 parameters"},
+      // A sparse theta of 2^31 zeros (the most a model may have) and nothing after it: its zeros
+      // are made only once the file has read back whole, so none here (16 GB otherwise).
+      {"sparse_zeros.model", "22 serialization::archive 18 14 shardopt-model 4 1 2147483647 1 0 0 1 2147483648 0 0",
+       "truncated or corrupt model file"},
       // Everything fine up to the end marker, declared 3 GB long.
       {"marker.model",
        "22 serialization::archive 18 14 shardopt-model 1 0 1 1 2 0 0 0 0 1 0 0 0 3000000000 end",
