@@ -17,9 +17,9 @@ using namespace shardopt;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const fuzz::scratch_dir dir;
   const auto path = dir.write("solver.txt", {reinterpret_cast<const char*>(data), size});
-  // Sparse vectors of at most 2^20 entries, as a run of that dimension would allow (the default,
-  // 2^31, would let a few bytes fill the fuzzer's memory with zeros, as it would a run's).
-  constexpr std::int64_t largest = std::int64_t{1} << 20;
+  // Sparse vectors of at most 2^20 entries in all, as a small run would allow (the default, 2^27,
+  // would let a few hundred bytes of a whole file fill the fuzzer's memory with zeros).
+  const io::checkpoint_limits largest{{}, std::int64_t{1} << 20};
   const auto loaded = io::load_solver_checkpoint(path, largest);
   if (!loaded)
     return 0;

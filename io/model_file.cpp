@@ -134,12 +134,12 @@ void write_archive(std::ostream& stream, const saved_model& model) {
 
 bool valid_kind(int kind) { return kind >= 0 && kind <= static_cast<int>(model::model_kind::svm); }
 
-/// Checks that the parts of a model agree: theta fits the shape, the label encoding gives the
-/// shape's outputs, the scaling has one entry per feature (or none).
-result<void> check_consistent(const saved_model& model) {
+/// Checks that the parts of a model agree: theta (of `theta_size` entries) fits the shape, the
+/// label encoding gives the shape's outputs, the scaling has one entry per feature (or none).
+result<void> check_consistent(const saved_model& model, std::int64_t theta_size) {
   const auto& shape = model.shape;
-  if (model.theta.size() != shape.dimension())
-    return fail_invalid("theta has " + std::to_string(model.theta.size()) + " entries, but the shape needs " +
+  if (theta_size != shape.dimension())
+    return fail_invalid("theta has " + std::to_string(theta_size) + " entries, but the shape needs " +
                 std::to_string(shape.dimension()));
   if (model.labels.kind != shape.kind || model.labels.outputs() != shape.outputs)
     return fail_invalid("the label encoding (" + std::string{model::to_string(model.labels.kind)} + ", " +
@@ -221,20 +221,20 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
   }
   if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
     return fail_invalid(path + ": truncated or corrupt model file: no end marker");
-  if (entries.sparse) {  // the whole file read back: now its zeros
+  if (auto consistent = check_consistent(model, entries.sparse ? *dimension : model.theta.size()); !consistent)
+    return consistent.error().with_context(path + ": corrupt model file");
+  if (entries.sparse) {  // the whole file read back and found consistent: now its zeros
     model.theta = Eigen::VectorXd::Zero(*dimension);
     for (std::size_t k = 0; k < entries.indices.size(); ++k)
       model.theta[entries.indices[k]] = entries.values[k];
   }
-  if (auto consistent = check_consistent(model); !consistent)
-    return consistent.error().with_context(path + ": corrupt model file");
   return model;
 }
 
 } // namespace detail
 
 result<void> save_model(const std::string& path, const saved_model& model) {
-  if (auto consistent = check_consistent(model); !consistent)
+  if (auto consistent = check_consistent(model, model.theta.size()); !consistent)
     return consistent.error().with_context(path + ": cannot save the model");
   return stream_file_atomically(path, [&](std::ostream& stream) { write_archive(stream, model); });
 }

@@ -2,7 +2,6 @@
 
 #include "io/atomic_file.hpp"
 #include "io/model_archive.hpp"
-#include "model/model_shape.hpp"
 
 #include <boost/serialization/string.hpp>
 #include <boost/serialization/vector.hpp>
@@ -68,43 +67,53 @@ void save_bits(boost::archive::text_oarchive& archive, const Eigen::VectorXd& ve
   detail::save_vector(archive, bits.data(), static_cast<std::int64_t>(bits.size()));
 }
 
-/// Reads what `save_bits` wrote (a version 1 file: the dense bits alone).
-result<Eigen::VectorXd> load_bits(detail::archive_reader& archive, std::int64_t largest,
-                                  std::vector<std::uint64_t>& bits, std::vector<std::int64_t>& indices) {
+/// A sparse vector as read, made into a vector once the whole file has read back.
+struct sparse_bits {
+  std::size_t list = 0, vector = 0;  // where in the checkpoint's lists it goes
+  std::int64_t size = 0;
+  std::vector<std::int64_t> indices;
+  std::vector<std::uint64_t> bits;
+};
+
+/// Reads what `save_bits` wrote (a version 1 file: the dense bits alone) into `into`, or for a
+/// sparse vector its entries, checked, into `sparse` (`into` to be filled from them later, as
+/// `entries` says).
+result<void> load_bits(detail::archive_reader& archive, Eigen::VectorXd& into, sparse_bits entries,
+                       std::vector<sparse_bits>& sparse, std::int64_t& sparse_left, std::vector<std::uint64_t>& bits) {
   int tag = 0;
   if (archive.version() >= 2)
     archive >> tag;
   if (tag == 0) {
     if (auto ok = archive.load_vector(bits, max_dimension); !ok)
-      return ok.error();
-    Eigen::VectorXd vector(static_cast<Eigen::Index>(bits.size()));
+      return ok;
+    into.resize(static_cast<Eigen::Index>(bits.size()));
     for (std::size_t i = 0; i < bits.size(); ++i)
-      vector[static_cast<Eigen::Index>(i)] = from_bits(bits[i]);
-    return vector;
+      into[static_cast<Eigen::Index>(i)] = from_bits(bits[i]);
+    return {};
   }
   if (tag != 1)
     return fail_invalid("a vector of unknown encoding " + std::to_string(tag));
   std::int64_t size = 0;
   archive >> size;
-  // Checked before the vector is made: a few bytes must not make gigabytes of zeros (a dense
-  // vector is bounded by the file's bytes instead).
-  if (size < 0 || size > largest)
-    return fail_invalid("a sparse vector of size " + std::to_string(size) + ", not in the allowed 0.." +
-                        std::to_string(largest));
-  if (auto ok = archive.load_vector(indices, size); !ok)
-    return ok.error();
-  if (auto ok = archive.load_vector(bits, size); !ok)
-    return ok.error();
-  if (bits.size() != indices.size())
-    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(bits.size()) + " values");
-  Eigen::VectorXd vector = Eigen::VectorXd::Zero(size);
-  for (std::size_t k = 0; k < indices.size(); ++k) {
+  if (size < 0 || size > sparse_left)
+    return fail_invalid("a sparse vector of size " + std::to_string(size) + ", more than the " +
+                        std::to_string(sparse_left) + " entries left of what this run's sparse vectors may hold");
+  sparse_left -= size;
+  entries.size = size;
+  if (auto ok = archive.load_vector(entries.indices, size); !ok)
+    return ok;
+  if (auto ok = archive.load_vector(entries.bits, size); !ok)
+    return ok;
+  const auto& indices = entries.indices;
+  if (entries.bits.size() != indices.size())
+    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(entries.bits.size()) +
+                        " values");
+  for (std::size_t k = 0; k < indices.size(); ++k)
     if (indices[k] < 0 || indices[k] >= size || (k > 0 && indices[k] <= indices[k - 1]))
       return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k]) +
                           ", not increasing within 0.." + std::to_string(size - 1));
-    vector[indices[k]] = from_bits(bits[k]);
-  }
-  return vector;
+  sparse.push_back(std::move(entries));
+  return {};
 }
 
 /// "^[a-z0-9-]+$": solver names become file names.
@@ -167,7 +176,7 @@ result<std::string> save_solver_checkpoint(const std::string& directory, const s
   return path;
 }
 
-result<solver_checkpoint> load_solver_checkpoint(const std::string& path, std::int64_t largest) {
+result<solver_checkpoint> load_solver_checkpoint(const std::string& path, const checkpoint_limits& limits) {
   return detail::read_archive_file<solver_checkpoint>(
     path, magic, format_version, "solver checkpoint",
     [&](detail::archive_reader& archive) -> result<solver_checkpoint> {
@@ -204,13 +213,18 @@ result<solver_checkpoint> load_solver_checkpoint(const std::string& path, std::i
         archive >> bits;
         value = from_bits(bits);
       }
+      // Another run's: its settings and numbers only, for check_same_run to name the difference.
+      if (!limits.settings.empty() && !check_same_run(saved, limits.settings, path))
+        return saved;
       archive >> count;
       if (count < 0 || count > max_entries)
         return corrupt("a count of " + std::to_string(count) + " lists");
       saved.vectors.resize(static_cast<std::size_t>(count));
       std::vector<std::uint64_t> bits;
-      std::vector<std::int64_t> indices;
-      for (auto& [name, list] : saved.vectors) {
+      std::vector<sparse_bits> sparse;
+      std::int64_t sparse_left = limits.sparse_entries;
+      for (std::size_t l = 0; l < saved.vectors.size(); ++l) {
+        auto& [name, list] = saved.vectors[l];
         if (auto ok = archive.load_string(name); !ok)
           return truncated(ok.error(), "lists");
         std::int64_t vectors = 0;
@@ -218,24 +232,32 @@ result<solver_checkpoint> load_solver_checkpoint(const std::string& path, std::i
         if (vectors < 0 || vectors > max_vectors)
           return corrupt("a list of " + std::to_string(vectors) + " vectors");
         for (std::int64_t v = 0; v < vectors; ++v) {
-          auto vector = load_bits(archive, largest, bits, indices);
-          if (!vector)
-            return truncated(vector.error(), "list " + name);
-          list.push_back(std::move(*vector));
+          list.emplace_back();
+          if (auto ok = load_bits(archive, list.back(), sparse_bits{l, list.size() - 1, 0, {}, {}}, sparse,
+                                  sparse_left, bits);
+              !ok)
+            return truncated(ok.error(), "list " + name);
         }
       }
       std::string end;
       if (auto ok = archive.load_string(end); !ok || end != end_marker)
         return corrupt("no end marker (truncated?)");
+      for (const auto& entries : sparse) {  // the whole file read back: now their zeros
+        auto& vector = saved.vectors[entries.list].second[entries.vector];
+        vector = Eigen::VectorXd::Zero(entries.size);
+        for (std::size_t k = 0; k < entries.indices.size(); ++k)
+          vector[entries.indices[k]] = from_bits(entries.bits[k]);
+      }
       return saved;
     },
     oldest_version);
 }
 
 result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std::string& directory,
-                                                                      const std::string& solver, std::int64_t largest) {
+                                                                      const std::string& solver,
+                                                                      const checkpoint_limits& limits) {
   return detail::newest_readable<solver_checkpoint>(
-    directory, solver + "-", [largest](const std::string& path) { return load_solver_checkpoint(path, largest); });
+    directory, solver + "-", [&limits](const std::string& path) { return load_solver_checkpoint(path, limits); });
 }
 
 result<void> check_same_run(const solver_checkpoint& saved,

@@ -6,7 +6,6 @@
 // optimizers' states to and from it; io/checkpoint_files.hpp keeps the directory.
 
 #include "io/checkpoint_files.hpp"
-#include "model/model_shape.hpp"
 #include "base/result.hpp"
 
 #include <Eigen/Core>
@@ -42,18 +41,26 @@ std::string solver_checkpoint_name(const std::string& solver, std::int64_t itera
 /// (keep <= 0 keeps all). Returns the path written; errors name the file and the cause. Blocks.
 result<std::string> save_solver_checkpoint(const std::string& directory, const solver_checkpoint& saved, int keep);
 
+/// What a resuming run takes of a checkpoint. Sparse vectors (their non-zeros alone in the file)
+/// are made only once the file has read back whole, and may declare at most `sparse_entries`
+/// entries in all, so that a few bytes cannot make gigabytes of zeros. With `settings`, a
+/// checkpoint saved by a run with other settings is read without its lists: `check_same_run`
+/// then names what differs, and nothing of another run's size is made.
+struct checkpoint_limits {
+  std::vector<std::pair<std::string, std::string>> settings;
+  std::int64_t sparse_entries = std::int64_t{1} << 27;
+};
+
 /// Reads a solver checkpoint; errors name the file (missing, not a solver checkpoint, truncated,
 /// inconsistent). Every declared size is checked against the bytes left before it is allocated,
-/// and a vector written sparsely (its non-zeros alone) may have at most `largest` entries (a
-/// resumed run's dimension), so that a few bytes cannot declare gigabytes of zeros.
-result<solver_checkpoint> load_solver_checkpoint(const std::string& path,
-                                                 std::int64_t largest = model::max_parameters);
+/// and sparse vectors against `limits`.
+result<solver_checkpoint> load_solver_checkpoint(const std::string& path, const checkpoint_limits& limits = {});
 
 /// The newest checkpoint of `solver` in `directory` that reads back, with a warning naming each
 /// newer file skipped. A missing directory, or one without a readable checkpoint, gives no state.
 result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std::string& directory,
                                                                       const std::string& solver,
-                                                                      std::int64_t largest = model::max_parameters);
+                                                                      const checkpoint_limits& limits = {});
 
 /// Checks that `saved` was written by a run with these `settings`: every key must be recorded with
 /// the same text, and every key recorded must be among them. Errors read "<path>: saved by another

@@ -82,27 +82,30 @@ void block_evaluator::add_bounds_to(data_bounds& total) {
 
 void block_evaluator::add_bounds_of(const std::vector<block_evaluator*>& evaluators, data_bounds& total,
                                     unsigned threads) {
-  // The layouts' maxima merged together where every evaluator has them and `total` has none yet;
-  // any other evaluator adds its bounds as add_bounds_to does.
+  // The layouts' maxima merged together where each evaluator has them (into `total`'s maxima, or
+  // a new vector of them); any other evaluator adds its bounds as add_bounds_to does.
   std::vector<block_evaluator*> merged, others;
   const auto features = evaluators.empty() ? 0 : evaluators.front()->data_->cols();
+  const bool fresh = total.feature_max.size() == 0;  // else raised where it stands
   for (auto* e : evaluators) {
     const bool held = e->sparse_ && e->rows_.size() > 0 && e->sparse_->holds_maxima() && e->data_->cols() == features;
-    (held && total.feature_max.size() == 0 ? merged : others).push_back(e);
+    (held && (fresh || total.feature_max.size() == features) ? merged : others).push_back(e);
   }
   if (merged.empty()) {
     for (auto* e : evaluators)
       e->add_bounds_to(total);
     return;
   }
-  total.feature_max.resize(features);  // each entry written below, once, by the thread of its range
+  if (fresh)
+    total.feature_max.resize(features);  // each entry written below, once, by the thread of its range
   const auto parts = 8 * static_cast<std::int64_t>(std::max(threads, 1U));  // ranges a thread, about
   const auto range = std::max<std::int64_t>(64, (features + parts - 1) / parts);
   const auto ranges = static_cast<std::size_t>((features + range - 1) / range);
   run_parallel(ranges, threads, [&](std::size_t r) {
     const auto begin = static_cast<std::int64_t>(r) * range;
     const auto end = std::min(begin + range, features);
-    total.feature_max.segment(begin, end - begin).setZero();
+    if (fresh)
+      total.feature_max.segment(begin, end - begin).setZero();
     for (const auto* e : merged)
       e->sparse_->max_range(total.feature_max, begin, end);
   });

@@ -100,7 +100,8 @@ public:
 
   /// Adds the bounds of every evaluator's rows to `total`, as `add_bounds_to` does one by one,
   /// with the maxima the layouts found merged on up to `threads` threads, each one writing its own
-  /// range of features once (no zeroing pass, no lock, the memory touched on every core).
+  /// range of features (no lock; into a new vector of maxima, each entry written once, or into
+  /// `total`'s own).
   static void add_bounds_of(const std::vector<block_evaluator*>& evaluators, data_bounds& total, unsigned threads);
 
 private:

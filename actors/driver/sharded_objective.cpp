@@ -32,15 +32,21 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   // threads as this process may use: the setup's passes over the non-zeros run on every core, as
   // a pass does. Then their bounds, the maxima merged range by range on every core too (maxima
   // and counts: the same in any order), into the one dimension-sized vector of the run's bounds.
+  // A batch of shards at a time, one a thread, so that no more of their maxima (4 bytes a
+  // feature each) are held at once than threads build them.
+  const auto threads = usable_cpus();
   std::vector<std::optional<model::block_evaluator>> evaluators(blocks.size());
-  run_parallel(blocks.size(), usable_cpus(), [&](std::size_t i) {
-    evaluators[i].emplace(shape, data, blocks[i], block_rows);
-  });
   model::data_bounds bounds{{}, 0, block_rows, 0};
-  std::vector<model::block_evaluator*> built;
-  for (auto& evaluator : evaluators)
-    built.push_back(&*evaluator);
-  model::block_evaluator::add_bounds_of(built, bounds, usable_cpus());
+  for (std::size_t first = 0; first < blocks.size(); first += threads) {
+    const auto count = std::min<std::size_t>(threads, blocks.size() - first);
+    run_parallel(count, threads, [&](std::size_t i) {
+      evaluators[first + i].emplace(shape, data, blocks[first + i], block_rows);
+    });
+    std::vector<model::block_evaluator*> built;
+    for (std::size_t i = 0; i < count; ++i)
+      built.push_back(&*evaluators[first + i]);
+    model::block_evaluator::add_bounds_of(built, bounds, threads);
+  }
   std::vector<shard_actor> shards;
   std::vector<peer_share> shares;
   std::int64_t first = 0;

@@ -183,7 +183,12 @@ TEST_CASE("model_file: hostile small files declaring huge lengths are refused wi
       // A sparse theta of 2^31 zeros (the most a model may have) and nothing after it: its zeros
       // are made only once the file has read back whole, so none here (16 GB otherwise).
       {"sparse_zeros.model", "22 serialization::archive 18 14 shardopt-model 4 1 2147483647 1 0 0 1 2147483648 0 0",
-       "truncated or corrupt model file"},
+       "truncated or corrupt model file (input stream error)"},
+      // The same, whole to its end marker but inconsistent (a linear label encoding for a
+      // logistic model): refused before its zeros are made too.
+      {"sparse_inconsistent.model",
+       "22 serialization::archive 18 14 shardopt-model 4 1 2147483647 1 0 0 1 2147483648 0 0 0 0 1 0 0 0 0 0  12 end-of-model",
+       "corrupt model file: the label encoding (linear, 1 outputs) does not match the shape (logistic, 1 outputs)"},
       // Everything fine up to the end marker, declared 3 GB long.
       {"marker.model",
        "22 serialization::archive 18 14 shardopt-model 1 0 1 1 2 0 0 0 0 1 0 0 0 3000000000 end",

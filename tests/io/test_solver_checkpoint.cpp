@@ -106,18 +106,26 @@ TEST_CASE("mostly-zero vectors are written as their non-zeros and read back bit 
   auto path = io::save_solver_checkpoint(dir.path().string(), saved, 0);
   REQUIRE(path.ok());
   CHECK(std::filesystem::file_size(*path) < 4096);  // dense, 2^20 entries would take 2 MB each
-  auto loaded = io::load_solver_checkpoint(*path, d);
+  auto loaded = io::load_solver_checkpoint(*path, io::checkpoint_limits{saved.settings, 3 * d});
   REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
   REQUIRE(loaded->vectors.size() == 3);
   CHECK(same_bits((*loaded->list("theta"))[0], sparse));
   CHECK(same_bits((*loaded->list("s"))[0], Eigen::VectorXd::Zero(d)));
   CHECK(same_bits((*loaded->list("s"))[1], sparse));
   CHECK(same_bits((*loaded->list("f_history"))[0], saved.vectors[2].second[0]));
-  // A run of a smaller dimension refuses it, naming the list.
-  auto smaller = io::load_solver_checkpoint(*path, d - 1);
+  // Sparse vectors declaring more entries in all than a run allows are refused, naming the list.
+  auto smaller = io::load_solver_checkpoint(*path, io::checkpoint_limits{{}, 3 * d - 1});
   REQUIRE_FALSE(smaller.ok());
-  CHECK(smaller.error().message().find("list theta: a sparse vector of size 1048576, not in the allowed 0..1048575")
+  CHECK(smaller.error().message().find("list s: a sparse vector of size 1048576, more than the 1048575 entries left")
         != std::string::npos);
+  // A run with other settings reads it without its lists (nothing of its size made), and
+  // check_same_run names the difference.
+  const std::vector<std::pair<std::string, std::string>> other{{"--l1", "1e-5"}};
+  auto another = io::load_solver_checkpoint(*path, io::checkpoint_limits{other, 1});
+  REQUIRE_MESSAGE(another.ok(), another.error().message());
+  CHECK(another->vectors.empty());
+  CHECK(another->iteration == 5);
+  CHECK_FALSE(io::check_same_run(*another, other, *path).ok());
   // Version 1: every vector dense, no tag.
   const auto old = dir.write("lbfgs-000000000001.txt",
                              "22 serialization::archive 18 26 shardopt-solver-checkpoint 1 0 5 lbfgs 1 0 1 5 theta 1 "
@@ -207,7 +215,21 @@ TEST_CASE("hostile small solver checkpoints are refused without allocating what 
   };
   const std::string list = ": truncated or corrupt solver checkpoint: list theta: ";
   std::tie(settings, why) = load2("huge.txt", "1 99999999999 0 0 3 end");
-  CHECK(why == settings + list + "a sparse vector of size 99999999999, not in the allowed 0..2147483648");
+  CHECK(why == settings + list + "a sparse vector of size 99999999999, more than the 134217728 entries left of "
+                                 "what this run's sparse vectors may hold");
+  // Sparse vectors within the limit one by one, beyond it together: refused before any is made,
+  // and none is made before the end marker.
+  std::string many = "";
+  for (int k = 0; k < 40; ++k)
+    many += "1 4194304 0 0 ";
+  const auto path2 = dir.write("many_sparse.txt", "22 serialization::archive 18 26 shardopt-solver-checkpoint 2 0 5 "
+                                                  "lbfgs 1 0 1 5 theta 40 " + many + "3 end");
+  auto refused = io::load_solver_checkpoint(path2);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message().find("list theta: a sparse vector of size 4194304, more than the 0 entries left")
+        != std::string::npos);
+  std::tie(settings, why) = load2("no_end.txt", "1 134217728 0 0 ");  // 1 GB of zeros, never made
+  CHECK(why == settings + ": truncated or corrupt solver checkpoint (input stream error)");
   std::tie(settings, why) = load2("order.txt", "1 10 2 3 3 2 1 1 3 end");
   CHECK(why == settings + list + "entry 1 has index 3, not increasing within 0..9");
   std::tie(settings, why) = load2("range.txt", "1 10 1 10 1 1 3 end");

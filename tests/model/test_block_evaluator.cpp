@@ -212,6 +212,16 @@ TEST_CASE("the bounds evaluators add while numbering their features are those bo
       model::block_evaluator::add_bounds_of(all, again, threads);
       CHECK(again.feature_max == whole.feature_max);
     }
+    // In batches, as a driver merges them (the later ones raised into the maxima already there).
+    std::vector<model::block_evaluator> evaluators;
+    for (const auto& rows : parts)
+      evaluators.emplace_back(shape, sparse, rows, block_rows);
+    model::data_bounds total{{}, 0, block_rows, 0};
+    model::block_evaluator::add_bounds_of({&evaluators[2]}, total, threads);
+    model::block_evaluator::add_bounds_of({&evaluators[0], &evaluators[1]}, total, threads);
+    CHECK(total.feature_max == whole.feature_max);
+    CHECK(total.max_label == whole.max_label);
+    CHECK(total.blocks == whole.blocks);
   }
 }
 

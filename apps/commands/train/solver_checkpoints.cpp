@@ -187,10 +187,11 @@ solver_checkpointer::solver_checkpointer(const checkpoint_options& options, solv
 
 result<solver_checkpointer> solver_checkpointer::open(const checkpoint_options& options, solver_kind solver,
                                                       std::vector<std::pair<std::string, std::string>> settings,
-                                                      bool quiet, std::int64_t dimension) {
+                                                      bool quiet, std::int64_t sparse_entries) {
   solver_checkpointer out{options, solver, std::move(settings)};
   const bool newton = solver == solver_kind::newton_cg;
-  auto found = io::newest_readable_solver_checkpoint(options.dir, newton ? newton_name : lbfgs_name, dimension);
+  const io::checkpoint_limits limits{out.settings_, sparse_entries};
+  auto found = io::newest_readable_solver_checkpoint(options.dir, newton ? newton_name : lbfgs_name, limits);
   if (!found)
     return found.error().with_context("--checkpoint-dir");
   if (!quiet)
@@ -199,7 +200,7 @@ result<solver_checkpointer> solver_checkpointer::open(const checkpoint_options& 
   if (!found->state) {
     // The same command may have saved the other solver's states before `--solver auto` chose
     // this one: starting afresh beside them would silently throw that run away.
-    auto other = io::newest_readable_solver_checkpoint(options.dir, newton ? lbfgs_name : newton_name, dimension);
+    auto other = io::newest_readable_solver_checkpoint(options.dir, newton ? lbfgs_name : newton_name, limits);
     if (other && other->state) {
       // OWL-QN's states are L-BFGS's: the run's settings name which of the two saved it.
       std::string theirs = newton ? lbfgs_name : newton_name;

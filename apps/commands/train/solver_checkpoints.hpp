@@ -45,11 +45,11 @@ public:
   /// Finds the newest readable checkpoint of `solver` in `options.dir` (printing a warning for
   /// each one skipped, unless quiet) and checks it was saved by a run with `settings`. Errors: the
   /// directory cannot be listed; the checkpoint belongs to another run (naming the option that
-  /// differs) or is not a state of that solver. No vector saved sparsely may have more entries
-  /// than the run's `dimension`.
+  /// differs) or is not a state of that solver. The vectors a checkpoint saved sparsely may have
+  /// at most `sparse_entries` entries in all (io::checkpoint_limits).
   static result<solver_checkpointer> open(const checkpoint_options& options, solver_kind solver,
                                           std::vector<std::pair<std::string, std::string>> settings,
-                                          bool quiet, std::int64_t dimension);
+                                          bool quiet, std::int64_t sparse_entries);
 
   /// The iteration the run resumes after, or 0 when it starts afresh.
   int resumed_iteration() const;

@@ -78,9 +78,17 @@ result<std::optional<solver_checkpointer>> checkpoints_for(const train_options& 
                                                            const prepared_data& data, int shards) {
   if (options.checkpoints.dir.empty())
     return std::optional<solver_checkpointer>{};
+  // What this run's checkpoints may hold of the dimension: theta, its gradient, a diagonal and
+  // the pairs, with room to spare; and the --past ring.
+  const std::int64_t pairs = std::max<std::int64_t>({options.lbfgs.history, options.preconditioner_pairs, 64});
+  const std::int64_t vectors = 2 * std::min<std::int64_t>(pairs, 1 << 20) + 8;
+  const auto dimension = data.shape.dimension();
+  const auto sparse_entries = dimension > (std::int64_t{1} << 40) / vectors
+                                ? std::int64_t{1} << 40
+                                : vectors * dimension + std::max<std::int64_t>(options.lbfgs.past, 0) + 1024;
   auto opened = solver_checkpointer::open(options.checkpoints, solver,
                                           run_settings(options, solver, data, shards), options.quiet,
-                                          data.shape.dimension());
+                                          sparse_entries);
   if (!opened)
     return opened.error();
   if (opened->resumed_iteration() > 0 && !options.quiet)

@@ -23,6 +23,7 @@
 #include <chrono>
 #include <random>
 #include <utility>
+#include <optional>
 #include <vector>
 
 namespace {
@@ -203,15 +204,20 @@ TEST_CASE("kept word buffers full of stale words change no bit of an evaluation,
     };
     const auto clean = run();
     // Every kept buffer the answers could take, each word set to a pattern no sum holds (held
-    // here: the clean run's end freed what it kept, and keeps none after).
-    shardopt::hold_spare_words();
+    // here: the clean run's end freed what it kept, and keeps none after; let go however the
+    // case ends).
+    struct held_words {
+      held_words() { shardopt::hold_spare_words(); }
+      ~held_words() { shardopt::let_go_spare_words(); }
+    };
+    std::optional<held_words> holding{std::in_place};
     for (std::size_t i = 0; i < shardopt::kept_buffers; ++i) {
       std::vector<std::int64_t> junk(static_cast<std::size_t>(2 * d + 2) + 97 * i, std::int64_t{0x5a5a5a5a5a5a5a5a});
       shardopt::give_back_words(std::move(junk));
     }
     REQUIRE(shardopt::kept_word_buffers() == shardopt::kept_buffers);
     const auto stale = run();
-    shardopt::let_go_spare_words();
+    holding.reset();
     CHECK(stale.f == clean.f);
     CHECK(stale.grad == clean.grad);
     CHECK(stale.diagonal == clean.diagonal);
