@@ -20,6 +20,7 @@
 #include <ostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace shardopt::io::detail {
 
@@ -29,6 +30,21 @@ void save_vector(boost::archive::text_oarchive& archive, const T* data, std::int
   archive << size;
   if (size > 0)
     archive << boost::serialization::make_array(data, static_cast<std::size_t>(size));
+}
+
+/// Checks a sparse vector's entries as read: as many indices as values, increasing within
+/// 0..size-1. Errors: "<i> indices for <v> values", "entry <k> has index <j>, not increasing
+/// within 0..<size-1>".
+template <class T>
+result<void> check_sparse_entries(const std::vector<std::int64_t>& indices, const std::vector<T>& values,
+                                  std::int64_t size) {
+  if (values.size() != indices.size())
+    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(values.size()) + " values");
+  for (std::size_t k = 0; k < indices.size(); ++k)
+    if (indices[k] < 0 || indices[k] >= size || (k > 0 && indices[k] <= indices[k - 1]))
+      return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k]) +
+                          ", not increasing within 0.." + std::to_string(size - 1));
+  return {};
 }
 
 /// A Boost text archive reading a file of known size, which checks every declared length (of a

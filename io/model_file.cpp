@@ -91,14 +91,7 @@ result<void> load_theta(detail::archive_reader& archive, Eigen::VectorXd& theta,
     return loaded;
   if (auto loaded = archive.load_vector(entries.values, dimension); !loaded)
     return loaded;
-  if (entries.values.size() != indices.size())
-    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(entries.values.size()) +
-                        " values");
-  for (std::size_t k = 0; k < indices.size(); ++k)
-    if (indices[k] < 0 || indices[k] >= dimension || (k > 0 && indices[k] <= indices[k - 1]))
-      return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k])
-                          + ", not increasing within 0.." + std::to_string(dimension - 1));
-  return {};
+  return detail::check_sparse_entries(indices, entries.values, dimension);
 }
 
 } // namespace

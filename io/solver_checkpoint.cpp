@@ -104,14 +104,8 @@ result<void> load_bits(detail::archive_reader& archive, Eigen::VectorXd& into, s
     return ok;
   if (auto ok = archive.load_vector(entries.bits, size); !ok)
     return ok;
-  const auto& indices = entries.indices;
-  if (entries.bits.size() != indices.size())
-    return fail_invalid(std::to_string(indices.size()) + " indices for " + std::to_string(entries.bits.size()) +
-                        " values");
-  for (std::size_t k = 0; k < indices.size(); ++k)
-    if (indices[k] < 0 || indices[k] >= size || (k > 0 && indices[k] <= indices[k - 1]))
-      return fail_invalid("entry " + std::to_string(k) + " has index " + std::to_string(indices[k]) +
-                          ", not increasing within 0.." + std::to_string(size - 1));
+  if (auto ok = detail::check_sparse_entries(entries.indices, entries.bits, size); !ok)
+    return ok;
   sparse.push_back(std::move(entries));
   return {};
 }

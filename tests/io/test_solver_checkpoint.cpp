@@ -187,13 +187,16 @@ TEST_CASE("a checkpoint of another run is refused naming the option that differs
 TEST_CASE("hostile small solver checkpoints are refused without allocating what they declare") {
   temp_dir dir;
   const auto before = test::peak_rss_bytes();
-  const std::string head = "22 serialization::archive 18 26 shardopt-solver-checkpoint 1 ";
-  const auto load = [&](const std::string& name, const std::string& body) {
-    const auto path = dir.write(name, head + body);
-    auto r = io::load_solver_checkpoint(path);
-    REQUIRE_FALSE(r.ok());
-    return std::pair{path, r.error().message()};
+  // Each file refused: its path and the message.
+  const auto refused_with = [&](const std::string& head) {
+    return [&dir, head](const std::string& name, const std::string& body) {
+      const auto path = dir.write(name, head + body);
+      auto r = io::load_solver_checkpoint(path);
+      REQUIRE_FALSE(r.ok());
+      return std::pair{path, r.error().message()};
+    };
   };
+  const auto load = refused_with("22 serialization::archive 18 26 shardopt-solver-checkpoint 1 ");
   auto [settings, why] = load("settings.txt", "4000000000000 ");
   CHECK(why == settings + ": corrupt solver checkpoint: a count of 4000000000000 settings");
   std::tie(settings, why) = load("key.txt", "1 3000000000 m");
@@ -206,13 +209,7 @@ TEST_CASE("hostile small solver checkpoints are refused without allocating what 
   CHECK(why == settings + ": corrupt solver checkpoint: a list of 99999999999 vectors");
   // Version 2's sparse vectors: a few bytes declaring gigabytes of zeros, entries out of order or
   // out of range, counts that disagree, an unknown encoding.
-  const std::string head2 = "22 serialization::archive 18 26 shardopt-solver-checkpoint 2 0 5 lbfgs 1 0 1 5 theta 1 ";
-  const auto load2 = [&](const std::string& name, const std::string& body) {
-    const auto path = dir.write(name, head2 + body);
-    auto r = io::load_solver_checkpoint(path);
-    REQUIRE_FALSE(r.ok());
-    return std::pair{path, r.error().message()};
-  };
+  const auto load2 = refused_with("22 serialization::archive 18 26 shardopt-solver-checkpoint 2 0 5 lbfgs 1 0 1 5 theta 1 ");
   const std::string list = ": truncated or corrupt solver checkpoint: list theta: ";
   std::tie(settings, why) = load2("huge.txt", "1 99999999999 0 0 3 end");
   CHECK(why == settings + list + "a sparse vector of size 99999999999, more than the 134217728 entries left of "
