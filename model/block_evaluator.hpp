@@ -32,9 +32,10 @@ class sparse_layout;
 /// touch (m of them, in increasing order), and every pass works on m-sized buffers kept between
 /// passes: a pass costs its non-zeros and m, never the dimension, and allocates only its answer.
 /// Its answer holds the entries of those m features (and the biases), so a shard of hashed text
-/// that touches a tenth of 2^24 features sends a tenth of the words. Rows that touch nearly every
-/// feature (all but 1 in 16 or fewer) keep every feature instead, read the dataset's own indices
-/// (no renumbered copy) and answer densely (see sparse_kernels.hpp's `sparse_layout`).
+/// that touches a tenth of 2^24 features sends a tenth of the words. Rows that touch most features
+/// (all but a third or fewer, where that costs no more bytes) keep every feature instead, read the
+/// dataset's own indices (no renumbered copy) and answer densely (see sparse_kernels.hpp's
+/// `sparse_layout`).
 ///
 /// For the linear models the evaluator keeps what Newton's method needs of its evaluations: the
 /// scores of the last two and the curvature of the last, each under the tag the caller gives

@@ -124,7 +124,7 @@ grid make_grid(const std::vector<int>& exponents);
 /// (`entries`, increasing; null: every entry, words[i] being entry i's), and the largest deposit
 /// they hold in grid units (NaN once a value was not finite). A shard of sparse rows answers for
 /// the entries of the features its rows touch, so its answer costs its non-zeros, not the
-/// dimension (or densely, when its rows touch nearly every feature); the entry list is the
+/// dimension (or densely, when its rows touch most features); the entry list is the
 /// shard's for the whole run, so it is shared, not copied.
 struct entry_sums {
   std::shared_ptr<const std::vector<std::int32_t>> entries;

@@ -220,12 +220,18 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
     m = std::max(std::max(m, 0.0F), std::fabs(value[p]));  // touched even by a NaN (which bounds skip)
   }
   touched_ = std::count_if(most.begin(), most.end(), [](float m) { return m >= 0; });
-  // Numbering the touched features costs 4 bytes a non-zero (the renumbered indices) and a second
-  // random pass here; keeping every feature costs each untouched one's record and answer words.
-  // The dataset's own indices serve when the untouched are few: at most 1 in 16, and cheaper.
+  // Keeping every feature costs each untouched one's record and answer words (six words an
+  // output). Numbering the touched ones costs 4 bytes a non-zero (the renumbered indices), the
+  // list of the touched features and the answers' entry lists (three entries a touched feature
+  // and output: the gradient's, and the gradient's and diagonal's), and a second random pass
+  // here. The dataset's own indices serve when that is no more bytes, and when at most a third of
+  // the features is untouched: then a dense answer (8 bytes a word) is no longer on the wire than
+  // a sparse one (a word and its 4-byte entry each).
   const std::int64_t untouched = shape.features - touched_;
-  const std::int64_t column_bytes = 6 * static_cast<std::int64_t>(sizeof(double)) * shape.outputs;
-  if (untouched * 16 <= shape.features && untouched * column_bytes <= nonzeros_ * 4) {
+  const std::int64_t dense_bytes = untouched * 6 * static_cast<std::int64_t>(sizeof(double)) * shape.outputs;
+  const std::int64_t numbered_bytes =
+    static_cast<std::int64_t>(sizeof(std::int32_t)) * (nonzeros_ + touched_ + 3 * touched_ * shape.outputs);
+  if (untouched * 3 <= shape.features && dense_bytes <= numbered_bytes) {
     features_ = shape.features;       // every feature a column: its place is itself
     column_max_ = std::move(most);    // -1 where untouched
     return;

@@ -54,8 +54,8 @@ private:
 /// the coefficients a pass gathers (theta's or v's, every output) next to the fixed-point words
 /// its terms are added to, so that a row's gather brings in the cache lines its scatter writes.
 /// The columns are the features the rows touch, with the rows' indices renumbered to them, or,
-/// when nearly every feature is touched, every feature, with the dataset's own indices read and a
-/// dense answer. Built once; a pass refills the m records (no pass touches the dimension unless
+/// when most features are touched (all but a third or fewer, and keeping the others costs no more
+/// bytes), every feature, with the dataset's own indices read and a dense answer. Built once; a pass refills the m records (no pass touches the dimension unless
 /// its columns are the dimension) and takes its answer's words from base/spare_words.hpp.
 class sparse_layout {
 public:

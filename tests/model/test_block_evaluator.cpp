@@ -336,6 +336,68 @@ TEST_CASE("a layout that keeps every feature, untouched ones among them, answers
   }
 }
 
+TEST_CASE("a layout keeps every feature when at most a third is untouched and that costs fewer bytes, with the bits of one shard") {
+  // Three parts of whole blocks over d = 1200 features: the first touches features 0..899 with
+  // many non-zeros (a quarter untouched: every feature kept, as numbering would cost more bytes);
+  // the second 0..599 (half untouched: numbered, a dense answer being longer on the wire); the
+  // third 380..1199, each once (under a third untouched, but numbering 820 non-zeros costs fewer
+  // bytes than 380 untouched records and words: numbered).
+  const std::int64_t d = 1200;
+  // The parts' bounds on whole blocks of the rows' own block size (which depends on the count).
+  std::int64_t block_rows = 0, a = 0, b = 0, n = 2520;
+  for (int tries = 0; tries < 8 && block_rows != model::block_rows_for(n); ++tries) {
+    block_rows = model::block_rows_for(n);
+    a = (1000 + block_rows - 1) / block_rows * block_rows;
+    b = a + (700 + block_rows - 1) / block_rows * block_rows;
+    n = b + 820;
+  }
+  REQUIRE(block_rows == model::block_rows_for(n));
+  std::mt19937 rng{17};
+  std::normal_distribution<float> normal;
+  std::vector<Eigen::Triplet<float>> entries;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i < b) {
+      const std::int64_t span = i < a ? 900 : 600;
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(i % span), normal(rng));
+      for (int k = 0; k < 8; ++k)
+        entries.emplace_back(static_cast<int>(i), static_cast<int>(rng() % span), normal(rng));
+    } else {
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(380 + (i - b)), normal(rng));
+    }
+    data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
+  }
+  set_rows(*data, n, d, entries);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
+  std::normal_distribution<double> gauss;
+  const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.2 * gauss(rng); });
+  const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gauss(rng); });
+  const auto g = plan.gradient(theta, true);
+  const auto h = plan.hessian_vector(v);
+  std::vector<double> losses;
+  model::block_evaluator whole{shape, data, {0, n}, block_rows};
+  REQUIRE(whole.touched_features() == d);
+  const auto reference = added({whole.loss_grad(theta, g, losses, 1)}, g);
+  const auto reference_product = added({whole.hessian_vector(v, h)}, h);
+  model::block_evaluator first{shape, data, {0, a}, block_rows};
+  model::block_evaluator second{shape, data, {a, b}, block_rows};
+  model::block_evaluator third{shape, data, {b, n}, block_rows};
+  CHECK(first.touched_features() == 900);
+  CHECK(second.touched_features() == 600);
+  CHECK(third.touched_features() == 820);
+  CHECK_FALSE(first.renumbered());
+  CHECK(second.renumbered());
+  CHECK(third.renumbered());
+  const auto answer = first.loss_grad(theta, g, losses, 1);
+  CHECK(answer.dense());
+  CHECK(answer.words.size() == g.size());
+  CHECK(added({answer, second.loss_grad(theta, g, losses, 1), third.loss_grad(theta, g, losses, 1)}, g) == reference);
+  CHECK(added({first.hessian_vector(v, h), second.hessian_vector(v, h), third.hessian_vector(v, h)}, h)
+        == reference_product);
+}
+
 TEST_CASE("a shard that rebuilds an evaluation it did not serve answers products and lines with the bits of one that served it") {
   // Dense rows in blocks that are not a multiple of the 256-row chunks (the dense products' sums
   // depend on the chunk), and sparse rows.
