@@ -30,7 +30,9 @@ class sparse_layout;
 ///
 /// Sparse rows of a linear model are renumbered once, at construction, by the features they
 /// touch (m of them, in increasing order), and every pass works on m-sized buffers kept between
-/// passes: a pass costs its non-zeros and m, never the dimension, and allocates only its answer.
+/// passes: a pass costs its non-zeros and m, not the dimension, and allocates only its answer
+/// (a shard that keeps every feature, below, has m the dimension, at most half as much again as
+/// the features it touches).
 /// Its answer holds the entries of those m features (and the biases), so a shard of hashed text
 /// that touches a tenth of 2^24 features sends a tenth of the words. Rows that touch most features
 /// (all but a third or fewer, where that costs no more bytes) keep every feature instead, read the

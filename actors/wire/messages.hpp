@@ -23,7 +23,7 @@
 // models): its sums follow the gradient's, at entries dimension + i (Newton's preconditioner).
 // Exact sums travel dense (one word per entry) or sparse (the entries answered for, increasing,
 // and one word each): a shard of sparse rows answers for the features its rows touch, or densely
-// when they touch nearly every feature (model/block_evaluator.hpp).
+// when they touch most features (model/block_evaluator.hpp).
 //
 // A node's part of a reduction tree (node/group.hpp, spawn_tree) takes its requests in slices
 // (protocol 10), from its parent in the tree or, at a root, from the driver, so that long vectors

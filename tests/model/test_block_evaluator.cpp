@@ -336,7 +336,7 @@ TEST_CASE("a layout that keeps every feature, untouched ones among them, answers
   }
 }
 
-TEST_CASE("a layout keeps every feature when at most a third is untouched and that costs fewer bytes, with the bits of one shard") {
+TEST_CASE("a layout keeps every feature when at most a third is untouched and that costs no more bytes, with the bits of one shard") {
   // Three parts of whole blocks over d = 1200 features: the first touches features 0..899 with
   // many non-zeros (a quarter untouched: every feature kept, as numbering would cost more bytes);
   // the second 0..599 (half untouched: numbered, a dense answer being longer on the wire); the
