@@ -79,6 +79,33 @@ std::vector<model::row_range> shards_of(std::int64_t n, std::int64_t block_rows,
   return out;
 }
 
+
+/// A logistic model's theta and v drawn from `rng`, the grids of an evaluation with the Hessian's
+/// diagonal and of a product there, and one evaluator's words for each over all n rows: what
+/// parts of the rows must add up to, bit for bit.
+struct whole_answers {
+  model::model_shape shape;
+  Eigen::VectorXd theta, v;
+  model::grid g, h;
+  std::vector<std::int64_t> evaluation, product;
+};
+
+whole_answers answers_over_all_rows(const std::shared_ptr<model::dataset>& data, std::int64_t n, std::int64_t d,
+                                    std::int64_t block_rows, std::mt19937& rng) {
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
+  std::normal_distribution<double> gauss;
+  Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.2 * gauss(rng); });
+  Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gauss(rng); });
+  auto g = plan.gradient(theta, true);
+  auto h = plan.hessian_vector(v);
+  std::vector<double> losses;
+  model::block_evaluator whole{shape, data, {0, n}, block_rows};
+  auto evaluation = added({whole.loss_grad(theta, g, losses, 1)}, g);
+  auto product = added({whole.hessian_vector(v, h)}, h);
+  return {shape, std::move(theta), std::move(v), std::move(g), std::move(h), std::move(evaluation), std::move(product)};
+}
+
 } // namespace
 
 TEST_CASE("sparse answers over the touched features add up to one shard's answer, bit for bit, on 1 to 7 shards") {
@@ -242,18 +269,10 @@ TEST_CASE("a layout that reads the dataset's own indices from a row past the fir
     data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
   }
   set_rows(*data, n, d, entries);
-  const model::model_shape shape{model::model_kind::logistic, d, 1};
   const auto block_rows = model::block_rows_for(n);
-  const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
-  std::normal_distribution<double> gauss;
-  const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.2 * gauss(rng); });
-  const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gauss(rng); });
-  const auto g = plan.gradient(theta, true);
-  const auto h = plan.hessian_vector(v);
+  const auto all = answers_over_all_rows(data, n, d, block_rows, rng);
+  const auto& [shape, theta, v, g, h, reference, reference_product] = all;
   std::vector<double> losses;
-  model::block_evaluator whole{shape, data, {0, n}, block_rows};
-  const auto reference = added({whole.loss_grad(theta, g, losses, 1)}, g);
-  const auto reference_product = added({whole.hessian_vector(v, h)}, h);
   // Splits on whole blocks (as shards are): the second part starts past the first row and touches
   // every feature (rows from 200 on touch one feature each in turn, d of them before row 400).
   const auto up = (200 + block_rows - 1) / block_rows * block_rows;
@@ -369,18 +388,10 @@ TEST_CASE("a layout keeps every feature when at most a third is untouched and th
     data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
   }
   set_rows(*data, n, d, entries);
-  const model::model_shape shape{model::model_kind::logistic, d, 1};
-  const model::grid_plan plan{shape, model::bounds_of(*data, {0, n}, block_rows)};
-  std::normal_distribution<double> gauss;
-  const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.2 * gauss(rng); });
-  const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gauss(rng); });
-  const auto g = plan.gradient(theta, true);
-  const auto h = plan.hessian_vector(v);
+  REQUIRE(model::block_evaluator({model::model_kind::logistic, d, 1}, data, {0, n}, block_rows).touched_features() == d);
+  const auto all = answers_over_all_rows(data, n, d, block_rows, rng);
+  const auto& [shape, theta, v, g, h, reference, reference_product] = all;
   std::vector<double> losses;
-  model::block_evaluator whole{shape, data, {0, n}, block_rows};
-  REQUIRE(whole.touched_features() == d);
-  const auto reference = added({whole.loss_grad(theta, g, losses, 1)}, g);
-  const auto reference_product = added({whole.hessian_vector(v, h)}, h);
   model::block_evaluator first{shape, data, {0, a}, block_rows};
   model::block_evaluator second{shape, data, {a, b}, block_rows};
   model::block_evaluator third{shape, data, {b, n}, block_rows};
