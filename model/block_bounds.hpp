@@ -1,8 +1,8 @@
 #pragma once
 
 // Bounds on a block's sums that fix the fixed-point grids of an evaluation (see exact_sum.hpp)
-// before any shard has computed anything: a function of the data's largest |feature| per feature
-// and largest |label|, and of theta (or v) alone, so the grids, like the sums, do not depend on
+// before any shard has computed anything: a function of the data's largest |feature| per feature,
+// largest |label| and largest row norm, and of theta (or v) alone, so the grids, like the sums, do not depend on
 // the cluster, on the history of the run, or on where a resumed run started. One grid per entry
 // of theta: features of very different scales keep their own precision.
 
@@ -18,7 +18,7 @@
 namespace shardopt::model {
 
 /// What the bounds need to know of a dataset: its largest |feature| per feature and largest
-/// |label|, and its blocks.
+/// |label|, its blocks, and its rows' largest Euclidean norm.
 struct data_bounds {
   Eigen::VectorXd feature_max;  ///< per feature; empty before any rows are added
   double max_label = 0;
@@ -26,7 +26,15 @@ struct data_bounds {
   std::int64_t blocks = 0;
   /// The integer bits its sums may use: `packed_bits` once any part is sparse, else `fixed_bits`.
   int bits = fixed_bits;
+  /// The largest ||x_i||_2 over the rows (the features alone, not a bias's 1): with it a score's
+  /// bound is also ||x_i|| ||w||, far below sum_j max_j |w_j| for wide sparse data. 0 before any
+  /// rows are added; merged by the maximum, so the same for any cut of the rows.
+  double max_row_norm = 0;
 };
+
+/// The largest Euclidean norm of rows `rows` of `data` (NaN values skipped, as feature_max skips
+/// them: never below a row's largest |value|).
+double max_row_norm(const dataset& data, row_range rows);
 
 /// The bounds of rows `rows` of `data`, cut into blocks of `block_rows`.
 data_bounds bounds_of(const dataset& data, row_range rows, std::int64_t block_rows);
@@ -39,15 +47,18 @@ data_bounds& operator+=(data_bounds& a, const data_bounds& b);
 /// entry's grid is the sum of a part fixed by the data (its feature's largest |value|, through
 /// the block sizes) and a part each request sets from theta or v (through the loss's slope or
 /// curvature), so one table of binades below the coarsest, shared by every request, serves them
-/// all and a request sets only its base: planning a request costs no pass over the dimension for
-/// logistic and softmax regression, and one dot product for least squares and the squared hinge.
+/// all and a request sets only its base: planning a gradient costs no pass over the dimension for
+/// logistic and softmax regression, and a dot product and a norm (a score's bound) for least
+/// squares and the squared hinge and for every product.
 /// The table covers theta's entries and, after them, those of the Hessian's diagonal (Newton's
 /// preconditioner), whose grids are the gradient's shifted by the curvature's bound. A network's
 /// grids are planned per request, entry by entry (`gradient_grid`).
 ///
 /// Every grid is at least as coarse as the bound it comes from needs (a block sum stays below
 /// 2^bits units, see `grid_exponent`): the per-entry and per-request parts are each rounded up to
-/// a power of two, so a grid may be one binade coarser than `gradient_grid`'s.
+/// a power of two, so a grid may be one binade coarser than the bound needs. A score's bound here
+/// is also the rows' largest norm times ||w||, which `gradient_grid` (networks) does not use, so
+/// a plan's grid may be many binades finer than `gradient_grid`'s for the same model.
 class grid_plan {
 public:
   grid_plan() = default;

@@ -76,6 +76,7 @@ void block_evaluator::add_bounds_to(data_bounds& total) {
     return;
   }
   total.max_label = std::max(total.max_label, data_->y.segment(rows_.begin, rows_.size()).cwiseAbs().maxCoeff());
+  total.max_row_norm = std::max(total.max_row_norm, sparse_->max_row_norm());
   total.blocks += block_count(rows_.size(), block_rows_);
   total.bits = std::min(total.bits, packed_bits);
 }
@@ -113,6 +114,7 @@ void block_evaluator::add_bounds_of(const std::vector<block_evaluator*>& evaluat
     e->sparse_->forget_maxima();
     total.max_label =
       std::max(total.max_label, e->data_->y.segment(e->rows_.begin, e->rows_.size()).cwiseAbs().maxCoeff());
+    total.max_row_norm = std::max(total.max_row_norm, e->sparse_->max_row_norm());
     total.blocks += block_count(e->rows_.size(), e->block_rows_);
     total.bits = std::min(total.bits, packed_bits);
   }

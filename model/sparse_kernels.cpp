@@ -212,13 +212,21 @@ sparse_layout::sparse_layout(const model_shape& shape, const dataset& data, row_
   // touched); the touched features are then numbered in increasing order.
   std::vector<float> most(static_cast<std::size_t>(shape.features), -1.0F);
   // The features are scattered (hashed text): each access is a cache miss, so the ones a few
-  // non-zeros ahead are asked for first.
-  for (std::int64_t p = first_nonzero_; p < last; ++p) {
-    if (p + prefetch_distance < last)
-      __builtin_prefetch(&most[static_cast<std::size_t>(index[p + prefetch_distance])], 1);
-    auto& m = most[static_cast<std::size_t>(index[p])];
-    m = std::max(std::max(m, 0.0F), std::fabs(value[p]));  // touched even by a NaN (which bounds skip)
+  // non-zeros ahead are asked for first. The same pass finds the rows' largest norm, as
+  // max_row_norm does (each row's squares in order, a NaN value skipped).
+  double most_squares = 0;
+  for (auto i = rows.begin; i < rows.end; ++i) {
+    double squares = 0;
+    for (std::int64_t p = starts[i]; p < starts[i + 1]; ++p) {
+      if (p + prefetch_distance < last)
+        __builtin_prefetch(&most[static_cast<std::size_t>(index[p + prefetch_distance])], 1);
+      auto& m = most[static_cast<std::size_t>(index[p])];
+      m = std::max(std::max(m, 0.0F), std::fabs(value[p]));  // touched even by a NaN (which bounds skip)
+      squares += std::isnan(value[p]) ? 0.0 : static_cast<double>(value[p]) * static_cast<double>(value[p]);
+    }
+    most_squares = std::max(most_squares, squares);
   }
+  max_row_norm_ = std::sqrt(most_squares);
   touched_ = std::count_if(most.begin(), most.end(), [](float m) { return m >= 0; });
   // Keeping every feature costs each untouched one's record and answer words (six words an
   // output). Numbering the touched ones costs 4 bytes a non-zero (the renumbered indices), the

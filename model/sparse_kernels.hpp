@@ -86,6 +86,10 @@ public:
   /// Forgets the maxima (their memory freed).
   void forget_maxima();
 
+  /// The largest Euclidean norm of the layout's rows (model::max_row_norm's, found in the
+  /// numbering pass and kept).
+  double max_row_norm() const { return max_row_norm_; }
+
   /// What a pass computes per chunk of rows from the chunk's scores zt (outputs x m, columns in
   /// row order): its residuals rt (the gradient of the loss in the scores, per example), with
   /// `diagonal` its curvatures dt (the Hessian diagonal's, per output and example), and the
@@ -128,6 +132,7 @@ private:
                                           // the feature: the dataset's own indices are read)
   std::vector<float> column_max_;         // per column, its largest |value| (-1: untouched), until read
   bool maxima_read_ = false;
+  double max_row_norm_ = 0;
   std::vector<std::uint64_t, large_buffer_allocator<std::uint64_t>> records_;  // per column: coefficients, words, diagonal words
   std::shared_ptr<const std::vector<std::int32_t>> entries_[2];
 };

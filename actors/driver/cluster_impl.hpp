@@ -131,23 +131,29 @@ struct cluster::impl {
     std::int64_t rows = 0;
     dense_vector feature_max;
     double max_label = 0;
+    double max_row_norm = 0;
   };
 
   result<part_reply> spawn_part_on(std::size_t j, const part_shard_spec& spec) {
     std::optional<part_reply> out;
     auto done = nodes.round(
-      reply<shard_actor, std::int64_t, dense_vector, double>{}, j, j + 1, timeouts::control,
+      reply<shard_actor, std::int64_t, dense_vector, double, double>{}, j, j + 1, timeouts::control,
       "creating a shard",
       [&](std::size_t, std::uint64_t round) {
         self->send(nodes[j], spawnpart_atom::value, round, token, spec);
       },
       [&](std::size_t, shard_actor shard, std::int64_t rows, dense_vector feature_max,
-          double max_label) -> result<void> {
+          double max_label, double max_row_norm) -> result<void> {
+        // A row's norm is at least its largest |value|, so an honest node's is at least its
+        // largest feature_max. One still below the truth (a lie within that) makes grids finer
+        // than the bounds need, by at most the square root of a row's non-zeros: the deposits
+        // then overflow them, finitely, and the round is asked again on coarser grids.
         if (static_cast<std::int64_t>(feature_max.size()) != spec.shape.features
             || !feature_max.map().allFinite() || feature_max.map().minCoeff() < 0
-            || !std::isfinite(max_label) || max_label < 0)
+            || !std::isfinite(max_label) || max_label < 0 || !std::isfinite(max_row_norm) || max_row_norm < 0
+            || (feature_max.size() > 0 && max_row_norm < feature_max.map().maxCoeff()))
           return fail_runtime("reported impossible data bounds");
-        out = part_reply{std::move(shard), rows, std::move(feature_max), max_label};
+        out = part_reply{std::move(shard), rows, std::move(feature_max), max_label, max_row_norm};
         return {};
       });
     if (!done)

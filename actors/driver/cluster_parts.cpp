@@ -94,7 +94,9 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
       return fail_runtime("node " + c.info[node].endpoint.text() + " read " + std::to_string(shard->rows)
                   + " rows of part " + std::to_string(i + 1) + ", where its summary and the block alignment make "
                   + std::to_string(rows[i]));
-    *bounds += model::data_bounds{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
+    model::data_bounds reported{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
+    reported.max_row_norm = shard->max_row_norm;
+    *bounds += reported;
     return std::move(shard->shard);
   };
   auto objective = cluster_objective(impl_, shape, lambda, plan, layouts, blocks, rows, bounds,

@@ -29,7 +29,7 @@ std::string seconds_text(std::chrono::milliseconds duration) {
 }
 
 constexpr const char* draining_refusal = "this node is draining (shutting down): it takes no new drivers";
-using part_reply = caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double>;
+using part_reply = caf::result<std::uint64_t, shard_actor, std::int64_t, dense_vector, double, double>;
 
 class node_impl : public guarded<node_actor::base> {
 public:
@@ -90,7 +90,8 @@ public:
           if (!shard)
             return std::move(shard.error());
           return {round, std::move(shard->shard), shard->rows,
-                  dense_vector{shard->bounds.feature_max}, shard->bounds.max_label};
+                  dense_vector{shard->bounds.feature_max}, shard->bounds.max_label,
+                  shard->bounds.max_row_norm};
         }));
       },
       [this](group_atom, std::uint64_t round, const access_token& token,

@@ -42,10 +42,12 @@
 //       its scaled values on the driver's grid (io/feature_moments.hpp), which the driver adds up:
 //       the statistics of data read whole and read in parts are the same bits.
 //   (spawnpart_atom, round, access_token, part_shard_spec)
-//       -> (round, shard_actor, int64 rows, dense_vector feature_max, double max_label)
+//       -> (round, shard_actor, int64 rows, dense_vector feature_max, double max_label,
+//           double max_row_norm)
 //       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
-//       creates a shard on it, answering with the rows it holds and its largest |feature| per
-//       feature and largest |label| (what the driver's grids need, model/block_bounds.hpp).
+//       creates a shard on it, answering with the rows it holds, its largest |feature| per
+//       feature, largest |label| and largest row norm (what the driver's grids need,
+//       model/block_bounds.hpp).
 //   (tree_atom, round, access_token, vector<shard_actor> own, vector<string> child_nodes,
 //    vector<shard_actor> child_trees) -> (round, shard_actor)
 //       Makes this node's part of a reduction tree (node/group.hpp, spawn_tree): the shard protocol
@@ -238,7 +240,7 @@ using node_actor = caf::typed_actor<
   caf::replies_to<moments_atom, std::uint64_t, access_token, moments_request>::with<std::uint64_t,
                                                                                    moments_message>,
   caf::replies_to<spawnpart_atom, std::uint64_t, access_token, part_shard_spec>::with<
-    std::uint64_t, shard_actor, std::int64_t, dense_vector, double>,
+    std::uint64_t, shard_actor, std::int64_t, dense_vector, double, double>,
   caf::replies_to<group_atom, std::uint64_t, access_token, std::vector<shard_actor>>::with<
     std::uint64_t, shard_actor>,
   caf::replies_to<tree_atom, std::uint64_t, access_token, std::vector<shard_actor>,

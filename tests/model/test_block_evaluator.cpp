@@ -16,6 +16,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <random>
 #include <tuple>
@@ -192,11 +193,13 @@ TEST_CASE("the bounds evaluators add while numbering their features are those bo
     const auto expected = model::bounds_of(*sparse, rows, block_rows);
     CHECK(found.feature_max == expected.feature_max);
     CHECK(found.max_label == expected.max_label);
+    CHECK(found.max_row_norm == expected.max_row_norm);
     CHECK(found.blocks == expected.blocks);
     CHECK(found.bits == expected.bits);
     model::data_bounds again{{}, 0, block_rows, 0};  // a second time: bounds_of's pass, the same
     evaluator.add_bounds_to(again);
     CHECK(again.feature_max == expected.feature_max);
+    CHECK(again.max_row_norm == expected.max_row_norm);
   }
   // The parts in both orders add up to the bounds of all rows.
   const auto whole = model::bounds_of(*sparse, {0, n}, block_rows);
@@ -208,10 +211,23 @@ TEST_CASE("the bounds evaluators add while numbering their features are those bo
     }
     CHECK(total.feature_max == whole.feature_max);
     CHECK(total.max_label == whole.max_label);
+    CHECK(total.max_row_norm == whole.max_row_norm);
     CHECK(total.blocks == whole.blocks);
     CHECK(total.bits == whole.bits);
   }
   CHECK(whole.feature_max.maxCoeff() == 9.5);
+  {
+    // The rows' largest norm, row by row here.
+    double most = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      double squares = 0;
+      for (auto it = model::sparse_view::InnerIterator(sparse->sparse(), i); it; ++it)
+        squares += static_cast<double>(it.value()) * static_cast<double>(it.value());
+      most = std::max(most, squares);
+    }
+    CHECK(whole.max_row_norm == std::sqrt(most));
+    CHECK(whole.max_row_norm > 0);
+  }
   // All parts at once, their maxima merged range by range on 1 and 3 threads: the same bounds. A
   // part whose maxima were read already (and an empty one) adds its own by a pass, as before.
   for (const unsigned threads : {1U, 3U}) {
@@ -233,11 +249,13 @@ TEST_CASE("the bounds evaluators add while numbering their features are those bo
       model::block_evaluator::add_bounds_of(all, total, threads);
       CHECK(total.feature_max == whole.feature_max);
       CHECK(total.max_label == whole.max_label);
+      CHECK(total.max_row_norm == whole.max_row_norm);
       CHECK(total.blocks == whole.blocks);
       CHECK(total.bits == whole.bits);
       model::data_bounds again{{}, 0, block_rows, 0};  // every maximum read: bounds_of's passes
       model::block_evaluator::add_bounds_of(all, again, threads);
       CHECK(again.feature_max == whole.feature_max);
+      CHECK(again.max_row_norm == whole.max_row_norm);
     }
     // In batches, as a driver merges them (the later ones raised into the maxima already there).
     std::vector<model::block_evaluator> evaluators;
@@ -248,8 +266,65 @@ TEST_CASE("the bounds evaluators add while numbering their features are those bo
     model::block_evaluator::add_bounds_of({&evaluators[0], &evaluators[1]}, total, threads);
     CHECK(total.feature_max == whole.feature_max);
     CHECK(total.max_label == whole.max_label);
+    CHECK(total.max_row_norm == whole.max_row_norm);
     CHECK(total.blocks == whole.blocks);
   }
+}
+
+TEST_CASE("a product over wide sparse rows keeps its precision: its grid comes from the rows' largest norm") {
+  // 80,000 rows of 8 non-zeros over 2^18 features (each touched about 2.4 times), logistic, and a
+  // direction v over every feature, as CG's are. A score's bound summed over the features,
+  // sum_j |v_j| max_j, is about 2^16 times a typical |x . v|; ||x|| ||v|| about 2^11. Each term of
+  // a product is rounded to 2^-(55 - log2 rows) of its bound; the errors, random, partly cancel
+  // in a sum. A plain double product is the reference.
+  const std::int64_t n = 80000, d = std::int64_t{1} << 18;
+  const std::shared_ptr<const model::dataset> data = shardopt::test::sparse_rows(n, d, d, 23);
+  std::mt19937 rng{24};
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  const auto block_rows = model::block_rows_for(n);
+  const auto bounds = model::bounds_of(*data, {0, n}, block_rows);
+  const model::grid_plan plan{shape, bounds};
+  model::block_evaluator evaluator{shape, data, {0, n}, block_rows};
+  std::normal_distribution<double> gaussian;
+  const Eigen::VectorXd theta = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return 0.1 * gaussian(rng); });
+  const Eigen::VectorXd v = Eigen::VectorXd::NullaryExpr(shape.dimension(), [&] { return gaussian(rng); });
+  std::vector<double> losses;
+  evaluator.loss_grad(theta, plan.gradient(theta), losses, 1);  // the scores the product uses
+  const auto g = plan.hessian_vector(v);
+  model::exact_sum product(g);
+  const auto answer = evaluator.hessian_vector(v, g);
+  CHECK(model::fits_grid(answer.max_units, bounds.blocks));
+  product.merge(answer);
+  Eigen::VectorXd exact(shape.dimension());
+  product.to_doubles(exact);
+  // The same product in doubles: sum_i x_i D_i (x_i . w_v + b_v), and the bias's sum_i D_i (...).
+  const auto x = data->sparse();
+  Eigen::VectorXd plain = Eigen::VectorXd::Zero(shape.dimension());
+  for (std::int64_t i = 0; i < n; ++i) {
+    double z = theta[d], u = v[d];
+    for (auto it = model::sparse_view::InnerIterator(x, i); it; ++it) {
+      z += it.value() * theta[it.col()];
+      u += it.value() * v[it.col()];
+    }
+    const double s = 1.0 / (1.0 + std::exp(-z));
+    const double r = s * (1.0 - s) * u;
+    for (auto it = model::sparse_view::InnerIterator(x, i); it; ++it)
+      plain[it.col()] += it.value() * r;
+    plain[d] += r;
+  }
+  const double error = (exact - plain).norm() / plain.norm();
+  CAPTURE(error);
+  CHECK(error < 1e-9);  // measured 1.3e-10; 1.7e-8 from the sum bound alone
+  // A row's norm lies between its largest |value| and sqrt(8) times it.
+  CHECK(bounds.max_row_norm >= bounds.feature_max.maxCoeff());
+  CHECK(bounds.max_row_norm <= std::sqrt(8.0) * bounds.feature_max.maxCoeff());
+  // Dense rows: the same norm, row by row.
+  const auto dense = shardopt::test::random_problem(4, 50, 7, 2, false);
+  double most = 0;
+  for (std::int64_t i = 0; i < 50; ++i)
+    most = std::max(most, dense->dense().row(i).cast<double>().squaredNorm());
+  CHECK(model::bounds_of(*dense, {0, 50}, 1).max_row_norm == doctest::Approx(std::sqrt(most)).epsilon(1e-15));
+  CHECK(model::bounds_of(*dense, {0, 50}, 1).max_row_norm > 0);
 }
 
 TEST_CASE("a layout that reads the dataset's own indices from a row past the first answers with the bits of renumbered ones") {

@@ -12,6 +12,7 @@
 #include "model/block_evaluator.hpp"
 #include "base/spare_words.hpp"
 
+#include "support/problems.hpp"
 #include "support/shard_set.hpp"
 
 #include <caf/binary_deserializer.hpp>
@@ -86,27 +87,8 @@ struct passes_made {
   std::size_t kept = 0;
 };
 
-/// `n` rows of 8 normal values among the first `used` of `d` features, labels +-1.
-std::shared_ptr<model::dataset> sparse_rows(std::int64_t n, std::int64_t d, std::int64_t used) {
-  std::mt19937 rng{17};
-  std::normal_distribution<float> normal;
-  std::vector<Eigen::Triplet<float>> entries;
-  auto data = std::make_shared<model::dataset>();
-  data->y.resize(n);
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (int k = 0; k < 8; ++k)
-      entries.emplace_back(static_cast<int>(i), static_cast<int>(rng() % used), normal(rng));
-    data->y[i] = rng() % 2 == 0 ? 1.0 : -1.0;
-  }
-  model::sparse_features x(n, d);
-  x.setFromTriplets(entries.begin(), entries.end());
-  x.makeCompressed();
-  data->x = std::move(x);
-  return data;
-}
-
 passes_made twelve_passes(std::int64_t n, std::int64_t d, std::int64_t used) {
-  const auto data = sparse_rows(n, d, used);
+  const auto data = shardopt::test::sparse_rows(n, d, used);
   const model::model_shape shape{model::model_kind::logistic, d, 1};
 
   actors::runtime rt{actors::runtime_options::local(2)};
@@ -148,7 +130,7 @@ TEST_CASE("twelve passes of a Newton run over sparse shards allocate no buffer o
   SUBCASE("rows that touch about half of 2^16 features: each shard numbers them, its answer holds a "
           "word per touched feature, in buffers the driver gives back once summed") {
     const std::int64_t n = 12000, d = std::int64_t{1} << 16;
-    const model::block_evaluator half{{model::model_kind::logistic, d, 1}, sparse_rows(n, d, d), {0, n / 2},
+    const model::block_evaluator half{{model::model_kind::logistic, d, 1}, shardopt::test::sparse_rows(n, d, d), {0, n / 2},
                                       model::block_rows_for(n)};
     REQUIRE(half.renumbered());  // more than a third untouched
     const auto made = twelve_passes(n, d, d);
@@ -159,7 +141,7 @@ TEST_CASE("twelve passes of a Newton run over sparse shards allocate no buffer o
   SUBCASE("rows that touch nearly all of 2^15 features: each shard keeps every feature and answers "
           "densely, and the driver's total is the first answer it takes") {
     const std::int64_t n = 40000, d = std::int64_t{1} << 15;
-    const model::block_evaluator half{{model::model_kind::logistic, d, 1}, sparse_rows(n, d, d), {0, n / 2},
+    const model::block_evaluator half{{model::model_kind::logistic, d, 1}, shardopt::test::sparse_rows(n, d, d), {0, n / 2},
                                       model::block_rows_for(n)};
     REQUIRE_FALSE(half.renumbered());
     REQUIRE(half.touched_features() < d);  // some untouched features among the kept ones
@@ -183,7 +165,7 @@ TEST_CASE("kept word buffers full of stale words change no bit of an evaluation,
   for (const auto& [n, d] : std::vector<std::pair<std::int64_t, std::int64_t>>{
          {12000, std::int64_t{1} << 16}, {40000, std::int64_t{1} << 15}}) {
     CAPTURE(d);
-    const auto data = sparse_rows(n, d, d);
+    const auto data = shardopt::test::sparse_rows(n, d, d);
     const model::model_shape shape{model::model_kind::logistic, d, 1};
     const model::block_evaluator half{shape, data, {0, n / 2}, model::block_rows_for(n)};
     REQUIRE(half.renumbered() == (d == std::int64_t{1} << 16));
