@@ -180,7 +180,7 @@ double score_bound(const model_shape& shape, const data_bounds& bounds, Eigen::R
       const auto w = theta.segment(k * shape.features, shape.features);
       double sum = w.cwiseAbs().dot(bounds.feature_max);
       const double norm_bound = bounds.max_row_norm * w.norm();
-      // The sum stands when the norm is NaN, or 0 by underflow (every |w_j| below 1e-154)
+      // The sum stands when the norm is NaN, or 0 because every square underflowed
       if (norm_bound > 0 && norm_bound < sum)
         sum = norm_bound;
       z += sum;
