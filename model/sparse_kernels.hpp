@@ -49,6 +49,10 @@ private:
   std::vector<double> w_rows_;       // several outputs: W copied row-major
 };
 
+/// How far ahead, in non-zeros, a pass asks for the cache line of the feature it will read: enough
+/// to keep some twenty misses in flight where the records do not fit in cache.
+constexpr std::int32_t prefetch_distance = 32;
+
 /// A shard's CSR rows with its columns, the features its passes keep, numbered 0..m-1 in
 /// increasing order, and the records its exact passes work in (block_evaluator.hpp): per column,
 /// the coefficients a pass gathers (theta's or v's, every output) next to the fixed-point words
