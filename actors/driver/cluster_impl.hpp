@@ -5,6 +5,7 @@
 // made again after a loss. Not part of the actors library's interface.
 
 #include "actors/driver/cluster.hpp"
+#include "actors/driver/part_bounds.hpp"
 #include "actors/wire/fan_out.hpp"
 #include "actors/wire/node_protocol.hpp"
 #include "actors/wire/off_thread.hpp"
@@ -144,15 +145,9 @@ struct cluster::impl {
       },
       [&](std::size_t, shard_actor shard, std::int64_t rows, dense_vector feature_max,
           double max_label, double max_row_norm) -> result<void> {
-        // A row's norm is at least its largest |value|, so an honest node's is at least its
-        // largest feature_max. One still below the truth (a lie within that) makes grids finer
-        // than the bounds need, by at most the square root of a row's non-zeros: the deposits
-        // then overflow them, finitely, and the round is asked again on coarser grids.
-        if (static_cast<std::int64_t>(feature_max.size()) != spec.shape.features
-            || !feature_max.map().allFinite() || feature_max.map().minCoeff() < 0
-            || !std::isfinite(max_label) || max_label < 0 || !std::isfinite(max_row_norm) || max_row_norm < 0
-            || (feature_max.size() > 0 && max_row_norm < feature_max.map().maxCoeff()))
-          return fail_runtime("reported impossible data bounds");
+        if (auto possible = check_part_bounds(spec.shape.features, feature_max.map(), max_label, max_row_norm);
+            !possible)
+          return possible.error();
         out = part_reply{std::move(shard), rows, std::move(feature_max), max_label, max_row_norm};
         return {};
       });
