@@ -83,7 +83,9 @@ TEST_CASE("a round's first dense answer becomes its total, and every order of de
     else
       CHECK(sparse_first);
   }
-  // The next round gives the last round's words back to the kept buffers.
+  // The next round gives the last round's words back to the kept buffers (kept: a driver's run
+  // earlier in this process turned keeping off as it let go).
+  shardopt::keep_spare_words(true);
   shardopt::release_spare_words();
   totals.begin(g, 1, pool);
   CHECK(shardopt::kept_word_buffers() == 1);
