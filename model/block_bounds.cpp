@@ -112,6 +112,18 @@ Eigen::VectorXd features_of(const model_shape& shape, const data_bounds& bounds)
   return Eigen::VectorXd::Zero(shape.features);
 }
 
+/// The largest curvature of a loss in one score: what bounds a Hessian diagonal's terms.
+double curvature_bound(model_kind kind) {
+  switch (kind) {
+    case model_kind::linear:
+      return 1.0;
+    case model_kind::svm:
+      return 2.0;
+    default:
+      return 0.25;  // s (1 - s) and p (1 - p)
+  }
+}
+
 } // namespace
 
 std::vector<int> gradient_grid(const model_shape& shape, const data_bounds& bounds,
@@ -148,7 +160,7 @@ std::vector<int> hessian_vector_grid(const model_shape& shape, const data_bounds
   if (shape.kind == model_kind::softmax)
     q = Eigen::VectorXd::Constant(u.size(), 2.0 * u.maxCoeff());
   else
-    q = (shape.kind == model_kind::logistic ? 0.25 : shape.kind == model_kind::linear ? 1.0 : 2.0) * u;
+    q = curvature_bound(shape.kind) * u;
   std::vector<int> grids(static_cast<std::size_t>(shape.dimension()), highest_grid);
   layer_grids(layer, features, q, bounds, grids);
   return grids;
@@ -188,18 +200,6 @@ double score_bound(const model_shape& shape, const data_bounds& bounds, Eigen::R
     most = std::max(most, z);
   }
   return most;
-}
-
-/// The largest curvature of a loss in one score: what bounds a Hessian diagonal's terms.
-double curvature_bound(model_kind kind) {
-  switch (kind) {
-    case model_kind::linear:
-      return 1.0;
-    case model_kind::svm:
-      return 2.0;
-    default:
-      return 0.25;  // s (1 - s) and p (1 - p)
-  }
 }
 
 } // namespace
