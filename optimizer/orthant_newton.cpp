@@ -10,10 +10,26 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
 namespace shardopt::optimizer::detail {
+
+namespace {
+
+/// Where a failed search stops: at machine precision a larger epsilon is the answer, but the
+/// orthant's model can also stall steps well above it (weights that cross 0 near the optimum), and
+/// the pseudo-gradient's norm against epsilon tells the two apart.
+std::string where(double pseudo_norm, double epsilon) {
+  std::ostringstream out;
+  out << "with the pseudo-gradient's norm at " << pseudo_norm << " (epsilon " << epsilon
+      << "): near epsilon, the objective may be at machine precision and a larger epsilon ends the run; far "
+         "above it, the orthant's steps have stalled and --solver owlqn may go further";
+  return out.str();
+}
+
+} // namespace
 
 run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_log& log, vector_pool& pool,
                      Eigen::VectorXd& x, const newton_options& o, const newton_session& session) {
@@ -85,8 +101,8 @@ run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_
       }
       if (!found)
         return {stop_reason::line_search_failed,
-                "no step towards the projected Newton step lowers the objective enough (20 halvings): the "
-                "objective may be at machine precision; consider a larger epsilon"};
+                "no step towards the projected Newton step lowers the objective enough (20 halvings) "
+                + where(at.v().norm(), o.epsilon)};
       // The projected path's point at t, P(x + t d), is the segment's with the entries that cross 0
       // before t at 0: tried first (a pass), since a weight the segment only shrinks would
       // otherwise approach 0 step after step and never reach it.
