@@ -9,6 +9,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
+#include <sstream>
 #include <string>
 
 namespace shardopt::actors {
@@ -24,18 +26,25 @@ inline result<void> check_part_bounds(std::int64_t features, const Eigen::Ref<co
   const auto impossible = [](const std::string& what) {
     return fail_runtime("reported impossible data bounds: " + what);
   };
+  const auto exact = [](double value) {  // every digit a double has: a lie just below a bound shows
+    std::ostringstream out;
+    out.precision(std::numeric_limits<double>::max_digits10);
+    out << value;
+    return out.str();
+  };
   if (feature_max.size() != features)
     return impossible(std::to_string(feature_max.size()) + " feature maxima for " + std::to_string(features)
                       + " features");
-  if (!feature_max.allFinite() || (features > 0 && feature_max.minCoeff() < 0))
-    return impossible("a feature maximum that is negative or not finite");
+  for (Eigen::Index j = 0; j < feature_max.size(); ++j)
+    if (!std::isfinite(feature_max[j]) || feature_max[j] < 0)
+      return impossible("feature " + std::to_string(j) + "'s largest |value| is " + exact(feature_max[j]));
   if (!std::isfinite(max_label) || max_label < 0)
-    return impossible("the labels' largest |value| is " + std::to_string(max_label));
+    return impossible("the labels' largest |value| is " + exact(max_label));
   if (!std::isfinite(max_row_norm) || max_row_norm < 0)
-    return impossible("the rows' largest norm is " + std::to_string(max_row_norm));
+    return impossible("the rows' largest norm is " + exact(max_row_norm));
   if (features > 0 && max_row_norm < feature_max.maxCoeff())
-    return impossible("the rows' largest norm " + std::to_string(max_row_norm) + " is below a feature's largest |value| "
-                      + std::to_string(feature_max.maxCoeff()));
+    return impossible("the rows' largest norm " + exact(max_row_norm) + " is below a feature's largest |value| "
+                      + exact(feature_max.maxCoeff()));
   return {};
 }
 

@@ -48,13 +48,15 @@ TEST_CASE("check_part_bounds: every report no data could give is refused, saying
   for (const double bad : {-1.0, nan, inf}) {
     Eigen::VectorXd lied = feature_max;
     lied[2] = bad;
-    CHECK(refusal(actors::check_part_bounds(3, lied, 1.0, 3.0)).find("a feature maximum") != std::string::npos);
+    CHECK(refusal(actors::check_part_bounds(3, lied, 1.0, 3.0)).find("feature 2's largest |value| is")
+          != std::string::npos);
     CHECK(refusal(actors::check_part_bounds(3, feature_max, bad, 3.0)).find("labels' largest") != std::string::npos);
     CHECK(refusal(actors::check_part_bounds(3, feature_max, 1.0, bad)).find("rows' largest norm")
           != std::string::npos);
   }
   // Below the largest maximum: a row holding that value has at least that norm.
-  const auto below = refusal(actors::check_part_bounds(3, feature_max, 1.0, 1.999));
-  CHECK(below.find("is below a feature's largest |value|") != std::string::npos);
+  const auto below = refusal(actors::check_part_bounds(3, feature_max, 1.0, 1.75));
+  CHECK(below.find("the rows' largest norm 1.75 is below a feature's largest |value| 2")
+        != std::string::npos);
   CHECK(below.find("impossible data bounds") != std::string::npos);
 }
