@@ -7,6 +7,7 @@
 #include "optimizer/newton_run.hpp"
 #include "optimizer/orthant_cg.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -18,14 +19,24 @@ namespace shardopt::optimizer::detail {
 
 namespace {
 
-/// Where a failed search stops: at machine precision a larger epsilon is the answer, but the
-/// orthant's model can also stall steps well above it (weights that cross 0 near the optimum), and
-/// the pseudo-gradient's norm against epsilon tells the two apart.
-std::string where(double pseudo_norm, double epsilon) {
+/// Where a failed search stops, for its message: near the stopping threshold (epsilon, or
+/// epsilon_rel ||x|| where that is larger) the objective may be at machine precision, and a larger
+/// epsilon ends the run; far above it the orthant's steps have stalled (weights that cross 0 near
+/// the optimum), and OWL-QN may go further.
+std::string where(double pseudo_norm, const Eigen::VectorXd& x, const newton_options& o) {
+  const double threshold = std::max(o.epsilon, o.epsilon_rel * x.norm());
   std::ostringstream out;
-  out << "with the pseudo-gradient's norm at " << pseudo_norm << " (epsilon " << epsilon
-      << "): near epsilon, the objective may be at machine precision and a larger epsilon ends the run; far "
-         "above it, the orthant's steps have stalled and --solver owlqn may go further";
+  out.precision(3);
+  out << "; the pseudo-gradient's norm is " << pseudo_norm;
+  if (!(threshold > 0))
+    out << ": the objective may be at machine precision (a larger epsilon ends the run there), or the "
+           "orthant's steps have stalled (--solver owlqn may go further)";
+  else if (pseudo_norm <= 100 * threshold)
+    out << ", near the stopping threshold " << threshold
+        << ": the objective may be at machine precision; consider a larger epsilon";
+  else
+    out << ", far above the stopping threshold " << threshold
+        << ": the orthant's steps have stalled; --solver owlqn may go further";
   return out.str();
 }
 
@@ -68,8 +79,7 @@ run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_
       at.project(x, s, trial);
       gain = at.gain(x, trial);
       if (!(gain < 0))
-        return {stop_reason::line_search_failed, "no descent direction in the orthant: the objective may be at "
-                                                 "machine precision; consider a larger epsilon"};
+        return {stop_reason::line_search_failed, "no descent direction in the orthant" + where(at.v().norm(), x, o)};
     }
     // The segment from x to the projection p: on it the L1 term is linear, (1 - t) |x| + t |p|,
     // and the line values price a point without a pass. `d` keeps the direction for the path.
@@ -87,8 +97,8 @@ run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_
     if (-gain <= flat_decrease * std::abs(F)) {
       if (!(finite && at.pseudo_norm(trial, trial_grad) <= flat_gradient_decrease * at.v().norm()))
         return {stop_reason::line_search_failed,
-                "the Newton step allows no further reduction (predicted decrease " + std::to_string(-gain)
-                  + "): the objective may be at machine precision; consider a larger epsilon"};
+                "the Newton step allows no further reduction (predicted decrease " + std::to_string(-gain) + ")"
+                  + where(at.v().norm(), x, o)};
     } else if (!(finite && f_trial + l1_p - F <= armijo * gain)) {
       bool found = false;
       for (int halving = 0; halving < max_halvings && !found; ++halving) {
@@ -101,8 +111,8 @@ run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_
       }
       if (!found)
         return {stop_reason::line_search_failed,
-                "no step towards the projected Newton step lowers the objective enough (20 halvings) "
-                + where(at.v().norm(), o.epsilon)};
+                "no step towards the projected Newton step lowers the objective enough (20 halvings)"
+                  + where(at.v().norm(), x, o)};
       // The projected path's point at t, P(x + t d), is the segment's with the entries that cross 0
       // before t at 0: tried first (a pass), since a weight the segment only shrinks would
       // otherwise approach 0 step after step and never reach it.

@@ -109,6 +109,43 @@ TEST_CASE("orthant-wise Newton-CG meets the optimality conditions to 1e-8 on log
   }
 }
 
+TEST_CASE("orthant-wise Newton-CG run past machine precision stops saying the pseudo-gradient's norm and what to try") {
+  const model::model_shape shape{model::model_kind::logistic, 13, 1};
+  auto data = std::const_pointer_cast<model::dataset>(shardopt::test::random_problem(20261128, 600, 13, 4));
+  for (Eigen::Index i = 0; i < data->y.size(); ++i)
+    data->y[i] = data->y[i] > 1 ? 1.0 : -1.0;
+  model::local_objective f{shape, data, 0.0};
+  const Eigen::VectorXd c = 0.02 * model::weight_mask(shape);
+  const auto run_to = [&](double epsilon) {
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
+    auto o = l1_options(c, 0, epsilon);
+    o.max_iterations = 0;
+    return *opt::minimize_newton(f, x, o);
+  };
+  // Without a threshold: both causes named. The run's path does not depend on epsilon, so a
+  // threshold a tenth of where it ended fails at the same point, near that threshold.
+  const auto endless = run_to(0);
+  REQUIRE(endless.reason == opt::stop_reason::line_search_failed);
+  CAPTURE(endless.message);
+  CHECK(endless.message.find("the pseudo-gradient's norm is ") != std::string::npos);
+  CHECK(endless.message.find("machine precision") != std::string::npos);
+  CHECK(endless.message.find("stalled") != std::string::npos);
+  REQUIRE(endless.grad_norm > 0);
+  const auto near = run_to(endless.grad_norm / 10);
+  REQUIRE(near.reason == opt::stop_reason::line_search_failed);
+  CAPTURE(near.message);
+  CHECK(near.iterations == endless.iterations);
+  CHECK(near.message.find("near the stopping threshold") != std::string::npos);
+  CHECK(near.message.find("consider a larger epsilon") != std::string::npos);
+  CHECK(near.message.find("stalled") == std::string::npos);
+  // A threshold far below where it ended: the steps stalled, and OWL-QN is the advice.
+  const auto far = run_to(endless.grad_norm / 1000);
+  REQUIRE(far.reason == opt::stop_reason::line_search_failed);
+  CAPTURE(far.message);
+  CHECK(far.message.find("far above the stopping threshold") != std::string::npos);
+  CHECK(far.message.find("--solver owlqn") != std::string::npos);
+}
+
 TEST_CASE("orthant-wise Newton-CG: K shards give the bits of one, on any number of threads") {
   const model::model_shape shape{model::model_kind::softmax, 13, 4};
   const auto data = shardopt::test::random_problem(20261125, 600, 13, 4, true);
