@@ -114,14 +114,16 @@ Eigen::VectorXd features_of(const model_shape& shape, const data_bounds& bounds)
 
 /// The largest curvature of a loss in one score: what bounds a Hessian diagonal's terms.
 double curvature_bound(model_kind kind) {
-  switch (kind) {
+  switch (kind) {  // every kind listed, so that -Wswitch names a new one
     case model_kind::linear:
       return 1.0;
     case model_kind::svm:
       return 2.0;
-    default:
+    case model_kind::logistic:
+    case model_kind::softmax:
       return 0.25;  // s (1 - s) and p (1 - p)
   }
+  return 2.0;  // not a kind: the largest
 }
 
 } // namespace
