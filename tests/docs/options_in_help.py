@@ -29,6 +29,7 @@ ELSEWHERE = {
     "--reg": "bench/real_bench.py",
     "--bias": "bench/real_bench.py",
     "--huge-pages": "bench/real_bench.py",
+    "--liblinear-eps": "bench/real_bench.py",
     "--repeat": "bench/python_bench.py",
     "--rate": "scripts/netns-cluster",
     "--node-arg": "scripts/netns-cluster",
