@@ -63,6 +63,41 @@ bool block_evaluator::renumbered() const {
   return sparse_ && sparse_->renumbered();
 }
 
+std::int64_t block_evaluator::working_bytes() const {
+  // In doubles, which hold every product exactly enough to compare with a limit.
+  const double dimension = static_cast<double>(shape_.dimension());
+  const double outputs = static_cast<double>(shape_.outputs);
+  const double rows = static_cast<double>(rows_.size());
+  const double features = static_cast<double>(shape_.features);
+  const double chunk = 2 * 8 * std::min(rows, 256.0) * features;  // dense rows: a chunk's copies
+  double bytes = 0;
+  if (shape_.is_network()) {
+    // The gradient's sums and their exact words; a chunk of rows' activations through the layers.
+    double widths = outputs;
+    for (const auto width : shape_.hidden)
+      widths += static_cast<double>(width);
+    bytes = 16 * dimension + 8 * 256 * 2 * widths + (data_->is_sparse() ? 0 : chunk);
+  } else {
+    bytes = 24 * outputs * rows;  // the last two evaluations' scores and the latest's curvature
+    if (sparse_) {
+      const double columns = static_cast<double>(sparse_->columns());
+      const auto x = data_->sparse();
+      const double nonzeros = static_cast<double>(x.outerIndexPtr()[rows_.end] - x.outerIndexPtr()[rows_.begin]);
+      // Records with the diagonal, the cached entry lists, the renumbered indices, the columns
+      // with their maxima, and the answer: its touched entries' words, or every entry's when the
+      // layout keeps every feature. With several outputs a recall or a quality pass copies W.
+      bytes += 32 * columns * outputs + 12 * (columns + 1) * outputs + 4 * nonzeros + 8 * columns;
+      bytes += sparse_->renumbered() ? 16 * (columns + 1) * outputs : 16 * dimension + 4 * features;
+      if (shape_.outputs > 1)
+        bytes += 8 * features * outputs;
+    } else {
+      bytes += 32 * dimension + chunk;  // the gradient's and the diagonal's sums, with their words
+    }
+  }
+  constexpr double most = 4.611686018427387904e18;  // 2^62
+  return static_cast<std::int64_t>(std::min(bytes, most));
+}
+
 void block_evaluator::add_bounds_to(data_bounds& total) {
   if (!sparse_ || rows_.size() <= 0 ||
       (total.feature_max.size() != 0 && total.feature_max.size() != data_->cols())) {

@@ -162,13 +162,13 @@ private:
 
   /// The driver behind the current request, if it may hold `bytes` more data and, unless it asks
   /// for bytes only, one more shard (node_holdings::admit).
-  result<caf::actor_addr> admit(std::int64_t bytes, bool bytes_only = false) {
+  result<caf::actor_addr> admit(std::int64_t bytes, bool bytes_only = false, const std::string& what = "the data") {
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
     if (!driver)
       return fail_invalid("an anonymous request cannot own shards");
     if (counters_->draining.load() && !holdings_.find(driver))
       return fail_invalid(draining_refusal);
-    if (auto ok = holdings_.admit(driver, bytes, bytes_only); !ok)
+    if (auto ok = holdings_.admit(driver, bytes, bytes_only, what); !ok)
       return ok.error();
     return driver;
   }
@@ -184,9 +184,9 @@ private:
 
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
   shard_actor host(const caf::actor_addr& driver, model::block_evaluator evaluator, std::int64_t bytes,
-                   const block_layout& layout, const access_token& token) {
+                   const block_layout& layout, const access_token& token, std::int64_t request_bytes) {
     auto shard = spawn_shard(system(), std::move(evaluator), layout, token, counters_);
-    holdings_.hold(share_of(driver), shard, bytes);
+    holdings_.hold(share_of(driver), shard, bytes, request_bytes);
     return shard;
   }
 
@@ -221,7 +221,12 @@ private:
         return refused("invalid data piece: " + std::to_string(whole.cols)
                       + " features, more than this node's limit of "
                       + std::to_string(limits().dimension) + " parameters");
-      auto driver = admit(io::bytes_of(whole));  // the whole must fit; it is counted as it comes
+      // The whole must fit, with what a request at its dimension brings (the shard's buffers are
+      // known once it is laid out); it is counted as it comes.
+      const auto* held = holdings_.find(asking);
+      const auto requests = std::max<std::int64_t>(
+        request_bytes_of(whole.cols + 1) - (held ? held->request_bytes : 0), 0);
+      auto driver = admit(io::bytes_of(whole) + requests, false, "the data and what a request at its dimension brings");
       if (!driver)
         return refused(driver.error().message());
       auto assembly = io::dataset_assembly::start(whole);
@@ -320,6 +325,7 @@ private:
   caf::expected<shard_actor> spawn_shipped(const access_token& token, const shard_spec& spec) {
     const auto& shape = spec.shape;
     auto block = spec.block;
+    std::int64_t staged = -1;  // the bytes of data that arrived in pieces, if it did
     if (block.data && block.rows.size() == 0) {  // the data that arrived in pieces
       const auto asking = caf::actor_cast<caf::actor_addr>(current_sender());
       auto* staging = holdings_.find(asking);
@@ -336,19 +342,45 @@ private:
                             + std::to_string(share.staged->whole().rows) + " rows arrived");
       block.data = share.staged->finish();
       block.rows = {0, block.data->rows()};
-      drop_staged(asking);  // its bytes and place are counted again below, as the shard's
+      staged = share.staged_bytes;  // dropped below: counted again as the shard's
     }
+    // Data that arrived in pieces is dropped whatever the answer: its place and bytes become the
+    // shard's, or nothing.
+    struct drop_arrived {
+      node_impl* node;
+      bool arrived;
+      ~drop_arrived() {
+        if (arrived)
+          node->drop_staged(caf::actor_cast<caf::actor_addr>(node->current_sender()));
+      }
+    } dropped{this, staged >= 0};
     if (auto ok = check_shape(shape, limits()); !ok)
       return refused("invalid shard request: " + ok.error().message());
     if (auto ok = check_layout(spec.layout.first_block, spec.layout.block_rows); !ok)
       return refused("invalid shard request: " + ok.error().message());
     if (auto ok = check_block(shape, block.data.get(), block.rows); !ok)
       return make_error(errc::dimension_mismatch, ok.error().message());
-    auto driver = admit(io::bytes_of(*block.data));
+    const auto arrived = std::max<std::int64_t>(staged, 0);  // counted already, with a shard's place
+    if (auto driver = admit(io::bytes_of(*block.data) - arrived, staged >= 0); !driver)  // before the layout
+      return refused(driver.error().message());
+    model::block_evaluator evaluator{shape, block.data, block.rows, spec.layout.block_rows};
+    const auto bytes = io::bytes_of(*block.data) + evaluator.working_bytes();
+    auto driver = admit(bytes + request_charge(shape) - arrived, staged >= 0, shard_needs);
     if (!driver)
       return refused(driver.error().message());
-    return host(*driver, model::block_evaluator{shape, block.data, block.rows, spec.layout.block_rows},
-                io::bytes_of(*block.data), spec.layout, token);
+    dropped.arrived = false;
+    drop_staged(*driver);
+    return host(*driver, std::move(evaluator), bytes, spec.layout, token, request_bytes_of(shape.dimension()));
+  }
+
+  /// What the admission of a shard counts.
+  static constexpr const char* shard_needs = "the shard's data and the buffers its passes and requests need";
+
+  /// What a request at `shape`'s dimension would add to the current driver's count: the raise
+  /// of its request bytes (node_holdings.hpp's `request_bytes_of`), counted once a driver.
+  std::int64_t request_charge(const model::model_shape& shape) {
+    const auto* share = holdings_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
+    return std::max<std::int64_t>(request_bytes_of(shape.dimension()) - (share ? share->request_bytes : 0), 0);
   }
 
   /// A node-local shard, its rows and its data's bounds.
@@ -373,16 +405,20 @@ private:
     if (!read)
       return std::move(read.error());
     auto data = std::move(*read);
-    auto driver = admit(io::bytes_of(*data));
-    if (!driver)
+    if (auto driver = admit(io::bytes_of(*data)); !driver)
       return refused(driver.error().message());
     const model::row_range rows{0, data->rows()};
-    const auto bytes = io::bytes_of(*data);
+    const auto data_bytes = io::bytes_of(*data);
     model::block_evaluator evaluator{shape, std::move(data), rows, spec.layout.block_rows};
+    const auto bytes = data_bytes + evaluator.working_bytes();
+    auto driver = admit(bytes + request_charge(shape), false, shard_needs);
+    if (!driver)
+      return refused(driver.error().message());
     model::data_bounds bounds{{}, 0, spec.layout.block_rows, 0};
     evaluator.add_bounds_to(bounds);  // found while the evaluator numbered the features
-    return part_shard{host(*driver, std::move(evaluator), bytes, spec.layout, token), rows.size(),
-                      std::move(bounds)};
+    return part_shard{host(*driver, std::move(evaluator), bytes, spec.layout, token,
+                           request_bytes_of(shape.dimension())),
+                      rows.size(), std::move(bounds)};
   }
 
   std::uint32_t threads_;

@@ -14,7 +14,8 @@ node_holdings::node_holdings(node_limits limits) : limits_(std::move(limits)) {
     limits_.bytes_per_driver = limits_.bytes;
 }
 
-result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t bytes, bool bytes_only) const {
+result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t bytes, bool bytes_only,
+                                  const std::string& what) const {
   const auto it = drivers_.find(driver);
   const std::int64_t mine =
     it == drivers_.end() ? 0 : static_cast<std::int64_t>(it->second.shards.size()) + (it->second.staged ? 1 : 0);
@@ -24,11 +25,11 @@ result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t by
   if (!bytes_only && shards_ >= limits_.shards)
     return fail_invalid("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
   if (bytes > limits_.bytes_per_driver - my_bytes)
-    return fail_invalid("the data would exceed this node's limit of " + std::to_string(limits_.bytes_per_driver)
-                        + " bytes per driver");
+    return fail_invalid(what + " (" + std::to_string(bytes) + " bytes) would exceed this node's limit of " + std::to_string(limits_.bytes_per_driver)
+                        + " bytes per driver (" + std::to_string(my_bytes) + " held)");
   if (bytes > limits_.bytes - bytes_)
-    return fail_invalid("the data would exceed this node's limit of " + std::to_string(limits_.bytes)
-                        + " bytes in all");
+    return fail_invalid(what + " (" + std::to_string(bytes) + " bytes) would exceed this node's limit of " + std::to_string(limits_.bytes)
+                        + " bytes in all (" + std::to_string(bytes_) + " held)");
   return {};
 }
 
@@ -69,11 +70,13 @@ driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added
   return it->second;
 }
 
-void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes) {
+void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t request_bytes) {
   share.shards.push_back(std::move(shard));
   share.shard_bytes.push_back(bytes);
-  share.bytes += bytes;
-  bytes_ += bytes;
+  const auto raised = std::max<std::int64_t>(request_bytes - share.request_bytes, 0);
+  share.request_bytes += raised;
+  share.bytes += bytes + raised;
+  bytes_ += bytes + raised;
   ++shards_;
 }
 
@@ -102,6 +105,7 @@ bool node_holdings::drop_staged(const caf::actor_addr& driver) {
     share.staged_bytes = 0;
     --shards_;
   }
+  settle(share);
   if (!share.empty())
     return false;
   drivers_.erase(it);
@@ -177,7 +181,16 @@ std::vector<shard_actor> node_holdings::release_peer(driver_share& share, const 
     share.shards.erase(share.shards.begin() + static_cast<std::ptrdiff_t>(i));
     share.shard_bytes.erase(share.shard_bytes.begin() + static_cast<std::ptrdiff_t>(i));
   }
+  settle(share);
   return {peer};
+}
+
+void node_holdings::settle(driver_share& share) {
+  if (!share.shards.empty())
+    return;
+  share.bytes -= share.request_bytes;
+  bytes_ -= share.request_bytes;
+  share.request_bytes = 0;
 }
 
 std::vector<shard_actor> node_holdings::hold_tree(driver_share& share, shard_actor tree) {

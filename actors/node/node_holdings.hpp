@@ -1,7 +1,7 @@
 #pragma once
 
-// What each driver holds on a node, and whether it may hold more: shards, groups, bytes of data,
-// and the data of its next shard while it arrives in pieces. The node actor (node.cpp) asks
+// What each driver holds on a node, and whether it may hold more: shards, groups, bytes (of data,
+// of the buffers its shards and requests need), and the data of its next shard while it arrives in pieces. The node actor (node.cpp) asks
 // `admit` before it takes anything, records what it took here, and ends what `release` hands back;
 // this file keeps the counts and the limits, and nothing else (it spawns and ends no actor).
 
@@ -10,6 +10,7 @@
 #include "actors/node/node_checks.hpp"
 #include "io/assembly.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -21,11 +22,14 @@ namespace shardopt::actors {
 /// The shards, groups and bytes one driver holds on this node, and the data it is sending in pieces.
 struct driver_share {
   std::vector<shard_actor> shards;
-  std::vector<std::int64_t> shard_bytes;      ///< each shard's data, as `shards`
+  std::vector<std::int64_t> shard_bytes;      ///< each shard's data and buffers, as `shards`
   std::vector<shard_actor> groups;
   std::vector<std::vector<shard_actor>> group_members;  ///< each group's shards, as `groups`
   std::vector<shard_actor> trees;              ///< its parts of reduction trees, newest last
-  std::int64_t bytes = 0;                      ///< the shards' data and the staged data
+  std::int64_t bytes = 0;                      ///< the shards' data and working memory, the staged
+                                               ///< data and `request_bytes`
+  std::int64_t request_bytes = 0;              ///< what one request to its shards brings (see
+                                               ///< `request_bytes_of`), for its largest dimension
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
   access_token staged_token;                   ///< the token its pieces and its shard carry
   std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
@@ -44,9 +48,11 @@ public:
 
   const node_limits& limits() const { return limits_; }
 
-  /// Whether `driver` may hold `bytes` more data and, unless `bytes_only`, one more shard. (Data
-  /// arriving in pieces holds a shard's place from its first piece on.)
-  result<void> admit(const caf::actor_addr& driver, std::int64_t bytes, bool bytes_only = false) const;
+  /// Whether `driver` may hold `bytes` more and, unless `bytes_only`, one more shard. (Data
+  /// arriving in pieces holds a shard's place from its first piece on.) A refusal names the
+  /// bytes as `what`.
+  result<void> admit(const caf::actor_addr& driver, std::int64_t bytes, bool bytes_only = false,
+                     const std::string& what = "the data") const;
 
   /// What `driver` holds, or null.
   driver_share* find(const caf::actor_addr& driver);
@@ -54,8 +60,9 @@ public:
   /// What `driver` holds, made empty if it held nothing; `added` says it was made.
   driver_share& share_of(const caf::actor_addr& driver, bool& added);
 
-  /// Counts a shard `driver` now holds, with its data's bytes.
-  void hold(driver_share& share, shard_actor shard, std::int64_t bytes);
+  /// Counts a shard `driver` now holds, with its data's and working memory's bytes, and raises
+  /// the share's request bytes to `request_bytes` (counted once a driver, not a shard).
+  void hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t request_bytes = 0);
 
   /// Starts the data of `share`'s next shard arriving in pieces (it holds a shard's place).
   void start_staging(driver_share& share, io::dataset_assembly assembly, const access_token& token);
@@ -107,6 +114,9 @@ public:
   totals held() const;
 
 private:
+  /// Gives back the request bytes of a share that holds no shard any more.
+  void settle(driver_share& share);
+
   node_limits limits_;
   std::map<caf::actor_addr, driver_share> drivers_;
   std::int64_t shards_ = 0;  ///< shards held, staged ones included
@@ -116,8 +126,16 @@ private:
   void let_go_buffers();
 };
 
+/// What one request to a driver's shards at `dimension` brings and answers with, beyond the
+/// shards' own buffers: theta and a product's v (8 bytes an entry each), the grid with the
+/// diagonal's (2) and a dense total's exact words (16). Saturates past 2^50 parameters.
+inline std::int64_t request_bytes_of(std::int64_t dimension) {
+  return 34 * std::min(dimension, std::int64_t{1} << 50);
+}
+
 /// A node's answer to a status request: `info`, its `limits`, and what `counters` say it holds and
 /// served (count_held keeps the holdings there current).
+
 node_status status_of(const node_limits& limits, const node_counters& counters, node_info info);
 
 /// Sets the held-now counters to what `holdings` holds.

@@ -37,7 +37,7 @@ struct node_counters {
   // Held now: set by the node actor after every request that changes them.
   std::atomic<std::int64_t> drivers{0};       ///< drivers holding anything here
   std::atomic<std::int64_t> shards{0};        ///< shards held, staged ones included
-  std::atomic<std::int64_t> bytes_held{0};    ///< their data, and staged data, in bytes
+  std::atomic<std::int64_t> bytes_held{0};    ///< their data and buffers, and staged data, in bytes
   std::atomic<std::int64_t> staged_bytes{0};  ///< of it, data still arriving in pieces
 
   // Served since the node started: counted by its shards, one per request they answer.

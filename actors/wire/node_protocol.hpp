@@ -172,7 +172,7 @@ struct node_status {
   node_info info;
   std::int64_t drivers = 0;        ///< drivers holding anything here
   std::int64_t shards = 0;         ///< shards held (data arriving in pieces included)
-  std::int64_t bytes_held = 0;     ///< their data, in bytes
+  std::int64_t bytes_held = 0;     ///< their data and buffers, in bytes (node_holdings.hpp)
   std::int64_t evaluations = 0;    ///< evaluations its shards served since it started
   bool draining = false;           ///< shutting down: it takes no new drivers
   bool node_local_data = false;    ///< it serves node-local data (has a --data-root)

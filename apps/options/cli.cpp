@@ -166,10 +166,11 @@ void add_node_command(CLI::App& app, node_options& o) {
   node->add_option("--max-shards-per-driver", o.limits.shards_per_driver,
                    "Shards one driver may hold here")->capture_default_str()->group(limits);
   node->add_option("--max-gib", o.max_gib,
-                   "GiB of shard data this node holds at most (0: half of its memory)")
+                   "GiB of shard data, with the buffers its shards' passes and requests need, this node holds at most "
+                   "(0: half of its memory)")
     ->capture_default_str()->group(limits);
   node->add_option("--max-gib-per-driver", o.max_gib_per_driver,
-                   "GiB of shard data one driver may hold here (0: as --max-gib)")
+                   "GiB of shard data and buffers one driver may hold here (0: as --max-gib)")
     ->capture_default_str()->group(limits);
   node->add_option("--max-dimension", o.limits.dimension, "Largest model, in parameters")
     ->capture_default_str()->group(limits);

@@ -134,7 +134,7 @@ std::vector<MetricFamily> node_metrics(const actors::node_counters& c) {
   families out;
   out.gauge("shardopt_node_drivers", "Drivers holding shards or data here", load(c.drivers))
     .gauge("shardopt_node_shards", "Shards held (data arriving in pieces included)", load(c.shards))
-    .gauge("shardopt_node_held_bytes", "Bytes of shard data held, staged data included", load(c.bytes_held))
+    .gauge("shardopt_node_held_bytes", "Bytes of shard data and buffers held, staged data included", load(c.bytes_held))
     .gauge("shardopt_node_staged_bytes", "Bytes of data still arriving in pieces", load(c.staged_bytes))
     .gauge("shardopt_node_draining", "1 while the node drains (takes no new drivers)",
            c.draining.load() ? 1 : 0);

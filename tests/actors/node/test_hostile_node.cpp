@@ -63,7 +63,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
   root.write("bad.csv", "0,1,2\nSHOULDNOTLEAK,2,3\n");
   root.write("wide.svm", "1 2147483647:1\n");  // 15 bytes; per-feature statistics of 2^31 features
   node_process node{{"--data-root", root.path().string(), "--max-shards-per-driver", "6",
-                     "--max-shards", "11", "--max-gib-per-driver", "0.0001"}};
+                     "--max-shards", "11", "--max-gib-per-driver", "0.0003"}};
   node_process rootless;
   std::vector<actors::endpoint> nodes{endpoint_of(node)};
   std::optional<node_process> second_node;  // the forwarding node's child

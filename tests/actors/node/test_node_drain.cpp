@@ -3,7 +3,9 @@
 // reason, and a draining node refuses every way in for a new driver while its drivers go on.
 
 #include "actors/node/node.hpp"
+#include "actors/node/node_holdings.hpp"
 #include "io/assembly.hpp"
+#include "model/block_evaluator.hpp"
 #include "support/problems.hpp"
 
 #include <doctest/doctest.h>
@@ -31,6 +33,10 @@ std::string refusal(caf::scoped_actor& self, const Handle& to, Ts&&... xs) {
                text = err == caf::sec::unexpected_response ? "" : actors::describe(err, self->system());
              });
   return text;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 actors::shard_actor spawn(caf::scoped_actor& driver, const actors::node_actor& node,
@@ -66,9 +72,11 @@ TEST_CASE("a node counts what it holds and serves, and a draining node takes no 
   auto shard = spawn(*first, node, spec, token);
   CHECK(counters->drivers == 1);
   CHECK(counters->shards == 1);
-  const auto bytes = shardopt::io::bytes_of(*data);
-  CHECK(bytes > 60 * 20 * 4);
-  CHECK(counters->bytes_held == bytes);
+  // A shard counts its data and its buffers; the driver, once, what a request brings.
+  const auto bytes = shardopt::io::bytes_of(*data) + model::block_evaluator{shape, data, {0, 60}, 20}.working_bytes();
+  const auto requests = actors::request_bytes_of(shape.dimension());
+  CHECK(bytes > 60 * 20 * 4 + 24 * 3 * 60);  // the data (floats), and the scores and curvature kept
+  CHECK(counters->bytes_held == bytes + requests);
   const actors::dense_vector theta{Eigen::VectorXd::Zero(shape.dimension())};
   CHECK(refusal(*first, shard, actors::quality_atom::value,
                 token, std::uint64_t{1}, theta).empty());
@@ -99,7 +107,7 @@ TEST_CASE("a node counts what it holds and serves, and a draining node takes no 
   CHECK(status.draining);
   CHECK(status.drivers == 1);
   CHECK(status.shards == 2);
-  CHECK(status.bytes_held == 2 * bytes);
+  CHECK(status.bytes_held == 2 * bytes + requests);
   CHECK(status.info.version == actors::protocol_version);
 
   first.reset();  // the driver goes away: its shards end, and the drain can end
@@ -109,4 +117,53 @@ TEST_CASE("a node counts what it holds and serves, and a draining node takes no 
   CHECK(counters->shards == 0);
   CHECK(counters->bytes_held == 0);
   newcomer->send_exit(node, caf::exit_reason::user_shutdown);  // from this process: accepted
+}
+
+TEST_CASE("a node counts the buffers a shard's passes and its driver's requests need, not only its data") {
+  // Two rows of 8 non-zeros: a few hundred bytes of data. At 2^24 features a request brings
+  // theta and v of 128 MiB each, and a total's words twice that: the node must count them, or a
+  // driver could make it allocate gigabytes past --max-gib on a few bytes.
+  const model::model_shape wide{model::model_kind::logistic, std::int64_t{1} << 24, 1};
+  const auto data = shardopt::test::sparse_rows(2, wide.features, 2, 11);
+  const actors::shard_spec spec{wide, actors::data_block{data, {0, 2}}, {0, 2}};
+  const auto data_bytes = shardopt::io::bytes_of(*data);
+  const auto needed = data_bytes + model::block_evaluator{wide, data, {0, 2}, 2}.working_bytes()
+                      + actors::request_bytes_of(wide.dimension());
+  REQUIRE(data_bytes < 1024);
+  REQUIRE(needed > std::int64_t{1} << 29);
+  const auto token = actors::access_token::random();
+  actors::runtime rt{actors::runtime_options::local(2)};
+
+  for (const bool fits : {false, true}) {
+    CAPTURE(fits);
+    actors::node_limits limits;
+    limits.bytes_per_driver = fits ? needed : needed - 1;
+    limits.bytes = needed;
+    auto counters = std::make_shared<actors::node_counters>();
+    auto node = actors::spawn_node(rt, 2, limits, counters);
+    caf::scoped_actor driver{rt.system()};
+    if (fits) {
+      // Released, a shard gives back its bytes and the driver its requests': it fits again, and
+      // while it is held nothing more does.
+      for (std::uint64_t round = 1; round <= 2; ++round) {
+        const auto held = spawn(driver, node, spec, token);
+        REQUIRE(held);
+        CHECK(counters->bytes_held == needed);
+        CHECK(contains(refusal(driver, node, actors::spawn_atom::value, round, token, spec), "bytes per driver"));
+        std::int64_t ended = 0;
+        driver->request(node, 10s, actors::release_atom::value, round, token, held)
+          .receive([&](std::uint64_t, std::int64_t count) { ended = count; },
+                   [&](caf::error& err) { FAIL(actors::describe(err, driver->system())); });
+        CHECK(ended == 1);
+        CHECK(counters->bytes_held == 0);
+      }
+    } else {
+      const auto text = refusal(driver, node, actors::spawn_atom::value, std::uint64_t{1}, token, spec);
+      CHECK(contains(text, "(" + std::to_string(needed) + " bytes) would exceed"));
+      CHECK(contains(text, "limit of " + std::to_string(needed - 1) + " bytes per driver"));
+      CHECK(counters->shards == 0);
+      CHECK(counters->bytes_held == 0);
+    }
+    driver->send_exit(node, caf::exit_reason::user_shutdown);
+  }
 }
