@@ -140,9 +140,11 @@ gatherer_actor::behavior_type gatherer(gatherer_actor::pointer self, std::vector
 class group_impl : public guarded<group_actor::base> {
 public:
   group_impl(caf::actor_config& config, std::vector<shard_actor> members,
-             std::vector<tree_actor> children, std::size_t window, access_token token, bool tree)
+             std::vector<tree_actor> children, std::size_t window, access_token token, bool tree,
+             std::int64_t dimension)
     : guarded<group_actor::base>(config), members_(std::move(members)),
-      children_(std::move(children)), window_(window), token_(token), tree_(tree) {}
+      children_(std::move(children)), window_(window), token_(token), tree_(tree),
+      dimension_(static_cast<std::uint64_t>(std::max<std::int64_t>(dimension, 0))) {}
 
   behavior_type make_behavior() override {
     guard_behavior(this);
@@ -198,7 +200,7 @@ public:
           return refused("this shard belongs to another driver");
         if (!tree_)
           return refused("invalid slice: this is a node's group, not its part of a tree");
-        if (auto err = check_slice(slice, grid, theta, v))
+        if (auto err = check_slice(slice, grid, theta, v, dimension_))
           return err;
         const auto ticket = access_token::random();
         auto promise = make_response_promise<std::uint64_t, std::uint32_t, block_sums>();
@@ -277,6 +279,7 @@ private:
   std::size_t window_;
   access_token token_;
   bool tree_;
+  std::uint64_t dimension_;  // a tree's slices are of vectors at most this long (grids twice it)
   gatherer_actor gatherer_;
   std::unordered_map<access_token, waiting, ticket_hash> waiting_;
 };
@@ -286,14 +289,14 @@ private:
 shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> members,
                         std::size_t window, const access_token& token) {
   return caf::actor_cast<shard_actor>(system.spawn<group_impl>(
-    std::move(members), std::vector<tree_actor>{}, window, token, false));
+    std::move(members), std::vector<tree_actor>{}, window, token, false, std::int64_t{0}));
 }
 
 tree_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
-                      std::vector<tree_actor> children, const access_token& token) {
+                      std::vector<tree_actor> children, const access_token& token, std::int64_t dimension) {
   const auto window = own.size();
   return caf::actor_cast<tree_actor>(
-    system.spawn<group_impl>(std::move(own), std::move(children), window, token, true));
+    system.spawn<group_impl>(std::move(own), std::move(children), window, token, true, dimension));
 }
 
 } // namespace shardopt::actors

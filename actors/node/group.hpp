@@ -7,6 +7,7 @@
 #include "actors/wire/messages.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace shardopt::actors {
@@ -28,7 +29,9 @@ shard_actor spawn_group(caf::actor_system& system, std::vector<shard_actor> memb
 /// the others, whose blocks say what it covers; the driver asks the missing blocks' peers itself
 /// and builds a new tree. Slices that disagree on what they cover (a child lost part-way) make the
 /// driver drop the tree's answer and ask every peer. Ending a tree ends none of its members.
+/// Slices of vectors longer than `dimension` (the driver's largest model here; twice it for a
+/// grid with the diagonal's) are refused before any part is kept.
 tree_actor spawn_tree(caf::actor_system& system, std::vector<shard_actor> own,
-                       std::vector<tree_actor> children, const access_token& token);
+                       std::vector<tree_actor> children, const access_token& token, std::int64_t dimension);
 
 } // namespace shardopt::actors

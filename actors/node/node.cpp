@@ -184,9 +184,9 @@ private:
 
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
   shard_actor host(const caf::actor_addr& driver, model::block_evaluator evaluator, std::int64_t bytes,
-                   const block_layout& layout, const access_token& token, std::int64_t request_bytes) {
+                   const block_layout& layout, const access_token& token, std::int64_t dimension) {
     auto shard = spawn_shard(system(), std::move(evaluator), layout, token, counters_);
-    holdings_.hold(share_of(driver), shard, bytes, request_bytes);
+    holdings_.hold(share_of(driver), shard, bytes, dimension);
     return shard;
   }
 
@@ -315,7 +315,7 @@ private:
     std::vector<tree_actor> children;
     for (const auto& child : *members)
       children.push_back(caf::actor_cast<tree_actor>(child));
-    auto tree = spawn_tree(system(), own, std::move(children), token);
+    auto tree = spawn_tree(system(), own, std::move(children), token, share.dimension);
     caf::scoped_actor reaper{system()};  // unnameable: a guarded tree accepts its exit
     for (const auto& old : holdings_.hold_tree(share, tree))
       reaper->send_exit(old, caf::exit_reason::user_shutdown);
@@ -370,7 +370,7 @@ private:
       return refused(driver.error().message());
     dropped.arrived = false;
     drop_staged(*driver);
-    return host(*driver, std::move(evaluator), bytes, spec.layout, token, request_bytes_of(shape.dimension()));
+    return host(*driver, std::move(evaluator), bytes, spec.layout, token, shape.dimension());
   }
 
   /// What the admission of a shard counts.
@@ -417,7 +417,7 @@ private:
     model::data_bounds bounds{{}, 0, spec.layout.block_rows, 0};
     evaluator.add_bounds_to(bounds);  // found while the evaluator numbered the features
     return part_shard{host(*driver, std::move(evaluator), bytes, spec.layout, token,
-                           request_bytes_of(shape.dimension())),
+                           shape.dimension()),
                       rows.size(), std::move(bounds)};
   }
 

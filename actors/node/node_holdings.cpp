@@ -70,10 +70,11 @@ driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added
   return it->second;
 }
 
-void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t request_bytes) {
+void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t dimension) {
   share.shards.push_back(std::move(shard));
   share.shard_bytes.push_back(bytes);
-  const auto raised = std::max<std::int64_t>(request_bytes - share.request_bytes, 0);
+  share.dimension = std::max(share.dimension, dimension);
+  const auto raised = std::max<std::int64_t>(request_bytes_of(share.dimension) - share.request_bytes, 0);
   share.request_bytes += raised;
   share.bytes += bytes + raised;
   bytes_ += bytes + raised;
@@ -191,6 +192,7 @@ void node_holdings::settle(driver_share& share) {
   share.bytes -= share.request_bytes;
   bytes_ -= share.request_bytes;
   share.request_bytes = 0;
+  share.dimension = 0;
 }
 
 std::vector<shard_actor> node_holdings::hold_tree(driver_share& share, shard_actor tree) {

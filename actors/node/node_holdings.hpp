@@ -30,6 +30,7 @@ struct driver_share {
                                                ///< data and `request_bytes`
   std::int64_t request_bytes = 0;              ///< what one request to its shards brings (see
                                                ///< `request_bytes_of`), for its largest dimension
+  std::int64_t dimension = 0;                  ///< the largest of its shards' models (0: none)
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
   access_token staged_token;                   ///< the token its pieces and its shard carry
   std::int64_t staged_bytes = 0;               ///< of it, received so far (counted as held)
@@ -60,9 +61,9 @@ public:
   /// What `driver` holds, made empty if it held nothing; `added` says it was made.
   driver_share& share_of(const caf::actor_addr& driver, bool& added);
 
-  /// Counts a shard `driver` now holds, with its data's and working memory's bytes, and raises
-  /// the share's request bytes to `request_bytes` (counted once a driver, not a shard).
-  void hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t request_bytes = 0);
+  /// Counts a shard `driver` now holds, with its data's and buffers' bytes, for a model of
+  /// `dimension`: the share's dimension and request bytes rise to it (counted once a driver).
+  void hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t dimension);
 
   /// Starts the data of `share`'s next shard arriving in pieces (it holds a shard's place).
   void start_staging(driver_share& share, io::dataset_assembly assembly, const access_token& token);

@@ -9,7 +9,7 @@
 namespace shardopt::actors {
 
 caf::error check_slice(const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
-                       const dense_vector& v) {
+                       const dense_vector& v, std::uint64_t dimension) {
   const auto kind = static_cast<tree_kind>(slice.kind);
   if (kind != tree_kind::eval && kind != tree_kind::quality && kind != tree_kind::hessvec)
     return refused("invalid slice: no request of kind " + std::to_string(slice.kind));
@@ -20,6 +20,10 @@ caf::error check_slice(const tree_slice& slice, const exact_grid& grid, const de
   if (slice.theta_size > max_wire_elements || slice.v_size > max_wire_elements
       || slice.grid_size > max_wire_elements)
     return refused("invalid slice: vectors longer than " + std::to_string(max_wire_elements));
+  if (slice.theta_size > dimension || slice.v_size > dimension || slice.grid_size > 2 * dimension)
+    return refused("invalid slice: vectors of " + std::to_string(std::max(slice.theta_size, slice.v_size))
+                   + " entries and a grid of " + std::to_string(slice.grid_size) + ", past the "
+                   + std::to_string(dimension) + " parameters of this driver's models here");
   if ((kind != tree_kind::hessvec && slice.v_size != 0)
       || (kind == tree_kind::quality && slice.grid_size != 0))
     return refused("invalid slice: vectors its kind does not have");

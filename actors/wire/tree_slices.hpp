@@ -42,10 +42,11 @@ struct request_state {
   bool closed = false;
 };
 
-/// Checks a slice request's shape against the protocol's limits and its vectors' lengths; the
+/// Checks a slice request's shape against the protocol's limits, the model's `dimension` (theta
+/// and v at most that long, the grid twice that for the diagonal's) and its vectors' lengths; the
 /// error (errc::refused) says what is wrong; none when it is well formed.
 caf::error check_slice(const tree_slice& slice, const exact_grid& grid, const dense_vector& theta,
-                       const dense_vector& v);
+                       const dense_vector& v, std::uint64_t dimension = max_wire_elements);
 
 /// True when two slices belong to requests of the same shape (all but the index agree).
 bool same_shape(const tree_slice& a, const tree_slice& b);

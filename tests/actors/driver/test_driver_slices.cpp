@@ -55,7 +55,7 @@ TEST_CASE("through a tree in slices (two of a softmax over 68,004 parameters) th
   const auto direct = ask(star, theta, v);
 
   auto real = objective_over([&](const shardopt::test::shard_set& set, const actors::access_token& token) {
-    auto root = actors::spawn_tree(rt.system(), set.shards, {}, token);
+    auto root = actors::spawn_tree(rt.system(), set.shards, {}, token, shape.dimension());
     roots.push_back(caf::actor_cast<caf::actor>(root));
     return root;
   });

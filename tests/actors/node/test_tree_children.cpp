@@ -40,8 +40,8 @@ TEST_CASE("a child that answers its slices with the wrong length is left out alo
   // sibling) and an honest tree over shards 1 and 2.
   auto asked = std::make_shared<std::atomic<int>>(0);
   auto liar = caf::actor_cast<actors::tree_actor>(rt.system().spawn(lying_root, lie::wrong_length, asked));
-  auto sibling = actors::spawn_tree(rt.system(), {set.shards[1], set.shards[2]}, {}, token);
-  auto root = actors::spawn_tree(rt.system(), {set.shards[0]}, {liar, sibling}, token);
+  auto sibling = actors::spawn_tree(rt.system(), {set.shards[1], set.shards[2]}, {}, token, shape.dimension());
+  auto root = actors::spawn_tree(rt.system(), {set.shards[0]}, {liar, sibling}, token, shape.dimension());
   auto tree = [root](const std::vector<actors::shard_actor>&) -> shardopt::result<actors::peer_tree> {
     return actors::peer_tree{{root}, {{0, 1, 2}}};
   };

@@ -130,6 +130,14 @@ TEST_CASE("a node's tree refuses requests and slices without the run's token, ma
   bad = whole_slice;
   bad.theta_size = dimension + 1;  // the slice does not carry its share
   CHECK(slice_answer(token, bad, grid, theta).find("invalid slice") != std::string::npos);
+  // Vectors past the driver's model here, each slice carrying its share: refused before any part
+  // is kept (slice 1 of 2 would never come; its parts would be held until the request timed out).
+  bad = whole_slice;
+  bad.count = 2;
+  bad.theta_size = 2 * dimension;
+  bad.grid_size = 2 * dimension;
+  CHECK(slice_answer(token, bad, grid, theta).find("past the " + std::to_string(dimension) + " parameters")
+        != std::string::npos);
   bad = whole_slice;
   bad.kind = 7;
   CHECK(slice_answer(token, bad, grid, theta).find("invalid slice") != std::string::npos);
