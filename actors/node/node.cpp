@@ -107,6 +107,10 @@ public:
         if (ended.empty())
           return counted(node_request::release,
                          refused("invalid release request: not a shard or group of this driver here"));
+        if (share->empty()) {  // nothing left here: the driver is forgotten, as when it goes away
+          holdings_.release(driver);
+          demonitor(driver);
+        }
         caf::scoped_actor reaper{system()};  // unnameable: guarded shards and groups accept its exit
         for (const auto& old : ended)
           reaper->send_exit(old, caf::exit_reason::user_shutdown);
@@ -298,7 +302,7 @@ private:
                                            const std::vector<shard_actor>& child_trees) {
     const auto driver = caf::actor_cast<caf::actor_addr>(current_sender());
     auto* held = driver ? holdings_.find(driver) : nullptr;
-    if (!held)
+    if (!held || held->shards.empty())  // a group whose shards were released holds none
       return refused("invalid tree request: this driver holds no shards here");
     auto& share = *held;
     if (own.empty() || child_nodes.size() != child_trees.size()

@@ -156,6 +156,7 @@ TEST_CASE("a node counts the buffers a shard's passes and its driver's requests 
                    [&](caf::error& err) { FAIL(actors::describe(err, driver->system())); });
         CHECK(ended == 1);
         CHECK(counters->bytes_held == 0);
+        CHECK(counters->drivers == 0);  // holding nothing, it is forgotten
       }
     } else {
       const auto text = refusal(driver, node, actors::spawn_atom::value, std::uint64_t{1}, token, spec);
