@@ -45,8 +45,13 @@ public:
     // Only actors of this process get past the guard with an exit message: the node service's
     // shutdown. Shards are not linked to the node (on_exit ends them).
     set_exit_handler([this](caf::exit_msg& msg) { quit(msg.reason); });
+    // A driver that goes away takes what it held; a shard that ends by itself (an exception in
+    // a pass) gives its bytes back (its driver sees it go down, as a lost peer).
     set_down_handler([this](caf::down_msg& down) {
-      release(down.source);
+      if (holdings_.find(down.source))
+        release(down.source);
+      else if (auto driver = holdings_.forget_shard(down.source))
+        demonitor(driver);
       count_held(holdings_, *counters_);
     });
     return {
@@ -190,6 +195,7 @@ private:
   shard_actor host(const caf::actor_addr& driver, model::block_evaluator evaluator, std::int64_t bytes,
                    const block_layout& layout, const access_token& token, std::int64_t dimension) {
     auto shard = spawn_shard(system(), std::move(evaluator), layout, token, counters_);
+    monitor(shard);  // its bytes go when it does
     holdings_.hold(share_of(driver), shard, bytes, dimension);
     return shard;
   }

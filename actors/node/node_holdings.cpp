@@ -186,6 +186,30 @@ std::vector<shard_actor> node_holdings::release_peer(driver_share& share, const 
   return {peer};
 }
 
+caf::actor_addr node_holdings::forget_shard(const caf::actor_addr& shard) {
+  for (auto it = drivers_.begin(); it != drivers_.end(); ++it) {
+    auto& share = it->second;
+    for (std::size_t i = 0; i < share.shards.size(); ++i) {
+      if (caf::actor_cast<caf::actor_addr>(share.shards[i]) != shard)
+        continue;
+      share.bytes -= share.shard_bytes[i];
+      bytes_ -= share.shard_bytes[i];
+      --shards_;
+      share.shards.erase(share.shards.begin() + static_cast<std::ptrdiff_t>(i));
+      share.shard_bytes.erase(share.shard_bytes.begin() + static_cast<std::ptrdiff_t>(i));
+      settle(share);
+      if (!share.empty())
+        return {};
+      const auto driver = it->first;
+      drivers_.erase(it);
+      if (drivers_.empty())
+        let_go_buffers();
+      return driver;
+    }
+  }
+  return {};
+}
+
 void node_holdings::settle(driver_share& share) {
   if (!share.shards.empty())
     return;

@@ -78,6 +78,11 @@ public:
   /// The drivers whose staged data no piece has extended for `limits().staging_idle`.
   std::vector<caf::actor_addr> idle_staging(std::chrono::steady_clock::time_point now) const;
 
+  /// Forgets a shard that ended by itself (an exception in its pass), with its bytes; the driver
+  /// too when it then holds nothing. Returns that driver when it was forgotten, else null. A shard
+  /// no driver holds (one the node ended) changes nothing.
+  caf::actor_addr forget_shard(const caf::actor_addr& shard);
+
   /// Forgets `driver` and hands back what it held (for the caller to end), if anything.
   std::optional<driver_share> release(const caf::actor_addr& driver);
 

@@ -235,7 +235,11 @@ TEST_CASE("preconditioned by the Hessian's diagonal, and by the previous solve's
     CHECK(runs[1].products <= runs[0].products / 3);
     same_minimum(runs, minima);
   }
-  SUBCASE("a quadratic, eigenvalues 1 to 1e4: the previous solve's pairs") {
+  // Pairs model the few eigenvalues CG is slowest to resolve. On a spectrum spread evenly over
+  // 1 to 1e4 their gain was within rounding: from 16% fewer products to 7% more, by seed and by
+  // the CPU's vector instructions (the -march=native build). On 20 eigenvalues far above the rest
+  // every seed tried took half to a third of the products, with half the Newton steps.
+  SUBCASE("a quadratic, 20 eigenvalues 1e3 to 1e4 above 180 in 1 to 10: the previous solve's pairs") {
     const std::int64_t n = 200;
     std::mt19937_64 rng{7};
     std::normal_distribution<double> normal;
@@ -245,7 +249,8 @@ TEST_CASE("preconditioned by the Hessian's diagonal, and by the previous solve's
     const Eigen::MatrixXd q = Eigen::HouseholderQR<Eigen::MatrixXd>(m).householderQ();
     Eigen::VectorXd eigenvalues(n);
     for (std::int64_t i = 0; i < n; ++i)
-      eigenvalues[i] = std::pow(1e4, static_cast<double>(i) / static_cast<double>(n - 1));
+      eigenvalues[i] = i < 180 ? 1 + 9 * static_cast<double>(i) / 179
+                               : 1e3 * std::pow(10.0, static_cast<double>(i - 180) / 19);
     quadratic problem;
     problem.a = q * eigenvalues.asDiagonal() * q.transpose();
     problem.b = Eigen::VectorXd::NullaryExpr(n, [&] { return normal(rng); });
@@ -256,14 +261,14 @@ TEST_CASE("preconditioned by the Hessian's diagonal, and by the previous solve's
       Eigen::VectorXd x = Eigen::VectorXd::Zero(n);
       opt::newton_options options;
       options.epsilon = 1e-10;
-      options.cg_tolerance = 0.001;  // solves long enough for pairs to matter
+      options.cg_tolerance = 0.1;  // loose solves: many steps, each with the last one's pairs
       options.preconditioner_pairs = pairs;
       runs.push_back(*opt::minimize_newton(f, x, options));
       minima.push_back(x);
       REQUIRE(runs.back().reason == opt::stop_reason::converged);
     }
     INFO("products " << runs[0].products << " without pairs, " << runs[1].products << " with 20");
-    CHECK(runs[1].products <= 0.95 * runs[0].products);
+    CHECK(runs[1].products <= 0.6 * runs[0].products);
     same_minimum(runs, minima);
   }
 }

@@ -168,3 +168,34 @@ TEST_CASE("a node counts the buffers a shard's passes and its driver's requests 
     driver->send_exit(node, caf::exit_reason::user_shutdown);
   }
 }
+
+TEST_CASE("a shard that ends by itself gives its bytes back, and its driver is forgotten when that was all") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  auto counters = std::make_shared<actors::node_counters>();
+  auto node = actors::spawn_node(rt, 2, actors::node_limits{}, counters);
+  const auto data = shardopt::test::random_problem(7, 60, 20, 3);
+  const actors::shard_spec spec{shape, actors::data_block{data, {0, 60}}, {0, 20}};
+  const auto token = actors::access_token::random();
+  caf::scoped_actor driver{rt.system()};
+  const auto first = spawn(driver, node, spec, token);
+  const auto second = spawn(driver, node, spec, token);
+  REQUIRE(first);
+  REQUIRE(second);
+  const auto both = counters->bytes_held.load();
+  // An unregistered actor of this process: the exit a failing pass would end the shard with.
+  auto end_shard = [&](const actors::shard_actor& shard, std::int64_t left) {
+    caf::scoped_actor ender{rt.system()};
+    ender->send_exit(shard, caf::exit_reason::unhandled_exception);
+    for (int i = 0; i < 500 && counters->bytes_held.load() != left; ++i)
+      std::this_thread::sleep_for(10ms);
+    return counters->bytes_held.load();
+  };
+  const auto one = model::block_evaluator{shape, data, {0, 60}, 20}.working_bytes() + shardopt::io::bytes_of(*data);
+  CHECK(end_shard(first, both - one) == both - one);
+  CHECK(counters->shards == 1);
+  CHECK(counters->drivers == 1);
+  CHECK(end_shard(second, 0) == 0);  // with the driver's request bytes
+  CHECK(counters->shards == 0);
+  CHECK(counters->drivers == 0);
+  driver->send_exit(node, caf::exit_reason::user_shutdown);
+}
