@@ -174,16 +174,19 @@ std::vector<shard_actor> node_holdings::release_peer(driver_share& share, const 
   }
   for (const auto& shard : shards) {
     const auto i = index_in(share.shards, shard);
-    if (i == share.shards.size())
-      continue;
-    share.bytes -= share.shard_bytes[i];
-    bytes_ -= share.shard_bytes[i];
-    --shards_;
-    share.shards.erase(share.shards.begin() + static_cast<std::ptrdiff_t>(i));
-    share.shard_bytes.erase(share.shard_bytes.begin() + static_cast<std::ptrdiff_t>(i));
+    if (i < share.shards.size())
+      drop_shard(share, i);
   }
   settle(share);
   return {peer};
+}
+
+void node_holdings::drop_shard(driver_share& share, std::size_t i) {
+  share.bytes -= share.shard_bytes[i];
+  bytes_ -= share.shard_bytes[i];
+  --shards_;
+  share.shards.erase(share.shards.begin() + static_cast<std::ptrdiff_t>(i));
+  share.shard_bytes.erase(share.shard_bytes.begin() + static_cast<std::ptrdiff_t>(i));
 }
 
 caf::actor_addr node_holdings::forget_shard(const caf::actor_addr& shard) {
@@ -192,11 +195,7 @@ caf::actor_addr node_holdings::forget_shard(const caf::actor_addr& shard) {
     for (std::size_t i = 0; i < share.shards.size(); ++i) {
       if (caf::actor_cast<caf::actor_addr>(share.shards[i]) != shard)
         continue;
-      share.bytes -= share.shard_bytes[i];
-      bytes_ -= share.shard_bytes[i];
-      --shards_;
-      share.shards.erase(share.shards.begin() + static_cast<std::ptrdiff_t>(i));
-      share.shard_bytes.erase(share.shard_bytes.begin() + static_cast<std::ptrdiff_t>(i));
+      drop_shard(share, i);
       settle(share);
       if (!share.empty())
         return {};

@@ -123,6 +123,9 @@ private:
   /// Gives back the request bytes of a share that holds no shard any more.
   void settle(driver_share& share);
 
+  /// Forgets `share`'s shard `i` and its bytes.
+  void drop_shard(driver_share& share, std::size_t i);
+
   node_limits limits_;
   std::map<caf::actor_addr, driver_share> drivers_;
   std::int64_t shards_ = 0;  ///< shards held, staged ones included

@@ -56,15 +56,19 @@ actors::node_status status_of(caf::scoped_actor& self, const actors::node_actor&
   return out;
 }
 
+/// A node actor in this process with default limits, its counters, and a shard's spec and token.
+struct node_fixture {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  std::shared_ptr<actors::node_counters> counters = std::make_shared<actors::node_counters>();
+  actors::node_actor node = actors::spawn_node(rt, 2, actors::node_limits{}, counters);
+  std::shared_ptr<const model::dataset> data = shardopt::test::random_problem(7, 60, 20, 3);
+  actors::shard_spec spec{shape, actors::data_block{data, {0, 60}}, {0, 20}};
+  actors::access_token token = actors::access_token::random();
+};
+
 } // namespace
 
-TEST_CASE("a node counts what it holds and serves, and a draining node takes no new driver by any request") {
-  actors::runtime rt{actors::runtime_options::local(2)};
-  auto counters = std::make_shared<actors::node_counters>();
-  auto node = actors::spawn_node(rt, 2, actors::node_limits{}, counters);
-  const auto data = shardopt::test::random_problem(7, 60, 20, 3);
-  const actors::shard_spec spec{shape, actors::data_block{data, {0, 60}}, {0, 20}};
-  const auto token = actors::access_token::random();
+TEST_CASE_FIXTURE(node_fixture, "a node counts what it holds and serves, and a draining node takes no new driver by any request") {
   using refused = actors::refusal_reason;
   using request = actors::node_request;
 
@@ -169,13 +173,7 @@ TEST_CASE("a node counts the buffers a shard's passes and its driver's requests 
   }
 }
 
-TEST_CASE("a shard that ends by itself gives its bytes back, and its driver is forgotten when that was all") {
-  actors::runtime rt{actors::runtime_options::local(2)};
-  auto counters = std::make_shared<actors::node_counters>();
-  auto node = actors::spawn_node(rt, 2, actors::node_limits{}, counters);
-  const auto data = shardopt::test::random_problem(7, 60, 20, 3);
-  const actors::shard_spec spec{shape, actors::data_block{data, {0, 60}}, {0, 20}};
-  const auto token = actors::access_token::random();
+TEST_CASE_FIXTURE(node_fixture, "a shard that ends by itself gives its bytes back, and its driver is forgotten when that was all") {
   caf::scoped_actor driver{rt.system()};
   const auto first = spawn(driver, node, spec, token);
   const auto second = spawn(driver, node, spec, token);
