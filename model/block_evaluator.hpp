@@ -95,8 +95,8 @@ public:
   /// The bytes its buffers take beyond the data's, from their sizes: what it keeps between passes
   /// (a linear model's two scores and curvature, a sparse layout's records and entry lists) and
   /// what a pass allocates for its answer, sums and copies. An estimate from the buffers' sizes
-  /// (not their allocator's overheads), for a node's limits (actors/node): a shard of tiny data can still need gigabytes at a
-  /// large dimension. Saturates at 2^62.
+  /// (not their allocator's overheads), for a node's limits (actors/node): a shard of tiny data
+  /// can still need gigabytes at a large dimension. Saturates at 2^62.
   std::int64_t working_bytes() const;
 
   /// Whether the sparse rows' indices are renumbered to the touched features (else every feature

@@ -233,10 +233,8 @@ private:
                       + std::to_string(limits().dimension) + " parameters");
       // The whole must fit, with what a request at its dimension brings (the shard's buffers are
       // known once it is laid out); it is counted as it comes.
-      const auto* held = holdings_.find(asking);
-      const auto requests = std::max<std::int64_t>(
-        request_bytes_of(whole.cols + 1) - (held ? held->request_bytes : 0), 0);
-      auto driver = admit(io::bytes_of(whole) + requests, false, "the data and what a request at its dimension brings");
+      auto driver = admit(io::bytes_of(whole) + request_charge(whole.cols + 1), false,
+                          "the data and what a request at its dimension brings");
       if (!driver)
         return refused(driver.error().message());
       auto assembly = io::dataset_assembly::start(whole);
@@ -375,7 +373,7 @@ private:
       return refused(driver.error().message());
     model::block_evaluator evaluator{shape, block.data, block.rows, spec.layout.block_rows};
     const auto bytes = io::bytes_of(*block.data) + evaluator.working_bytes();
-    auto driver = admit(bytes + request_charge(shape) - arrived, staged >= 0, shard_needs);
+    auto driver = admit(bytes + request_charge(shape.dimension()) - arrived, staged >= 0, shard_needs);
     if (!driver)
       return refused(driver.error().message());
     dropped.arrived = false;
@@ -386,11 +384,12 @@ private:
   /// What the admission of a shard counts.
   static constexpr const char* shard_needs = "the shard's data and the buffers its passes and requests need";
 
-  /// What a request at `shape`'s dimension would add to the current driver's count: the raise
-  /// of its request bytes (node_holdings.hpp's `request_bytes_of`), counted once a driver.
-  std::int64_t request_charge(const model::model_shape& shape) {
+  /// What a request at `dimension` would add to the current driver's count: the raise of its
+  /// request bytes (node_holdings.hpp's `request_bytes_of`), counted once a driver.
+  std::int64_t request_charge(std::int64_t dimension) {
     const auto* share = holdings_.find(caf::actor_cast<caf::actor_addr>(current_sender()));
-    return std::max<std::int64_t>(request_bytes_of(shape.dimension()) - (share ? share->request_bytes : 0), 0);
+    const auto held = share ? share->dimension : 0;
+    return dimension > held ? request_bytes_of(dimension) - request_bytes_of(held) : 0;
   }
 
   /// A node-local shard, its rows and its data's bounds.
@@ -421,7 +420,7 @@ private:
     const auto data_bytes = io::bytes_of(*data);
     model::block_evaluator evaluator{shape, std::move(data), rows, spec.layout.block_rows};
     const auto bytes = data_bytes + evaluator.working_bytes();
-    auto driver = admit(bytes + request_charge(shape), false, shard_needs);
+    auto driver = admit(bytes + request_charge(shape.dimension()), false, shard_needs);
     if (!driver)
       return refused(driver.error().message());
     model::data_bounds bounds{{}, 0, spec.layout.block_rows, 0};

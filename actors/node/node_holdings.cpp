@@ -25,11 +25,12 @@ result<void> node_holdings::admit(const caf::actor_addr& driver, std::int64_t by
   if (!bytes_only && shards_ >= limits_.shards)
     return fail_invalid("this node holds its limit of " + std::to_string(limits_.shards) + " shards");
   if (bytes > limits_.bytes_per_driver - my_bytes)
-    return fail_invalid(what + " (" + std::to_string(bytes) + " bytes) would exceed this node's limit of " + std::to_string(limits_.bytes_per_driver)
-                        + " bytes per driver (" + std::to_string(my_bytes) + " held)");
+    return fail_invalid(what + " (" + std::to_string(bytes) + " bytes) would exceed this node's limit of "
+                        + std::to_string(limits_.bytes_per_driver) + " bytes per driver ("
+                        + std::to_string(my_bytes) + " held)");
   if (bytes > limits_.bytes - bytes_)
-    return fail_invalid(what + " (" + std::to_string(bytes) + " bytes) would exceed this node's limit of " + std::to_string(limits_.bytes)
-                        + " bytes in all (" + std::to_string(bytes_) + " held)");
+    return fail_invalid(what + " (" + std::to_string(bytes) + " bytes) would exceed this node's limit of "
+                        + std::to_string(limits_.bytes) + " bytes in all (" + std::to_string(bytes_) + " held)");
   return {};
 }
 
@@ -73,9 +74,9 @@ driver_share& node_holdings::share_of(const caf::actor_addr& driver, bool& added
 void node_holdings::hold(driver_share& share, shard_actor shard, std::int64_t bytes, std::int64_t dimension) {
   share.shards.push_back(std::move(shard));
   share.shard_bytes.push_back(bytes);
+  const auto before = request_bytes_of(share.dimension);
   share.dimension = std::max(share.dimension, dimension);
-  const auto raised = std::max<std::int64_t>(request_bytes_of(share.dimension) - share.request_bytes, 0);
-  share.request_bytes += raised;
+  const auto raised = request_bytes_of(share.dimension) - before;
   share.bytes += bytes + raised;
   bytes_ += bytes + raised;
   ++shards_;
@@ -212,9 +213,8 @@ caf::actor_addr node_holdings::forget_shard(const caf::actor_addr& shard) {
 void node_holdings::settle(driver_share& share) {
   if (!share.shards.empty())
     return;
-  share.bytes -= share.request_bytes;
-  bytes_ -= share.request_bytes;
-  share.request_bytes = 0;
+  share.bytes -= request_bytes_of(share.dimension);
+  bytes_ -= request_bytes_of(share.dimension);
   share.dimension = 0;
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 
 // What each driver holds on a node, and whether it may hold more: shards, groups, bytes (of data,
-// of the buffers its shards and requests need), and the data of its next shard while it arrives in pieces. The node actor (node.cpp) asks
+// of the buffers its shards and requests need), and the data of its next shard while it arrives in
+// pieces. The node actor (node.cpp) asks
 // `admit` before it takes anything, records what it took here, and ends what `release` hands back;
 // this file keeps the counts and the limits, and nothing else (it spawns and ends no actor).
 
@@ -26,10 +27,8 @@ struct driver_share {
   std::vector<shard_actor> groups;
   std::vector<std::vector<shard_actor>> group_members;  ///< each group's shards, as `groups`
   std::vector<shard_actor> trees;              ///< its parts of reduction trees, newest last
-  std::int64_t bytes = 0;                      ///< the shards' data and working memory, the staged
-                                               ///< data and `request_bytes`
-  std::int64_t request_bytes = 0;              ///< what one request to its shards brings (see
-                                               ///< `request_bytes_of`), for its largest dimension
+  std::int64_t bytes = 0;                      ///< the shards' data and buffers, the staged data,
+                                               ///< and request_bytes_of(dimension)
   std::int64_t dimension = 0;                  ///< the largest of its shards' models (0: none)
   std::optional<io::dataset_assembly> staged;  ///< a shard's data, arriving in pieces
   access_token staged_token;                   ///< the token its pieces and its shard carry
