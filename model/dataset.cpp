@@ -1,4 +1,5 @@
 #include "model/dataset.hpp"
+#include "model/restriction.hpp"
 
 #include <algorithm>
 
@@ -76,6 +77,38 @@ void dataset::widen(std::int64_t new_cols) {
     b->cols = new_cols;
   else
     std::get<sparse_features>(x).conservativeResize(rows(), new_cols);
+}
+
+dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features) {
+  dataset out;
+  out.y = data.y;
+  const auto kept = static_cast<Eigen::Index>(features.size());
+  if (!data.is_sparse()) {
+    const auto x = data.dense();
+    dense_features m(x.rows(), kept);
+    for (Eigen::Index k = 0; k < kept; ++k)
+      m.col(k) = x.col(features[static_cast<std::size_t>(k)]);
+    out.x = std::move(m);
+    return out;
+  }
+  const auto x = data.sparse();
+  std::vector<std::int32_t> position(static_cast<std::size_t>(x.cols()), -1);
+  for (Eigen::Index k = 0; k < kept; ++k)
+    position[static_cast<std::size_t>(features[static_cast<std::size_t>(k)])] = static_cast<std::int32_t>(k);
+  std::int64_t entries = 0;
+  for (Eigen::Index i = 0; i < x.nonZeros(); ++i)
+    entries += position[static_cast<std::size_t>(x.innerIndexPtr()[i])] >= 0;
+  sparse_features m(x.rows(), kept);
+  m.reserve(entries);
+  for (Eigen::Index r = 0; r < x.outerSize(); ++r) {
+    m.startVec(r);
+    for (sparse_view::InnerIterator it(x, r); it; ++it)
+      if (const auto p = position[static_cast<std::size_t>(it.col())]; p >= 0)
+        m.insertBack(r, p) = it.value();
+  }
+  m.finalize();
+  out.x = std::move(m);
+  return out;
 }
 
 } // namespace shardopt::model

@@ -3,9 +3,11 @@
 #include "model/block_bounds.hpp"
 #include "model/block_evaluator.hpp"
 #include "model/linear_model.hpp"
+#include "model/restriction.hpp"
 #include "base/result.hpp"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -98,6 +100,39 @@ public:
     return {};
   }
 
+  /// Whether `restrict` works: for the linear models.
+  bool can_restrict() const { return has_hessian(shape_); }
+
+  /// A restriction of the objective to the entries of theta that weigh some of the features,
+  /// with the others held at 0 (OWL-QN's shrinking, optimizer/owlqn.hpp): the same objective over
+  /// the data's columns `features` alone (renumbered, restrict_columns), the same shards and rows.
+  struct restriction {
+    std::vector<Eigen::Index> entries;  ///< theta's entries, in the compact problem's order
+    std::int64_t nonzeros = 0;          ///< the compact data's (what an evaluation reads)
+    std::function<double(const Eigen::VectorXd&, Eigen::VectorXd&)> evaluate;
+  };
+
+  /// Restricts to the features of the entries `wanted` (increasing), every output's weights on
+  /// them and the biases. The evaluate function borrows a compact objective this one keeps until
+  /// the next restriction. Fails for networks.
+  result<restriction> restrict(const std::vector<Eigen::Index>& wanted) {
+    if (!can_restrict())
+      return fail_invalid("only the linear models can be restricted to some features, not " + describe(shape_));
+    const auto features = features_of_entries(shape_, wanted);
+    std::vector<row_range> shards;
+    for (const auto& evaluator : evaluators_)
+      shards.push_back(evaluator.range());
+    auto data = std::make_shared<const dataset>(restrict_columns(*data_, features));
+    restricted_ = std::make_unique<local_objective>(
+      model_shape{shape_.kind, static_cast<std::int64_t>(features.size()), shape_.outputs}, std::move(data), lambda_,
+      std::move(shards));
+    auto* compact = restricted_.get();
+    return restriction{entries_of_features(shape_, features), compact->data_->nonzeros(),
+                       [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+                         return compact->evaluate(theta, grad);
+                       }};
+  }
+
   /// The objective of a minibatch: the mean loss over `rows` (indices into the whole dataset) plus
   /// the regulariser, as stochastic-gradient methods use it; overwrites grad. `rows` must not be
   /// empty.
@@ -178,6 +213,7 @@ private:
   exact_sum sum_;
   std::uint64_t evaluations_ = 0;
   Eigen::VectorXd last_theta_, previous_theta_;  // of the last two full evaluations
+  std::unique_ptr<local_objective> restricted_;  // the last restriction's compact objective
 };
 
 } // namespace shardopt::model

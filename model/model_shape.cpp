@@ -1,4 +1,5 @@
 #include "model/model_shape.hpp"
+#include "model/restriction.hpp"
 
 #include <cmath>
 #include <random>
@@ -66,6 +67,30 @@ Eigen::VectorXd weight_mask(const model_shape& shape) {
   for (const auto& layer : shape.layers())
     mask.segment(layer.weights, layer.in * layer.out).setOnes();
   return mask;
+}
+
+std::vector<std::int64_t> features_of_entries(const model_shape& shape, const std::vector<Eigen::Index>& wanted) {
+  std::vector<char> weighed(static_cast<std::size_t>(shape.features), 0);
+  const auto weights = shape.features * shape.outputs;
+  for (const auto i : wanted)
+    if (i < weights)
+      weighed[static_cast<std::size_t>(i % shape.features)] = 1;
+  std::vector<std::int64_t> out;
+  for (std::int64_t j = 0; j < shape.features; ++j)
+    if (weighed[static_cast<std::size_t>(j)])
+      out.push_back(j);
+  return out;
+}
+
+std::vector<Eigen::Index> entries_of_features(const model_shape& shape, const std::vector<std::int64_t>& features) {
+  std::vector<Eigen::Index> out;
+  out.reserve(features.size() * static_cast<std::size_t>(shape.outputs) + static_cast<std::size_t>(shape.outputs));
+  for (std::int64_t k = 0; k < shape.outputs; ++k)
+    for (const auto j : features)
+      out.push_back(k * shape.features + j);
+  for (std::int64_t k = 0; k < shape.outputs; ++k)
+    out.push_back(shape.outputs * shape.features + k);
+  return out;
 }
 
 std::vector<Eigen::Index> bias_entries(const model_shape& shape) {

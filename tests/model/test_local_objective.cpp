@@ -3,6 +3,7 @@
 /// dataset, kind names and label checks.
 
 #include "linear_fixtures.hpp"
+#include "support/problems.hpp"
 
 #include <doctest/doctest.h>
 
@@ -218,4 +219,56 @@ TEST_CASE("first_invalid_label finds labels a model cannot index by") {
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::linear, 2, 1}, labels) == 1);
   labels << 0, 1.5, 1, 1;
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::svm, 2, 3}, labels) == 1);
+}
+
+TEST_CASE("a linear objective restricted to some features is the objective with the other weights at 0") {
+  namespace model = shardopt::model;
+  for (const bool sparse : {true, false}) {
+    CAPTURE(sparse);
+    const std::int64_t d = 9, k = 3;
+    const auto data = shardopt::test::random_problem(31, 240, d, k, sparse);
+    const model_shape shape{model_kind::softmax, d, k};
+    local_objective full{shape, data, 1e-3, {{0, 99}, {99, 240}}};
+    // Entries of features 1, 4 and 8 (in one output each), and a bias.
+    const std::vector<Eigen::Index> wanted{1, d + 4, 2 * d + 8, k * d + 1};
+    CHECK(model::features_of_entries(shape, wanted) == std::vector<std::int64_t>{1, 4, 8});
+    const auto made = full.restrict(wanted);
+    REQUIRE(made.ok());
+    const std::vector<Eigen::Index> entries{1, 4, 8, d + 1, d + 4, d + 8, 2 * d + 1, 2 * d + 4, 2 * d + 8,
+                                            k * d, k * d + 1, k * d + 2};
+    CHECK(made->entries == entries);
+    // The compact data: the kept columns, renumbered, every row.
+    const auto kept = model::restrict_columns(*data, {1, 4, 8});
+    REQUIRE(kept.rows() == data->rows());
+    REQUIRE(kept.cols() == 3);
+    CHECK(made->nonzeros == kept.nonzeros());
+    for (std::int64_t i = 0; i < data->rows(); ++i)
+      for (const auto& [from, to] : {std::pair{1, 0}, std::pair{4, 1}, std::pair{8, 2}}) {
+        const float was = sparse ? data->sparse().coeff(i, from) : data->dense()(i, from);
+        const float is = sparse ? kept.sparse().coeff(i, to) : kept.dense()(i, to);
+        CHECK(was == is);
+      }
+    // Its objective and gradient at a compact theta are the full ones at theta with the others 0.
+    std::mt19937 rng{3};
+    std::normal_distribution<double> normal;
+    VectorXd compact(static_cast<Eigen::Index>(entries.size()));
+    for (auto& v : compact)
+      v = normal(rng);
+    VectorXd theta = VectorXd::Zero(shape.dimension());
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      theta[entries[e]] = compact[static_cast<Eigen::Index>(e)];
+    VectorXd g_full, g_compact;
+    const double f_full = full.evaluate(theta, g_full);
+    const double f_compact = made->evaluate(compact, g_compact);
+    CHECK(f_compact == doctest::Approx(f_full).epsilon(1e-13));
+    REQUIRE(g_compact.size() == static_cast<Eigen::Index>(entries.size()));
+    for (std::size_t e = 0; e < entries.size(); ++e)
+      CHECK(g_compact[static_cast<Eigen::Index>(e)] == doctest::Approx(g_full[entries[e]]).epsilon(1e-12));
+  }
+  // Networks cannot be restricted, and say so.
+  local_objective net{model_shape{model_kind::logistic, 4, 1, {3}}, shardopt::test::random_problem(2, 40, 4, 2), 0.0};
+  CHECK_FALSE(net.can_restrict());
+  const auto refused = net.restrict({0});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message().find("linear models") != std::string::npos);
 }
