@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -62,6 +63,36 @@ public:
   template <class G = F, std::enable_if_t<has_line_values<G>::value, int> = 0>
   auto line_values(const std::vector<double>& alphas, std::vector<double>& values) {
     return f_.line_values(alphas, values);
+  }
+
+  /// Whether the objective can restrict itself (OWL-QN's shrinking, owlqn.hpp).
+  template <class G = F, std::enable_if_t<has_restrict<G>::value, int> = 0>
+  bool can_restrict() const {
+    return f_.can_restrict();
+  }
+
+  /// The objective's restriction, with the held entries among its `entries` zeroed in the compact
+  /// gradient too.
+  template <class G = F, std::enable_if_t<has_restrict<G>::value, int> = 0>
+  auto restrict(const std::vector<Eigen::Index>& wanted) {
+    auto made = f_.restrict(wanted);
+    if (made) {
+      std::vector<Eigen::Index> positions;
+      for (const auto i : held_) {
+        const auto at = std::lower_bound(made->entries.begin(), made->entries.end(), i);
+        if (at != made->entries.end() && *at == i)
+          positions.push_back(at - made->entries.begin());
+      }
+      made->evaluate = [inner = std::move(made->evaluate), positions](const Eigen::VectorXd& theta,
+                                                                        Eigen::VectorXd& grad) {
+        auto f = inner(theta, grad);
+        if (grad.size() == theta.size())
+          for (const auto p : positions)
+            grad[p] = 0;
+        return f;
+      };
+    }
+    return made;
   }
 
 private:

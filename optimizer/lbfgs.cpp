@@ -44,10 +44,11 @@ result<void> check_options(const lbfgs_options& o, Eigen::Index n) {
   return {};
 }
 
-result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options) {
+result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options,
+                         bool without_pairs) {
   const auto sized = [n](const Eigen::VectorXd& v) { return v.size() == n; };
   if (state.iterations < 0 || state.evaluations < std::max(state.iterations, 1) || !(state.seconds >= 0) ||
-      (state.iterations > 0 && state.s.empty()))
+      (state.iterations > 0 && state.s.empty() && !without_pairs))
     return fail_invalid("its counts are inconsistent");
   if (!sized(state.theta) || !sized(state.grad))
     return fail_invalid("theta has " + std::to_string(state.theta.size()) + " entries, the problem " + std::to_string(n));

@@ -61,7 +61,10 @@ result<void> check_options(const lbfgs_options& options, Eigen::Index n);
 
 /// Checks that a state fits a problem of dimension `n` under `options` (vector sizes, pair count,
 /// `past` ring, finite values); the failure (invalid) names the first misfit.
-result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options);
+/// `without_pairs`: a state past its first iteration may hold none (OWL-QN's shrinking hands out
+/// states at the start of its rounds, which start without pairs).
+result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options,
+                         bool without_pairs = false);
 
 /// Resuming and saving a run (unbounded L-BFGS only): see solver_session in run.hpp.
 using lbfgs_session = solver_session<lbfgs_state>;

@@ -41,6 +41,20 @@ namespace shardopt::optimizer {
 ///   the points of the last two evaluations, without a pass over the data (a linear model's scores
 ///   are affine in theta): a backtracking line search costs no passes. R as for
 ///   `hessian_vector`.
+///
+/// Optional, and used by OWL-QN's shrinking where present (owlqn.hpp):
+///
+/// - `bool can_restrict() const` and `result<T> restrict(const std::vector<Eigen::Index>& wanted)`
+///   — the objective on (at least) the entries `wanted` of theta, the others held at 0: T has
+///   `entries` (theta's entries the compact problem holds, increasing) and `evaluate(theta, grad)`
+///   over vectors of entries.size(), returning double or `shardopt::result<double>`.
+template <class F, class = void>
+struct has_restrict : std::false_type {};
+
+template <class F>
+struct has_restrict<F, std::void_t<decltype(std::declval<F&>().restrict(std::declval<const std::vector<Eigen::Index>&>())),
+                                   decltype(std::declval<const F&>().can_restrict())>> : std::true_type {};
+
 template <class F, class = void>
 struct has_dimension : std::false_type {};
 

@@ -12,6 +12,10 @@
 #include <Eigen/Core>
 
 #include <cstdint>
+#include <functional>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace shardopt::optimizer {
 
@@ -56,11 +60,85 @@ result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::Vect
                                          const lbfgs_options& options, const Eigen::VectorXd& l1,
                                          const iteration_hook& hook = {}, const lbfgs_session& session = {});
 
-/// Minimises any objective (see objective.hpp) plus the L1 term, from `theta`.
+/// # Shrinking
+///
+/// The objective on some of theta's entries, the others held at 0: `entries` (increasing) are the
+/// entries the compact problem holds, in its order, and `evaluate` is f over vectors of
+/// `entries.size()` (f's value at the full vector those entries make, with 0 elsewhere, and f's
+/// gradient on them). An empty `evaluate`: the objective cannot restrict itself.
+struct restricted_objective {
+  std::vector<Eigen::Index> entries;
+  evaluate_function evaluate;
+};
+
+/// Restricts an objective to (at least) the entries `wanted` (increasing): a linear model keeps
+/// whole features, for every output, and its biases. The evaluate function it gives may borrow the
+/// objective, and stays valid until the next restriction.
+using restrict_function = std::function<result<restricted_objective>(const std::vector<Eigen::Index>& wanted)>;
+
+/// Shrinking, as LIBLINEAR's solvers shrink: OWL-QN runs on a working set of entries at a time,
+/// the rest held at 0, and only the working set's columns cost a pass.
+struct owlqn_shrinking {
+  bool enabled = true;
+  /// Inner iterations on one working set at most, before a full evaluation looks at every entry.
+  int refresh = 100;
+  /// ...or once the working set's pseudo-gradient falls to this fraction of the last full one.
+  double tolerance = 0.1;
+};
+
+/// OWL-QN with shrinking. Each round evaluates F in full at x and takes as its working set the
+/// entries free there (unpenalised, not 0, or whose pseudo-gradient is not 0: a zero weight whose
+/// gradient exceeds its penalty), restricts f to them (`restrict`), and runs OWL-QN on that
+/// compact problem from x (fresh pairs) for at most `refresh` iterations, or until its
+/// pseudo-gradient falls to `tolerance` times the full one. Only full evaluations decide a
+/// stop at the gradient tests; the iteration limit, the hook and the objective-change test count
+/// every inner iteration (the hook sees the compact problem's figures: its F is the full one's, its
+/// pseudo-gradient the working set's). A run stopped by the hook or a failure inside a round reports
+/// the working set's pseudo-gradient norms; every other stop, the full one's. A round that takes no
+/// step ends the run (`line_search_failed`), and entries that do not increase or lie outside
+/// theta fail it.
+/// Sessions hand out states at full evaluations only (no pairs: a round starts without them), so
+/// a run resumed from one ends bit for bit as the uninterrupted one. The iteration limit ends a
+/// round, with one more full evaluation for its last state: a run continued from that state with
+/// a higher limit starts a new round there, and so reaches the same optimum by another path (plain
+/// OWL-QN's would follow the same one). A restriction without an evaluate function fails
+/// the run (`evaluation_failed`).
+result<run_result> minimize_owlqn_shrinking_erased(const evaluate_function& f, const restrict_function& restrict,
+                                                   Eigen::VectorXd& theta, const lbfgs_options& options,
+                                                   const Eigen::VectorXd& l1, const owlqn_shrinking& shrinking,
+                                                   const iteration_hook& hook = {},
+                                                   const lbfgs_session& session = {});
+
+/// Wraps an objective's `restrict(wanted)` as a `restrict_function`. Its answer, a result, has `entries` and an `evaluate(theta, grad)` returning double or result<double>.
+/// Borrows the objective.
+template <class F>
+restrict_function restrict_of(F& f) {
+  return [&f](const std::vector<Eigen::Index>& wanted) -> result<restricted_objective> {
+    auto made = f.restrict(wanted);
+    if (!made)
+      return made.error();
+    restricted_objective out;
+    out.entries = std::move(made->entries);
+    out.evaluate = [evaluate = std::move(made->evaluate)](const Eigen::VectorXd& theta,
+                                                          Eigen::VectorXd& grad) -> result<double> {
+      return evaluate(theta, grad);
+    };
+    return out;
+  };
+}
+
+/// Minimises any objective (see objective.hpp) plus the L1 term, from `theta`: with shrinking
+/// when `shrinking.enabled` and the objective can restrict itself (`bool can_restrict() const`,
+/// and `result<restricted_objective> restrict(wanted)`).
 template <class F>
 result<run_result> minimize_owlqn(F& objective, Eigen::VectorXd& theta, const lbfgs_options& options,
                                   const Eigen::VectorXd& l1, const iteration_hook& hook = {},
-                                  const lbfgs_session& session = {}) {
+                                  const lbfgs_session& session = {}, const owlqn_shrinking& shrinking = {}) {
+  if constexpr (has_restrict<F>::value) {
+    if (shrinking.enabled && objective.can_restrict())
+      return minimize_owlqn_shrinking_erased(erase_objective(objective), restrict_of(objective), theta, options, l1,
+                                             shrinking, hook, session);
+  }
   return minimize_owlqn_erased(erase_objective(objective), theta, options, l1, hook, session);
 }
 

@@ -69,19 +69,23 @@ double run_log::seconds() const {
   return earlier_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
 }
 
-run_result run_log::finish(run_stop stop) const {
+run_result result_of(const iteration_info& info, run_stop stop, double seconds) {
   run_result out;
   out.reason = stop.reason;
   out.message = std::move(stop.message);
-  out.f = info_.f;
-  out.grad_norm = info_.grad_norm;
-  out.grad_norm_inf = info_.grad_norm_inf;
-  out.iterations = info_.iteration;
-  out.evaluations = info_.evaluations;
-  out.products = info_.products;
-  out.nonzeros = info_.nonzeros;
-  out.seconds = seconds();
+  out.f = info.f;
+  out.grad_norm = info.grad_norm;
+  out.grad_norm_inf = info.grad_norm_inf;
+  out.iterations = info.iteration;
+  out.evaluations = info.evaluations;
+  out.products = info.products;
+  out.nonzeros = info.nonzeros;
+  out.seconds = seconds;
   return out;
+}
+
+run_result run_log::finish(run_stop stop) const {
+  return result_of(info_, std::move(stop), seconds());
 }
 
 } // namespace shardopt::optimizer

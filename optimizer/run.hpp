@@ -77,6 +77,9 @@ inline run_stop evaluation_failed(const failure& why) {
   return {stop_reason::evaluation_failed, why.message()};
 }
 
+/// The result of a run that stops with `stop`, its last figures `info`, after `seconds`.
+run_result result_of(const iteration_info& info, run_stop stop, double seconds);
+
 /// The bookkeeping both optimizers share: their counts and clock, the figures of the last accepted
 /// iterate, the iteration hook and the objective-change test, and the result they fill.
 class run_log {

@@ -11,6 +11,7 @@
 #include "support/newton_problems.hpp"
 #include "support/problems.hpp"
 #include "support/sessions.hpp"
+#include "support/optimality.hpp"
 
 #include <doctest/doctest.h>
 
@@ -28,16 +29,7 @@ namespace model = shardopt::model;
 
 namespace {
 
-/// The largest violation of F = f + sum c|x|'s optimality conditions at x: |g_i + c_i sign(x_i)|
-/// where x_i != 0, max(|g_i| - c_i, 0) where x_i = 0.
-double kkt_violation(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c) {
-  double worst = 0;
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    const double v = x[i] != 0 ? std::abs(g[i] + c[i] * (x[i] > 0 ? 1 : -1)) : std::max(0.0, std::abs(g[i]) - c[i]);
-    worst = std::max(worst, v);
-  }
-  return worst;
-}
+using shardopt::test::kkt_violation;
 
 opt::newton_options l1_options(const Eigen::VectorXd& c, double lambda, double epsilon) {
   opt::newton_options o;
@@ -291,7 +283,9 @@ TEST_CASE("orthant-wise Newton-CG reaches a fixed objective within a bound on it
     opt::lbfgs_options o;
     o.epsilon = 1e-12;
     o.max_iterations = 5000;
-    return opt::minimize_owlqn(f, theta, o, c, hook);
+    opt::owlqn_shrinking plain;  // the comment's count: OWL-QN's passes, each over every column
+    plain.enabled = false;
+    return opt::minimize_owlqn(f, theta, o, c, hook, {}, plain);
   });
   CAPTURE(newton);
   CAPTURE(owlqn);

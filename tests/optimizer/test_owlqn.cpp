@@ -9,6 +9,7 @@
 #include "support/bits.hpp"
 #include "support/sessions.hpp"
 #include "support/problems.hpp"
+#include "support/optimality.hpp"
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,8 @@ namespace model = shardopt::model;
 
 namespace {
 
+using shardopt::test::kkt_violation;
+
 /// f(x) = 0.5 (x - b)' A (x - b), A symmetric positive definite.
 struct quadratic {
   Eigen::MatrixXd a;
@@ -32,17 +35,6 @@ struct quadratic {
     return 0.5 * r.dot(grad);
   }
 };
-
-/// The largest violation of the optimality conditions of f + sum c|x| at x: g_i + c_i sign(x_i) = 0
-/// where x_i != 0, |g_i| <= c_i where x_i = 0.
-double kkt_violation(const Eigen::VectorXd& x, const Eigen::VectorXd& g, const Eigen::VectorXd& c) {
-  double worst = 0;
-  for (Eigen::Index i = 0; i < x.size(); ++i) {
-    const double v = x[i] != 0 ? std::abs(g[i] + c[i] * (x[i] > 0 ? 1 : -1)) : std::max(0.0, std::abs(g[i]) - c[i]);
-    worst = std::max(worst, v);
-  }
-  return worst;
-}
 
 opt::lbfgs_options tight() {
   opt::lbfgs_options o;
@@ -126,13 +118,24 @@ TEST_CASE("OWL-QN on softmax data: optimal, biases unpenalised, and K shards giv
   const Eigen::VectorXd c = 0.02 * model::weight_mask(shape);
   auto o = tight();
   o.epsilon = 1e-8;
+  // Plain, and with shrinking (the local objective restricts itself: test_owlqn_shrinking.cpp).
+  opt::owlqn_shrinking plain;
+  plain.enabled = false;
   Eigen::VectorXd x1 = Eigen::VectorXd::Zero(shape.dimension());
   Eigen::VectorXd x3 = x1;
-  const auto r1 = *opt::minimize_owlqn(one, x1, o, c);
-  const auto r3 = *opt::minimize_owlqn(three, x3, o, c);
+  const auto r1 = *opt::minimize_owlqn(one, x1, o, c, {}, {}, plain);
+  const auto r3 = *opt::minimize_owlqn(three, x3, o, c, {}, {}, plain);
   CHECK(r1.reason == opt::stop_reason::converged);
   CHECK(r3.iterations == r1.iterations);
   CHECK(shardopt::test::same_bits(x1, x3));
+  Eigen::VectorXd s1 = Eigen::VectorXd::Zero(shape.dimension());
+  Eigen::VectorXd s3 = s1;
+  const auto q1 = *opt::minimize_owlqn(one, s1, o, c);
+  const auto q3 = *opt::minimize_owlqn(three, s3, o, c);
+  CHECK(q1.reason == opt::stop_reason::converged);
+  CHECK(q3.iterations == q1.iterations);
+  CHECK(shardopt::test::same_bits(s1, s3));
+  CHECK(q1.f == doctest::Approx(r1.f).epsilon(1e-12));
   Eigen::VectorXd g;
   const double smooth = one.evaluate(x1, g);
   CHECK(r1.f == doctest::Approx(smooth + opt::l1_term(x1, c)).epsilon(1e-15));
@@ -184,7 +187,9 @@ TEST_CASE("OWL-QN's passes over the dimension on a pool of threads give the bits
   CHECK(r1.nonzeros < 3 * n / 4);
 }
 
-TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
+TEST_CASE("a plain OWL-QN run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
+  opt::owlqn_shrinking plain;  // every state, with its pairs (shrinking: test_owlqn_shrinking.cpp)
+  plain.enabled = false;
   const model::model_shape shape{model::model_kind::softmax, 13, 4};
   model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
   const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
@@ -195,7 +200,7 @@ TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the
   o.delta = 1e-300;  // the ring is kept and saved, the test never fires
   std::vector<opt::lbfgs_state> states;
   Eigen::VectorXd whole = Eigen::VectorXd::Zero(shape.dimension());
-  const auto full = *opt::minimize_owlqn(f, whole, o, c, {}, shardopt::test::keep_states(states));
+  const auto full = *opt::minimize_owlqn(f, whole, o, c, {}, shardopt::test::keep_states(states), plain);
   REQUIRE(full.iterations >= 8);
   REQUIRE(states.size() == static_cast<std::size_t>(full.iterations));
   for (const std::size_t k : {std::size_t{0}, std::size_t{3}, states.size() / 2, states.size() - 2}) {
@@ -203,7 +208,7 @@ TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the
     opt::lbfgs_session resuming;
     resuming.resume = &states[k];
     Eigen::VectorXd resumed = Eigen::VectorXd::Ones(shape.dimension());  // ignored: the state's theta
-    const auto rest = *opt::minimize_owlqn(f, resumed, o, c, {}, resuming);
+    const auto rest = *opt::minimize_owlqn(f, resumed, o, c, {}, resuming, plain);
     CHECK(rest.reason == full.reason);
     CHECK(rest.iterations == full.iterations);
     CHECK(rest.evaluations == full.evaluations);
@@ -215,12 +220,12 @@ TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the
   limited.max_iterations = 4;
   std::vector<opt::lbfgs_state> early;
   Eigen::VectorXd short_run = Eigen::VectorXd::Zero(shape.dimension());
-  REQUIRE(opt::minimize_owlqn(f, short_run, limited, c, {}, shardopt::test::keep_states(early))->reason
+  REQUIRE(opt::minimize_owlqn(f, short_run, limited, c, {}, shardopt::test::keep_states(early), plain)->reason
           == opt::stop_reason::max_iterations);
   opt::lbfgs_session resuming;
   resuming.resume = &early.back();
   Eigen::VectorXd continued = short_run;
-  CHECK(opt::minimize_owlqn(f, continued, o, c, {}, resuming)->iterations == full.iterations);
+  CHECK(opt::minimize_owlqn(f, continued, o, c, {}, resuming, plain)->iterations == full.iterations);
   CHECK(shardopt::test::same_bits(continued, whole));
 
   // A state whose pairs lost their curvature is refused by name.
@@ -229,7 +234,7 @@ TEST_CASE("an OWL-QN run resumed from any saved state ends bit for bit where the
   bad.y.front() = -bad.s.front();
   resuming.resume = &bad;
   Eigen::VectorXd x = whole;
-  const auto refused = opt::minimize_owlqn(f, x, o, c, {}, resuming);
+  const auto refused = opt::minimize_owlqn(f, x, o, c, {}, resuming, plain);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message().find("no positive curvature") != std::string::npos);
 }
