@@ -4,6 +4,7 @@
 #include "actors/driver/peers.hpp"
 #include "actors/wire/shard.hpp"
 #include "base/parallel.hpp"
+#include "model/restriction.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,14 @@
 #include <utility>
 
 namespace shardopt::actors {
+
+struct sharded_objective::local_source {
+  runtime* rt;
+  double lambda;
+  std::shared_ptr<const model::dataset> data;
+  std::vector<model::row_range> blocks;
+  std::chrono::milliseconds timeout;
+};
 
 sharded_objective::sharded_objective(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
 sharded_objective::sharded_objective(sharded_objective&&) noexcept = default;
@@ -56,8 +65,41 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
     shares.push_back(peer_share{{{first, count}}, blocks[i].size(), {}});
     first += count;
   }
-  return make_sharded_objective(rt, std::move(shape), lambda, std::move(shards), std::move(shares),
-                                std::move(bounds), token, timeout);
+  auto objective = make_sharded_objective(rt, std::move(shape), lambda, std::move(shards), std::move(shares),
+                                          std::move(bounds), token, timeout);
+  objective.source_ = std::make_shared<const local_source>(local_source{&rt, lambda, std::move(data), blocks, timeout});
+  return objective;
+}
+
+bool sharded_objective::can_restrict() const {
+  return source_ && model::has_hessian(impl_->shape);
+}
+
+result<sharded_objective::restriction> sharded_objective::restrict(const std::vector<Eigen::Index>& wanted) {
+  if (!can_restrict())
+    return fail_invalid(source_ ? "only the linear models can be restricted to some features, not "
+                                    + model::describe(impl_->shape)
+                                : std::string{"shards on nodes cannot be restricted to some features"});
+  const auto& shape = impl_->shape;
+  const auto features = model::features_of_entries(shape, wanted);
+  // The compact objective this one replaces is released first (its shards end asynchronously, and
+  // with them its copy of the data); the last one lives until this objective ends.
+  if (restricted_) {
+    restricted_seconds_ += restricted_->round_seconds();
+    restricted_.reset();
+  }
+  const auto& source = *source_;
+  auto data = std::make_shared<const model::dataset>(model::restrict_columns(*source.data, features));
+  const auto nonzeros = data->nonzeros();
+  restricted_ = std::make_unique<sharded_objective>(
+    local(*source.rt, model::model_shape{shape.kind, static_cast<std::int64_t>(features.size()), shape.outputs},
+          source.lambda, std::move(data), source.blocks, source.timeout));
+  restricted_->use_threads(pool_);
+  auto* compact = restricted_.get();
+  return restriction{model::entries_of_features(shape, features), nonzeros,
+                     [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+                       return compact->evaluate(theta, grad);
+                     }};
 }
 
 std::int64_t sharded_objective::dimension() const {
@@ -73,7 +115,7 @@ std::size_t sharded_objective::recreated_shards() const {
 }
 
 double sharded_objective::round_seconds() const {
-  return impl_->round_seconds;
+  return impl_->round_seconds + restricted_seconds_ + (restricted_ ? restricted_->round_seconds() : 0.0);
 }
 
 result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
@@ -200,6 +242,9 @@ result<void> sharded_objective::line_values(const std::vector<double>& alphas, s
 
 void sharded_objective::use_threads(optimizer::vector_pool* pool) {
   impl_->threads = pool;
+  pool_ = pool;
+  if (restricted_)
+    restricted_->use_threads(pool);
 }
 
 result<model::quality_sums> sharded_objective::quality(const Eigen::VectorXd& theta) {

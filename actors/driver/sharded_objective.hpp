@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -73,6 +74,25 @@ public:
   /// threads (null: the calling thread's alone); the results are the same bits.
   void use_threads(optimizer::vector_pool* pool);
 
+  /// Whether `restrict` works: an objective of `local` (its data in this process) over a linear
+  /// model. Shards on nodes cannot restrict themselves yet.
+  bool can_restrict() const;
+
+  /// The objective on some entries of theta, the others held at 0 (OWL-QN's shrinking,
+  /// optimizer/owlqn.hpp): `entries` (theta's, in the compact problem's order) and `evaluate`, over
+  /// vectors of entries.size().
+  struct restriction {
+    std::vector<Eigen::Index> entries;
+    std::int64_t nonzeros = 0;  ///< the compact data's
+    std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&)> evaluate;
+  };
+
+  /// Restricts to the features of the entries `wanted` (increasing): every output's weights on
+  /// them and the biases. A local objective of the same blocks over those columns of the data
+  /// (model::restrict_columns), with shard actors of its own that live until the next restriction
+  /// (or this objective's end): the same bits for any number of shards, as this objective's.
+  result<restriction> restrict(const std::vector<Eigen::Index>& wanted);
+
   /// Accuracy counts / squared errors over all shards' examples at theta.
   result<model::quality_sums> quality(const Eigen::VectorXd& theta);
 
@@ -85,7 +105,14 @@ public:
 private:
   result<double> evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd* diagonal);
 
+  /// What `local` was given, which a restriction builds its compact objective from.
+  struct local_source;
+
   std::unique_ptr<impl> impl_;
+  std::shared_ptr<const local_source> source_;     // local objectives only
+  std::unique_ptr<sharded_objective> restricted_;  // the last restriction's compact objective
+  double restricted_seconds_ = 0;                  // round seconds of compact objectives ended
+  optimizer::vector_pool* pool_ = nullptr;
 };
 
 } // namespace shardopt::actors

@@ -8,6 +8,7 @@ result<solver_plan> plan_solver(const train_options& options, const model::model
   solver_plan plan;
   plan.kind = options.solver;
   plan.lbfgs = options.lbfgs;
+  plan.shrinking.enabled = !options.no_shrinking;
   const bool bounded = options.lower || options.upper;
   const bool l1 = options.l1 > 0;
   // --l1: OWL-QN (auto, lbfgs), or orthant-wise Newton-CG by name. OWL-QN stays the default: it

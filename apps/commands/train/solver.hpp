@@ -23,6 +23,7 @@ struct solver_plan {
   optimizer::lbfgs_options lbfgs;
   optimizer::newton_options newton;
   Eigen::VectorXd l1;                     ///< --l1 at the weights, 0 at the biases (OWL-QN, Newton-CG)
+  optimizer::owlqn_shrinking shrinking;   ///< OWL-QN's (off with --no-shrinking)
 };
 
 /// The plan `options` asks for, with the checks that need no data. With --l1, `auto` and `lbfgs`
@@ -76,6 +77,27 @@ public:
     return f_.line_values(alphas, values);
   }
 
+  template <class G = F, std::enable_if_t<optimizer::has_restrict<G>::value, int> = 0>
+  bool can_restrict() const {
+    return f_.can_restrict();
+  }
+
+  /// The objective's restriction, whose evaluations stop answering once the flag is set too.
+  template <class G = F, std::enable_if_t<optimizer::has_restrict<G>::value, int> = 0>
+  auto restrict(const std::vector<Eigen::Index>& wanted) -> decltype(std::declval<G&>().restrict(wanted)) {
+    if (stop_now())
+      return fail_runtime("interrupted");
+    auto made = f_.restrict(wanted);
+    if (made)
+      made->evaluate = [this, inner = std::move(made->evaluate)](const Eigen::VectorXd& theta,
+                                                                  Eigen::VectorXd& grad) -> result<double> {
+        if (stop_now())
+          return fail_runtime("interrupted");
+        return inner(theta, grad);
+      };
+    return made;
+  }
+
   /// Whether the run must stop here; remembers that it did.
   bool stop_now() {
     stopped_ = stopped_ || (flag_ && flag_->load());
@@ -100,7 +122,7 @@ result<optimizer::run_result> run_solver(const solver_plan& plan, F& objective, 
   if (plan.kind == solver_kind::newton_cg)
     return optimizer::minimize_newton(objective, theta, plan.newton, hook, newton_session);
   if (plan.kind == solver_kind::owlqn)
-    return optimizer::minimize_owlqn(objective, theta, plan.lbfgs, plan.l1, hook, lbfgs_session);
+    return optimizer::minimize_owlqn(objective, theta, plan.lbfgs, plan.l1, hook, lbfgs_session, plan.shrinking);
   return optimizer::minimize(objective, theta, plan.lbfgs, hook, lbfgs_session);
 }
 

@@ -8,6 +8,7 @@
 #include "model/block_bounds.hpp"
 #include "model/local_objective.hpp"
 #include "optimizer/lbfgs.hpp"
+#include "optimizer/owlqn.hpp"
 
 #include <caf/binary_deserializer.hpp>
 #include <caf/binary_serializer.hpp>
@@ -166,4 +167,54 @@ TEST_CASE("the objective, gradient and products are the same bits for K = 1..7 s
               <= std::ldexp(0.5, grid.exponent(static_cast<std::size_t>(i))) + 1e-13 * plain.norm());
     }
   }
+}
+
+TEST_CASE("OWL-QN with shrinking over local shard actors gives the local objective's bits, K = 1..4") {
+  actors::runtime rt{actors::runtime_options::local(2)};
+  const model::model_shape shape{model::model_kind::softmax, 30, 3};
+  const auto data = shardopt::test::random_problem(21, 600, 30, 3, true);
+  const Eigen::VectorXd c = 0.03 * model::weight_mask(shape);
+  shardopt::optimizer::lbfgs_options o;
+  o.epsilon = 1e-7;
+  std::mt19937 rng{20261207};
+  for (std::int64_t k = 1; k <= 4; ++k) {
+    INFO("K = " << k);
+    const auto blocks = random_blocks(rng, 600, k);
+    model::local_objective local{shape, data, 1e-4, blocks};
+    auto sharded = actors::sharded_objective::local(rt, shape, 1e-4, data, blocks, 30s);
+    REQUIRE(sharded.can_restrict());
+    // A restriction's evaluation: the local restriction's bits.
+    const std::vector<Eigen::Index> wanted{2, 30 + 7, 60 + 29};
+    const auto mine = sharded.restrict(wanted);
+    const auto theirs = local.restrict(wanted);
+    REQUIRE(mine.ok());
+    REQUIRE(theirs.ok());
+    CHECK(mine->entries == theirs->entries);
+    CHECK(mine->nonzeros == theirs->nonzeros);
+    const Eigen::VectorXd compact = Eigen::VectorXd::LinSpaced(static_cast<Eigen::Index>(mine->entries.size()), -0.5, 0.5);
+    Eigen::VectorXd g_mine, g_theirs;
+    const auto f_mine = mine->evaluate(compact, g_mine);
+    REQUIRE(f_mine.ok());
+    const double f_theirs = theirs->evaluate(compact, g_theirs);
+    CHECK(std::memcmp(&*f_mine, &f_theirs, sizeof(double)) == 0);
+    CHECK(std::memcmp(g_mine.data(), g_theirs.data(), sizeof(double) * g_mine.size()) == 0);
+    // Whole runs: the same iterations and bits.
+    Eigen::VectorXd x_sharded = Eigen::VectorXd::Zero(shape.dimension());
+    Eigen::VectorXd x_local = x_sharded;
+    const auto run_sharded = shardopt::optimizer::minimize_owlqn(sharded, x_sharded, o, c);
+    const auto run_local = shardopt::optimizer::minimize_owlqn(local, x_local, o, c);
+    REQUIRE(run_sharded.ok());
+    REQUIRE(run_local.ok());
+    CHECK(run_sharded->reason == shardopt::optimizer::stop_reason::converged);
+    CHECK(run_sharded->iterations == run_local->iterations);
+    CHECK(std::memcmp(x_sharded.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
+    CHECK(run_sharded->nonzeros < 30 * 3);
+  }
+  // A network's objective cannot restrict itself, and says so.
+  const model::model_shape net{model::model_kind::softmax, 30, 3, {4}};
+  auto network = actors::sharded_objective::local(rt, net, 0.0, data, {{0, 600}}, 30s);
+  CHECK_FALSE(network.can_restrict());
+  const auto refused = network.restrict({0});
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().message().find("linear models") != std::string::npos);
 }
