@@ -177,7 +177,7 @@ def nonzero_weights(model):
 
 
 def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, l1=False, solver="newton-cg",
-                 bias=False):
+                 bias=False, extra=()):
     metrics = os.path.join(scratch, "metrics.jsonl")
     penalty = (["--lambda", "0", "--l1", repr(1.0 / (c * meta["rows"])), "--epsilon", "1e-9"] if l1 else
                ["--lambda", repr(1.0 / (c * meta["rows"])), "--epsilon", "1e-12"])
@@ -185,7 +185,7 @@ def run_shardopt(binary, label, meta, c, data, target, shards, pinned, scratch, 
     command = (["taskset", "-c", "0"] if pinned else []) + [
         binary, "train", "--model", "logistic", "--data", data, "--scale", "none", "--features",
         str(meta["features"]), *penalty, "--solver", solver, "--max-iter", "300" if solver == "newton-cg" else "3000",
-        "--shards", str(shards), "--metrics", metrics, "--json", "--quiet"]
+        "--shards", str(shards), "--metrics", metrics, "--json", "--quiet", *extra]
     seconds, rss, out, rows = run_to(command, metrics, target, stop=l1)
     reached = next((row for row in rows if reaches(row, target)), None)
     if reached is None and l1 and out.strip():
@@ -356,19 +356,23 @@ def main():
 
 def l1_set(options, newest, meta, reg, c, text, cache, scratch):
     """One set's L1 runs: LIBLINEAR 2.50 and 2.3 -s 6, shardopt (Newton-CG) on 1 core and 2 shards,
-    OWL-QN (--solver auto's) on 1 core and 2 shards, each to LIBLINEAR 2.50's objective."""
+    OWL-QN (--solver auto's, with shrinking) on 1 core and 2 shards, and plain OWL-QN (--no-shrinking,
+    the control) on 1 core, each to LIBLINEAR 2.50's objective."""
     bias = options.bias == "fit"
     eps = options.liblinear_eps
     configs = [lambda target: run_liblinear(newest, "LIBLINEAR 2.50 -s 6 (1 core)", meta, c, text, cache, scratch,
                                             True, l1=True, bias=bias, eps=eps),
                lambda target: run_liblinear("liblinear-train", "LIBLINEAR 2.3 -s 6 (1 core)", meta, c, text, cache,
                                             scratch, False, l1=True, bias=bias, eps=eps)]
-    for label, shards, pinned, solver in (("shardopt Newton-CG, 1 shard (1 core)", 1, True, "newton-cg"),
-                                          ("shardopt Newton-CG, 2 shards (2 cores)", 2, False, "newton-cg"),
-                                          ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn"),
-                                          ("shardopt OWL-QN, 2 shards (2 cores)", 2, False, "owlqn")):
-        configs.append(lambda target, label=label, shards=shards, pinned=pinned, solver=solver: run_shardopt(
-            options.binary, label, meta, c, text, target, shards, pinned, scratch, l1=True, solver=solver, bias=bias))
+    for label, shards, pinned, solver, extra in (
+            ("shardopt Newton-CG, 1 shard (1 core)", 1, True, "newton-cg", ()),
+            ("shardopt Newton-CG, 2 shards (2 cores)", 2, False, "newton-cg", ()),
+            ("shardopt OWL-QN, 1 shard (1 core)", 1, True, "owlqn", ()),
+            ("shardopt OWL-QN, 2 shards (2 cores)", 2, False, "owlqn", ()),
+            ("OWL-QN --no-shrinking, 1 shard (1 core)", 1, True, "owlqn", ("--no-shrinking",))):
+        configs.append(lambda target, label=label, shards=shards, pinned=pinned, solver=solver, extra=extra:
+                       run_shardopt(options.binary, label, meta, c, text, target, shards, pinned, scratch, l1=True,
+                                    solver=solver, bias=bias, extra=extra))
     runs = repeated(configs, options.repeat)
     peer = runs[0]
     for row in runs:
