@@ -1,7 +1,8 @@
 #pragma once
 
 // Internal to the optimizer: what the two resumable L-BFGS loops (lbfgs.cpp, and OWL-QN's in
-// owlqn.cpp) share about their saved states. Not part of the interface.
+// owlqn.cpp) share about their saved states, and OWL-QN's checks (owlqn_shrinking.cpp's too). Not
+// part of the interface.
 
 #include "optimizer/lbfgs.hpp"
 #include "optimizer/run.hpp"
@@ -12,6 +13,10 @@
 #include <optional>
 
 namespace shardopt::optimizer::detail {
+
+/// OWL-QN's options and penalty checked for a problem of n entries (owlqn.cpp): the failure names
+/// the first misfit.
+result<void> check_owlqn(const lbfgs_options& options, const Eigen::VectorXd& l1, Eigen::Index n);
 
 /// Continues a saved run: its iterate, objective and gradient into x, f, grad, its pairs replayed
 /// through `add_pair`, oldest first, into the loop's matrix (the same bits of direction as the run

@@ -1,0 +1,224 @@
+// OWL-QN with shrinking (owlqn.hpp): rounds of plain OWL-QN (owlqn.cpp) on the compact problems
+// of working sets, each started from a full evaluation.
+
+#include "optimizer/lbfgs_memory.hpp"
+#include "optimizer/owlqn.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <utility>
+
+namespace shardopt::optimizer {
+
+namespace {
+
+/// OWL-QN's rounds on working sets (see minimize_owlqn_shrinking_erased).
+class shrinking_run {
+public:
+  shrinking_run(const evaluate_function& f, const restrict_function& restrict, const lbfgs_options& o,
+                const Eigen::VectorXd& c, const owlqn_shrinking& shrinking, const iteration_hook& hook,
+                const lbfgs_session& session)
+    : f_(f), restrict_(restrict), o_(o), c_(c), shrink_(shrinking), hook_(hook), session_(session) {}
+
+  run_result run(Eigen::VectorXd& x) {
+    auto stop = loop(x);
+    return result_of(info_, std::move(stop), seconds());
+  }
+
+private:
+  double seconds() const {
+    return earlier_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+  /// F and f's gradient at x in full, with the figures the result reports.
+  std::optional<run_stop> evaluate_full(const Eigen::VectorXd& x) {
+    ++info_.evaluations;
+    auto value = f_(x, g_);
+    if (!value)
+      return evaluation_failed(value.error());
+    fx_ = *value + l1_term(x, c_);
+    if (!std::isfinite(fx_) || !g_.allFinite())
+      return run_stop{stop_reason::evaluation_failed, "objective or gradient is not finite"};
+    figures(x);
+    return std::nullopt;
+  }
+
+  /// The pseudo-gradient's figures at x from the kept g_ and fx_.
+  void figures(const Eigen::VectorXd& x) {
+    pg_ = pseudo_gradient(x, g_, c_);
+    info_.f = fx_;
+    info_.grad_norm = pg_.norm();
+    info_.grad_norm_inf = pg_.size() > 0 ? pg_.lpNorm<Eigen::Infinity>() : 0.0;
+    info_.nonzeros = nonzero_penalised(x, c_);
+    info_.seconds = seconds();
+  }
+
+  /// Hands the session the state at x (no pairs: a round starts without them).
+  std::optional<run_stop> hand_out(const Eigen::VectorXd& x, bool last) {
+    if (!session_.on_state)
+      return std::nullopt;
+    lbfgs_state state;
+    state.iterations = info_.iteration;
+    state.evaluations = info_.evaluations;
+    state.seconds = seconds();
+    state.f = fx_;
+    state.theta = x;
+    state.grad = g_;
+    state.f_history = ring_;
+    if (auto saved = session_.on_state(state, last); !saved)
+      return evaluation_failed(saved.error());
+    return std::nullopt;
+  }
+
+  std::optional<run_stop> finished(const Eigen::VectorXd& x) const {
+    const double norm = pg_.norm();
+    if (norm <= o_.epsilon || norm <= o_.epsilon_rel * x.norm())
+      return run_stop{stop_reason::converged, ""};
+    if (o_.max_iterations > 0 && info_.iteration >= o_.max_iterations)
+      return run_stop{stop_reason::max_iterations, ""};
+    return std::nullopt;
+  }
+
+  run_stop loop(Eigen::VectorXd& x) {
+    const auto n = x.size();
+    if (session_.resume) {
+      const auto& saved = *session_.resume;
+      x = saved.theta;
+      g_ = saved.grad;
+      fx_ = saved.f;
+      info_.iteration = saved.iterations;
+      info_.evaluations = saved.evaluations;
+      earlier_ = saved.seconds;
+      ring_ = saved.f_history;
+      figures(x);
+    } else {
+      g_.resize(n);
+      if (auto stop = evaluate_full(x))
+        return *stop;
+    }
+    for (;;) {
+      if (auto stop = finished(x)) {
+        if (auto failed = hand_out(x, true))
+          return *failed;
+        return *stop;
+      }
+      if (auto failed = hand_out(x, false))
+        return *failed;
+      // The working set: the entries free at x.
+      wanted_.clear();
+      for (Eigen::Index i = 0; i < n; ++i)
+        if (!(c_[i] > 0) || x[i] != 0 || pg_[i] != 0)
+          wanted_.push_back(i);
+      auto restricted = restrict_(wanted_);
+      if (!restricted)
+        return evaluation_failed(restricted.error());
+      if (!restricted->evaluate)
+        return run_stop{stop_reason::evaluation_failed, "the objective cannot be restricted to a working set"};
+      const auto& entries = restricted->entries;
+      if (auto misfit = misfit_entries(entries, n))
+        return run_stop{stop_reason::evaluation_failed, "the objective's working set " + *misfit};
+      const auto m = static_cast<Eigen::Index>(entries.size());
+      Eigen::VectorXd xc(m), cc(m);
+      for (Eigen::Index k = 0; k < m; ++k) {
+        xc[k] = x[entries[static_cast<std::size_t>(k)]];
+        cc[k] = c_[entries[static_cast<std::size_t>(k)]];
+      }
+      lbfgs_options inner = o_;
+      inner.epsilon = shrink_.tolerance * pg_.norm();
+      inner.epsilon_rel = 0;
+      inner.past = 0;
+      inner.max_iterations = shrink_.refresh;
+      if (o_.max_iterations > 0)
+        inner.max_iterations = std::min(inner.max_iterations, o_.max_iterations - info_.iteration);
+      std::optional<run_stop> outer_stop;
+      const int base_iterations = info_.iteration, base_evaluations = info_.evaluations;
+      const iteration_hook forward = [&](const iteration_info& at) {
+        info_ = at;
+        info_.iteration = base_iterations + at.iteration;
+        info_.evaluations = base_evaluations + at.evaluations;
+        info_.seconds = seconds();
+        if (hook_ && !hook_(info_)) {
+          outer_stop = run_stop{stop_reason::stopped_by_hook, "stopped by the iteration hook"};
+          return false;
+        }
+        if (o_.past > 0 && objective_settled(ring_, o_.past, o_.delta, info_.iteration, info_.f)) {
+          outer_stop = run_stop{stop_reason::objective_converged, ""};
+          return false;
+        }
+        return true;
+      };
+      auto round = minimize_owlqn_erased(restricted->evaluate, xc, inner, cc, forward);
+      if (!round)
+        return run_stop{stop_reason::evaluation_failed, round.error().message()};
+      for (Eigen::Index k = 0; k < m; ++k)
+        x[entries[static_cast<std::size_t>(k)]] = xc[k];
+      info_.evaluations = base_evaluations + round->evaluations;
+      if (outer_stop) {
+        // The objective-change test ends the run on its own: report the full pseudo-gradient,
+        // as plain OWL-QN does. (A hook's stop and a failure report the working set's.)
+        if (outer_stop->reason == stop_reason::objective_converged)
+          if (auto stop = evaluate_full(x))
+            return *stop;
+        return *outer_stop;
+      }
+      if (round->reason == stop_reason::evaluation_failed)
+        return run_stop{round->reason, round->message};
+      // A round that took no step on the set of every free entry (its line search failed, or a
+      // restriction that left out a free entry): no round after it would take one.
+      if (round->iterations == 0)
+        return run_stop{round->reason == stop_reason::line_search_failed ? round->reason
+                                                                           : stop_reason::line_search_failed,
+                        round->message.empty() ? "a round on the working set took no step" : round->message};
+      if (auto stop = evaluate_full(x))
+        return *stop;
+    }
+  }
+
+  /// Why a restriction's entries do not fit theta's n entries (not increasing, out of range), if so.
+  static std::optional<std::string> misfit_entries(const std::vector<Eigen::Index>& entries, Eigen::Index n) {
+    for (std::size_t k = 0; k < entries.size(); ++k)
+      if (entries[k] < 0 || entries[k] >= n || (k > 0 && entries[k] <= entries[k - 1]))
+        return "has entry " + std::to_string(entries[k]) + " at position " + std::to_string(k)
+               + ": entries must increase and lie below " + std::to_string(n);
+    return std::nullopt;
+  }
+
+  const evaluate_function& f_;
+  const restrict_function& restrict_;
+  const lbfgs_options& o_;
+  const Eigen::VectorXd& c_;
+  const owlqn_shrinking& shrink_;
+  const iteration_hook& hook_;
+  const lbfgs_session& session_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  double earlier_ = 0;
+  iteration_info info_;
+  std::vector<double> ring_;
+  double fx_ = 0;
+  Eigen::VectorXd g_, pg_;
+  std::vector<Eigen::Index> wanted_;
+};
+
+} // namespace
+
+result<run_result> minimize_owlqn_shrinking_erased(const evaluate_function& f, const restrict_function& restrict,
+                                                   Eigen::VectorXd& theta, const lbfgs_options& options,
+                                                   const Eigen::VectorXd& l1, const owlqn_shrinking& shrinking,
+                                                   const iteration_hook& hook, const lbfgs_session& session) {
+  if (auto ok = detail::check_owlqn(options, l1, theta.size()); !ok)
+    return ok.error();
+  if (shrinking.refresh < 1 || !(shrinking.tolerance >= 0 && shrinking.tolerance < 1))
+    return fail_invalid("invalid OWL-QN options: shrinking needs refresh >= 1 and 0 <= tolerance < 1");
+  if (session.resume) {
+    // A state of plain OWL-QN resumes too: its pairs are not needed (a round starts without).
+    if (auto ok = check_state(*session.resume, theta.size(), options, true); !ok)
+      return ok.error().with_context("invalid OWL-QN options: the state to resume does not fit");
+  }
+  shrinking_run run{f, restrict, options, l1, shrinking, hook, session};
+  return run.run(theta);
+}
+
+} // namespace shardopt::optimizer
