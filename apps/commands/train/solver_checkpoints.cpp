@@ -47,7 +47,9 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
     settings.emplace_back("--l1", exact(o.l1));
   if (o.no_bias)  // only when given: a checkpoint from before the option resumes as it did
     settings.emplace_back("--no-bias", "true");
-  if (solver == solver_kind::owlqn && o.no_shrinking)  // the same
+  // Only when given too: a checkpoint from before the option (plain OWL-QN's) is continued with
+  // shrinking, another path to the same optimum (the CHANGELOG says so).
+  if (solver == solver_kind::owlqn && o.no_shrinking)
     settings.emplace_back("--no-shrinking", "true");
   if (solver == solver_kind::newton_cg) {
     settings.emplace_back("--newton-step", std::string{to_string(o.newton_step)});
