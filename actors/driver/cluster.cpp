@@ -258,12 +258,29 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
   return cluster{std::move(state)};
 }
 
-result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
-                                        std::shared_ptr<const model::dataset> data,
-                                        const std::vector<model::row_range>& ranges,
-                                        const std::vector<std::size_t>& plan,
-                                        std::chrono::milliseconds timeout,
-                                        std::function<void(const std::string&)> log) {
+namespace {
+
+/// A cluster over `c`'s nodes for an objective of its own: the same nodes, their liveness and
+/// routing, under a new driver identity and token (the nodes hold what it ships apart from `c`'s,
+/// and release it when it ends). It watches no sources.
+std::shared_ptr<cluster::impl> sibling_of(const cluster::impl& c) {
+  auto s = std::make_shared<cluster::impl>(c.rt, c.nodes.handles(), c.info);
+  s->alive = c.alive;
+  s->per_node = c.per_node;
+  s->routing = c.routing;
+  s->fan_in = c.fan_in;
+  s->piece_bytes = c.piece_bytes;
+  return s;
+}
+
+/// cluster::ship over `state`; a `restrictable` objective ships its restrictions to the nodes that
+/// hold its peers then (sibling_of).
+result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model::model_shape shape,
+                                    double lambda, std::shared_ptr<const model::dataset> data,
+                                    const std::vector<model::row_range>& ranges,
+                                    const std::vector<std::size_t>& plan,
+                                    std::chrono::milliseconds timeout,
+                                    std::function<void(const std::string&)> log, bool restrictable) {
   if (plan.size() != ranges.size())
     return fail_invalid("placement plan does not cover every shard");
   std::vector<std::int64_t> rows;
@@ -278,11 +295,48 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
   auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
   for (const auto& range : ranges)
     *bounds += model::bounds_of(*data, range, block_rows);
-  spawn_fn spawn = [shape, data, ranges, layouts](impl& c, std::size_t node, std::size_t i) {
+  spawn_fn spawn = [shape, data, ranges, layouts](cluster::impl& c, std::size_t node, std::size_t i) {
     return c.ship_on(node, shape, data, ranges[i], layouts[i]);
   };
-  return cluster_objective(impl_, std::move(shape), lambda, plan, layouts, blocks, rows, bounds,
-                           timeout, std::move(log), std::move(spawn));
+  auto peers = peers_of(plan, state->info.size(), state->per_node);
+  auto objective = cluster_objective(state, shape, lambda, plan, layouts, blocks, rows, bounds, timeout,
+                                     log, std::move(spawn));
+  if (!objective || !restrictable)
+    return objective;
+  objective->restrict_through(data, [state, peers = std::move(peers), ranges, plan, lambda, timeout, log](
+                                      model::model_shape compact, std::shared_ptr<const model::dataset> columns)
+                                      -> result<sharded_objective> {
+    // Each shard goes where its peer is now (a lost node's shards on the node that took them),
+    // or, if that node is given up, to the first live one.
+    const auto& c = *state;
+    std::size_t live = 0;
+    while (live < c.alive.size() && !c.alive[live])
+      ++live;
+    if (live == c.alive.size())
+      return fail_runtime("no node left to hold the working set's shards (all " + std::to_string(c.info.size())
+                          + " nodes lost)");
+    std::vector<std::size_t> now(plan);
+    for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
+      for (const auto i : peers[g])
+        now[i] = c.home[g];
+    for (auto& node : now)
+      if (node >= c.alive.size() || !c.alive[node])
+        node = live;
+    return ship_over(sibling_of(*state), std::move(compact), lambda, std::move(columns), ranges, now,
+                     timeout, log, false);
+  });
+  return objective;
+}
+
+} // namespace
+
+result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
+                                        std::shared_ptr<const model::dataset> data,
+                                        const std::vector<model::row_range>& ranges,
+                                        const std::vector<std::size_t>& plan,
+                                        std::chrono::milliseconds timeout,
+                                        std::function<void(const std::string&)> log) {
+  return ship_over(impl_, std::move(shape), lambda, std::move(data), ranges, plan, timeout, std::move(log), true);
 }
 
 } // namespace shardopt::actors

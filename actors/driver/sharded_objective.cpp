@@ -15,14 +15,6 @@
 
 namespace shardopt::actors {
 
-struct sharded_objective::local_source {
-  runtime* rt;
-  double lambda;
-  std::shared_ptr<const model::dataset> data;
-  std::vector<model::row_range> blocks;
-  std::chrono::milliseconds timeout;
-};
-
 sharded_objective::sharded_objective(std::unique_ptr<impl> state) : impl_(std::move(state)) {}
 sharded_objective::sharded_objective(sharded_objective&&) noexcept = default;
 sharded_objective& sharded_objective::operator=(sharded_objective&&) noexcept = default;
@@ -67,8 +59,15 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   }
   auto objective = make_sharded_objective(rt, std::move(shape), lambda, std::move(shards), std::move(shares),
                                           std::move(bounds), token, timeout);
-  objective.source_ = std::make_shared<const local_source>(local_source{&rt, lambda, std::move(data), blocks, timeout});
+  objective.restrict_through(data, [&rt, lambda, blocks, timeout](model::model_shape compact,
+                                                                 std::shared_ptr<const model::dataset> columns) {
+    return result<sharded_objective>{local(rt, std::move(compact), lambda, std::move(columns), blocks, timeout)};
+  });
   return objective;
+}
+
+void sharded_objective::restrict_through(std::shared_ptr<const model::dataset> data, rebuild_fn build) {
+  source_ = std::make_shared<const restrict_source>(restrict_source{std::move(data), std::move(build)});
 }
 
 bool sharded_objective::can_restrict() const {
@@ -79,21 +78,25 @@ result<sharded_objective::restriction> sharded_objective::restrict(const std::ve
   if (!can_restrict())
     return fail_invalid(source_ ? "only the linear models can be restricted to some features, not "
                                     + model::describe(impl_->shape)
-                                : std::string{"shards on nodes cannot be restricted to some features"});
+                                : std::string{"shards that read node-local data cannot be restricted to some features"});
   const auto& shape = impl_->shape;
   const auto features = model::features_of_entries(shape, wanted);
   // The compact objective this one replaces is released first (its shards end asynchronously, and
   // with them its copy of the data); the last one lives until this objective ends.
+  // On nodes, ending it releases its shards there (its driver identity goes away).
   if (restricted_) {
     restricted_seconds_ += restricted_->round_seconds();
+    restricted_recreated_ += restricted_->recreated_shards();
     restricted_.reset();
   }
   const auto& source = *source_;
   auto data = std::make_shared<const model::dataset>(model::restrict_columns(*source.data, features));
   const auto nonzeros = data->nonzeros();
-  restricted_ = std::make_unique<sharded_objective>(
-    local(*source.rt, model::model_shape{shape.kind, static_cast<std::int64_t>(features.size()), shape.outputs},
-          source.lambda, std::move(data), source.blocks, source.timeout));
+  auto made = source.build(model::model_shape{shape.kind, static_cast<std::int64_t>(features.size()), shape.outputs},
+                           std::move(data));
+  if (!made)
+    return made.error().with_context("restricting to " + std::to_string(features.size()) + " features");
+  restricted_ = std::make_unique<sharded_objective>(std::move(*made));
   restricted_->use_threads(pool_);
   auto* compact = restricted_.get();
   return restriction{model::entries_of_features(shape, features), nonzeros,
@@ -111,7 +114,7 @@ std::size_t sharded_objective::shard_count() const {
 }
 
 std::size_t sharded_objective::recreated_shards() const {
-  return impl_->recreated;
+  return impl_->recreated + restricted_recreated_ + (restricted_ ? restricted_->recreated_shards() : 0);
 }
 
 double sharded_objective::round_seconds() const {

@@ -74,8 +74,8 @@ public:
   /// threads (null: the calling thread's alone); the results are the same bits.
   void use_threads(optimizer::vector_pool* pool);
 
-  /// Whether `restrict` works: an objective of `local` (its data in this process) over a linear
-  /// model. Shards on nodes cannot restrict themselves yet.
+  /// Whether `restrict` works: a linear model over data the driver holds, with its shards local
+  /// (`local`) or shipped to nodes (cluster::ship). Shards that read node-local data cannot.
   bool can_restrict() const;
 
   /// The objective on some entries of theta, the others held at 0 (OWL-QN's shrinking,
@@ -88,10 +88,21 @@ public:
   };
 
   /// Restricts to the features of the entries `wanted` (increasing): every output's weights on
-  /// them and the biases. A local objective of the same blocks over those columns of the data
-  /// (model::restrict_columns), with shard actors of its own that live until the next restriction
-  /// (or this objective's end): the same bits for any number of shards, as this objective's.
+  /// them and the biases. An objective of the same blocks over those columns of the data
+  /// (model::restrict_columns), made as this one was (local shard actors, or shards shipped to
+  /// the nodes that hold this objective's), that lives until the next restriction (or this
+  /// objective's end): the same bits for any number of shards and any placement, as this
+  /// objective's.
   result<restriction> restrict(const std::vector<Eigen::Index>& wanted);
+
+  /// How a restriction's objective is made: over `shape` (the kept features) and `data` (their
+  /// columns, renumbered; the same rows).
+  using rebuild_fn = std::function<result<sharded_objective>(model::model_shape shape,
+                                                             std::shared_ptr<const model::dataset> data)>;
+
+  /// Lets `restrict` work, over `data` (this objective's, all of it) and `build`. For the makers of
+  /// objectives (`local`, cluster::ship).
+  void restrict_through(std::shared_ptr<const model::dataset> data, rebuild_fn build);
 
   /// Accuracy counts / squared errors over all shards' examples at theta.
   result<model::quality_sums> quality(const Eigen::VectorXd& theta);
@@ -105,11 +116,15 @@ public:
 private:
   result<double> evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd* diagonal);
 
-  /// What `local` was given, which a restriction builds its compact objective from.
-  struct local_source;
+  /// The data a restriction copies columns of, and how it makes its compact objective.
+  struct restrict_source {
+    std::shared_ptr<const model::dataset> data;
+    rebuild_fn build;
+  };
 
   std::unique_ptr<impl> impl_;
-  std::shared_ptr<const local_source> source_;     // local objectives only
+  std::shared_ptr<const restrict_source> source_;  // objectives over data the driver holds
+  std::size_t restricted_recreated_ = 0;           // shards recreated by compact objectives ended
   std::unique_ptr<sharded_objective> restricted_;  // the last restriction's compact objective
   double restricted_seconds_ = 0;                  // round seconds of compact objectives ended
   optimizer::vector_pool* pool_ = nullptr;

@@ -5,13 +5,18 @@
 
 #include "actors/driver/cluster.hpp"
 #include "io/partition.hpp"
+#include "model/local_objective.hpp"
+#include "optimizer/owlqn.hpp"
 #include "support/hostile.hpp"
 #include "support/problems.hpp"
 #include "support/sockets.hpp"
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace actors = shardopt::actors;
@@ -24,6 +29,25 @@ using namespace std::chrono_literals;
 namespace {
 
 const model::model_shape& shape = shardopt::test::hostile_shape;
+
+/// The shards `node` holds, by `shardopt status --json`.
+std::int64_t shards_held(const node_process& node) {
+  const auto status = shardopt::test::run({shardopt::test::shardopt_binary(), "status", "--nodes",
+                                           node.endpoint(), "--json"});
+  REQUIRE(status.exit_code == 0);
+  return nlohmann::json::parse(status.out)["shards"].get<std::int64_t>();
+}
+
+/// Waits up to 20 s for `node` to hold at most `count` shards (a driver identity that ends is
+/// noticed asynchronously); returns what it holds at the end.
+std::int64_t wait_for_shards(const node_process& node, std::int64_t count) {
+  auto held = shards_held(node);
+  for (int i = 0; i < 200 && held > count; ++i) {
+    std::this_thread::sleep_for(100ms);
+    held = shards_held(node);
+  }
+  return held;
+}
 
 } // namespace
 
@@ -132,4 +156,67 @@ TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in 
     CHECK(shipped[1] >= shipped[0] + 24 * 64);
     CHECK(shipped[1] <= 1.5 * shipped[0]);
   }
+}
+
+TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local objective's bits, each working set's shards are released on the nodes, and a node killed mid-round has them made again") {
+  node_process first;
+  node_process second;
+  node_process third;
+  auto rt = network_runtime();
+  const model::model_shape softmax{model::model_kind::softmax, 30, 3};
+  const auto data = shardopt::test::random_problem(21, 600, 30, 3, true);
+  const auto blocks = shardopt::io::partition_blocks(600, 6);
+  const Eigen::VectorXd c = 0.03 * model::weight_mask(softmax);
+  shardopt::optimizer::lbfgs_options o;
+  o.epsilon = 1e-7;
+  shardopt::optimizer::owlqn_shrinking rounds;
+  rounds.refresh = 2;  // many rounds: many working sets shipped and released
+  model::local_objective local{softmax, data, 1e-4, blocks};
+  Eigen::VectorXd x_local = Eigen::VectorXd::Zero(softmax.dimension());
+  const auto run_local = shardopt::optimizer::minimize_owlqn(local, x_local, o, c, {}, {}, rounds);
+  REQUIRE(run_local.ok());
+  REQUIRE(run_local->reason == shardopt::optimizer::stop_reason::converged);
+  REQUIRE(run_local->iterations > 3 * rounds.refresh);
+
+  auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second), endpoint_of(third)});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  // A peer per shard, so that the node's shard count is the shards' (groups aside).
+  cluster->group_per_node(false);
+  std::vector<std::string> events;
+  auto objective = cluster->ship(softmax, 1e-4, data, blocks, {0, 0, 1, 1, 2, 2}, 30s,
+                                 [&](const std::string& event) { events.push_back(event); });
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  REQUIRE(objective->can_restrict());
+  const auto before = shards_held(first);
+  CHECK(before == 2);
+
+  // A whole run, the third node killed in its second round: the local run's iterations and bits.
+  Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
+  bool killed = false;
+  const shardopt::optimizer::iteration_hook kill = [&](const shardopt::optimizer::iteration_info& at) {
+    if (!killed && at.iteration == rounds.refresh + 2) {
+      third.process->signal(SIGKILL);
+      killed = true;
+    }
+    return true;
+  };
+  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, o, c, kill, {}, rounds);
+  REQUIRE_MESSAGE(run_nodes.ok(), run_nodes.error().message());
+  CHECK(killed);
+  CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
+  CHECK(run_nodes->iterations == run_local->iterations);
+  CHECK(std::memcmp(x_nodes.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
+  CHECK(objective->recreated_shards() >= 2);  // the working set's shards, then the full ones
+  INFO("cluster events: " << [&] { std::string all; for (const auto& e : events) all += e + "; "; return all; }());
+  CHECK(std::any_of(events.begin(), events.end(),
+                    [](const std::string& e) { return e.find("recreated shard") != std::string::npos; }));
+
+  // The first node holds its 2 full shards and the last working set's 2 (the earlier ones were
+  // released as each next one came: kept, 4 rounds or more would hold 8 or more), and at most one
+  // of each of the third node's; the working set's go once the objective ends.
+  const auto during = wait_for_shards(first, 6);
+  CHECK(during >= 4);
+  CHECK(during <= 6);
+  objective = shardopt::result<actors::sharded_objective>{shardopt::fail_invalid("ended")};
+  CHECK(wait_for_shards(first, 3) <= 3);
 }

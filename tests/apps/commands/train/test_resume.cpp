@@ -171,6 +171,15 @@ TEST_CASE("OWL-QN with shrinking (--l1) killed with SIGKILL and started again en
                                                       {"lbfgs-000000000060.txt"}});
 }
 
+TEST_CASE("OWL-QN with shrinking (--l1) killed with SIGKILL and started again ends bit for bit as an uninterrupted run (2 nodes)") {
+  // Each round's working set is shipped to the nodes anew; a restart ships it again.
+  std::vector<std::unique_ptr<node_process>> nodes;
+  nodes.push_back(std::make_unique<node_process>());
+  nodes.push_back(std::make_unique<node_process>());
+  check_kill_and_resume({"--l1", "1e-3", "--nodes", nodes[0]->endpoint() + "," + nodes[1]->endpoint()},
+                        resume_case{"owlqn", "1e-4", 60, "max_iterations", 20, 0, {"lbfgs-000000000060.txt"}});
+}
+
 TEST_CASE("orthant-wise Newton-CG (--solver newton-cg --l1) killed with SIGKILL and started again ends bit for bit (local)") {
   // Its states are Newton states holding F; the settings record --l1 and the solver.
   check_kill_and_resume({"--l1", "1e-3"}, resume_case{"newton-cg", "1e-4", 30, "max_iterations", 8, 1,
