@@ -303,7 +303,17 @@ result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model:
                                      log, std::move(spawn));
   if (!objective || !restrictable)
     return objective;
-  objective->restrict_through(data, [state, peers = std::move(peers), ranges, plan, lambda, timeout, log](
+  // The working set's objective: its shards shipped where the peers are now, or, when that fails
+  // (a node lost since the last full evaluation, one draining, its limits reached, a working set of
+  // biases alone, which no node takes), made on the driver from the columns it already holds, with
+  // the same bits. Reduction trees rebuilt each round are not logged again.
+  std::function<void(const std::string&)> quiet;
+  if (log)
+    quiet = [log](const std::string& event) {
+      if (event.rfind("reduction tree", 0) != 0)
+        log(event);
+    };
+  objective->restrict_through(data, [state, peers = std::move(peers), ranges, plan, lambda, timeout, log, quiet](
                                       model::model_shape compact, std::shared_ptr<const model::dataset> columns)
                                       -> result<sharded_objective> {
     // Each shard goes where its peer is now (a lost node's shards on the node that took them),
@@ -312,18 +322,25 @@ result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model:
     std::size_t live = 0;
     while (live < c.alive.size() && !c.alive[live])
       ++live;
-    if (live == c.alive.size())
-      return fail_runtime("no node left to hold the working set's shards (all " + std::to_string(c.info.size())
-                          + " nodes lost)");
-    std::vector<std::size_t> now(plan);
-    for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
-      for (const auto i : peers[g])
-        now[i] = c.home[g];
-    for (auto& node : now)
-      if (node >= c.alive.size() || !c.alive[node])
-        node = live;
-    return ship_over(sibling_of(*state), std::move(compact), lambda, std::move(columns), ranges, now,
-                     timeout, log, false);
+    std::string why = "no node left";
+    if (live < c.alive.size() && compact.features > 0) {
+      std::vector<std::size_t> now(plan);
+      for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
+        for (const auto i : peers[g])
+          now[i] = c.home[g];
+      for (auto& node : now)
+        if (node >= c.alive.size() || !c.alive[node])
+          node = live;
+      auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, now, timeout, quiet, false);
+      if (shipped)
+        return shipped;
+      why = shipped.error().message();
+    } else if (compact.features == 0) {
+      why = "a working set of biases alone";
+    }
+    if (log)
+      log("working set of " + std::to_string(compact.features) + " features kept on the driver (" + why + ")");
+    return sharded_objective::local(c.rt, std::move(compact), lambda, std::move(columns), ranges, timeout);
   });
   return objective;
 }

@@ -170,7 +170,7 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   shardopt::optimizer::lbfgs_options o;
   o.epsilon = 1e-7;
   shardopt::optimizer::owlqn_shrinking rounds;
-  rounds.refresh = 2;  // many rounds: many working sets shipped and released
+  rounds.refresh = 3;  // many rounds: many working sets shipped and released
   model::local_objective local{softmax, data, 1e-4, blocks};
   Eigen::VectorXd x_local = Eigen::VectorXd::Zero(softmax.dimension());
   const auto run_local = shardopt::optimizer::minimize_owlqn(local, x_local, o, c, {}, {}, rounds);
@@ -190,12 +190,14 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   const auto before = shards_held(first);
   CHECK(before == 2);
 
-  // A whole run, the third node killed in its second round: the local run's iterations and bits.
+  // A whole run, the third node killed after the first iteration of its second round (the next
+  // evaluation is the working set's): the local run's iterations and bits.
   Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
   bool killed = false;
   const shardopt::optimizer::iteration_hook kill = [&](const shardopt::optimizer::iteration_info& at) {
-    if (!killed && at.iteration == rounds.refresh + 2) {
+    if (!killed && at.iteration == rounds.refresh + 1) {
       third.process->signal(SIGKILL);
+      third.process->wait(10s);
       killed = true;
     }
     return true;
@@ -206,7 +208,8 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
   CHECK(run_nodes->iterations == run_local->iterations);
   CHECK(std::memcmp(x_nodes.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
-  CHECK(objective->recreated_shards() >= 2);  // the working set's shards, then the full ones
+  // The third node's 2 shards of the working set, mid-round, then its 2 full ones.
+  CHECK(objective->recreated_shards() >= 4);
   INFO("cluster events: " << [&] { std::string all; for (const auto& e : events) all += e + "; "; return all; }());
   CHECK(std::any_of(events.begin(), events.end(),
                     [](const std::string& e) { return e.find("recreated shard") != std::string::npos; }));
@@ -217,6 +220,30 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   const auto during = wait_for_shards(first, 6);
   CHECK(during >= 4);
   CHECK(during <= 6);
+
+  // A working set of the biases alone (no node takes a model without features) stays on the
+  // driver, with the local objective's bits.
+  std::vector<Eigen::Index> biases;
+  const Eigen::VectorXd mask = model::weight_mask(softmax);
+  for (Eigen::Index i = 0; i < mask.size(); ++i)
+    if (mask[i] == 0)
+      biases.push_back(i);
+  REQUIRE(biases.size() == 3);
+  const auto mine = objective->restrict(biases);
+  REQUIRE_MESSAGE(mine.ok(), mine.error().message());
+  const auto theirs = local.restrict(biases);
+  REQUIRE(theirs.ok());
+  const Eigen::VectorXd at = Eigen::VectorXd::LinSpaced(3, -0.5, 0.5);
+  Eigen::VectorXd g_mine, g_theirs;
+  const auto f_mine = mine->evaluate(at, g_mine);
+  REQUIRE(f_mine.ok());
+  const double f_theirs = theirs->evaluate(at, g_theirs);
+  CHECK(std::memcmp(&*f_mine, &f_theirs, sizeof(double)) == 0);
+  CHECK(std::memcmp(g_mine.data(), g_theirs.data(), sizeof(double) * 3) == 0);
+  CHECK(std::any_of(events.begin(), events.end(), [](const std::string& e) {
+    return e.find("working set of 0 features kept on the driver") != std::string::npos;
+  }));
+
   objective = shardopt::result<actors::sharded_objective>{shardopt::fail_invalid("ended")};
   CHECK(wait_for_shards(first, 3) <= 3);
 }

@@ -63,8 +63,8 @@ std::vector<int> metric_iterations(const std::filesystem::path& path) {
 }
 
 /// Runs `extra` training uninterrupted, then killed with SIGKILL mid-run and started again, and
-/// checks the second ends exactly as the first.
-void check_kill_and_resume(const std::vector<std::string>& extra, const resume_case& c = lbfgs_case) {
+/// checks the second ends exactly as the first. Returns the uninterrupted run's summary.
+json check_kill_and_resume(const std::vector<std::string>& extra, const resume_case& c = lbfgs_case) {
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
 
@@ -126,6 +126,7 @@ void check_kill_and_resume(const std::vector<std::string>& extra, const resume_c
   } else {
     CHECK(files == c.last_files);
   }
+  return reference;
 }
 
 } // namespace
@@ -176,8 +177,21 @@ TEST_CASE("OWL-QN with shrinking (--l1) killed with SIGKILL and started again en
   std::vector<std::unique_ptr<node_process>> nodes;
   nodes.push_back(std::make_unique<node_process>());
   nodes.push_back(std::make_unique<node_process>());
-  check_kill_and_resume({"--l1", "1e-3", "--nodes", nodes[0]->endpoint() + "," + nodes[1]->endpoint()},
-                        resume_case{"owlqn", "1e-4", 60, "max_iterations", 20, 0, {"lbfgs-000000000060.txt"}});
+  const resume_case shrinking{"owlqn", "1e-4", 60, "max_iterations", 20, 0, {"lbfgs-000000000060.txt"}};
+  const auto on_nodes = check_kill_and_resume(
+    {"--l1", "1e-3", "--nodes", nodes[0]->endpoint() + "," + nodes[1]->endpoint()}, shrinking);
+  // ...and the nodes shrank: a local run with shrinking's bits, not plain OWL-QN's.
+  temp_dir dir;
+  auto local_args = training(dir / "local.model", shrinking);
+  local_args.insert(local_args.end(), {"--l1", "1e-3"});
+  auto plain_args = local_args;
+  plain_args.push_back("--no-shrinking");
+  const auto local = run(local_args);
+  const auto plain = run(plain_args);
+  REQUIRE(local.exit_code == 0);
+  REQUIRE(plain.exit_code == 0);
+  CHECK(on_nodes["objective"].get<double>() == json::parse(local.out)["objective"].get<double>());
+  CHECK(on_nodes["objective"].get<double>() != json::parse(plain.out)["objective"].get<double>());
 }
 
 TEST_CASE("orthant-wise Newton-CG (--solver newton-cg --l1) killed with SIGKILL and started again ends bit for bit (local)") {
