@@ -1,6 +1,8 @@
 #include "model/dataset.hpp"
 #include "model/restriction.hpp"
 
+#include "base/parallel.hpp"
+
 #include <algorithm>
 
 namespace shardopt::model {
@@ -91,23 +93,56 @@ dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& f
     out.x = std::move(m);
     return out;
   }
+  // CSR arrays of its own, filled in place (an Eigen sparse matrix has no move: a dataset holding
+  // one copies it whenever it moves), on this process's threads, a range of rows each: per-row
+  // counts, their prefix sums, then the entries.
   const auto x = data.sparse();
+  const auto rows = x.rows();
+  const auto* from_starts = x.outerIndexPtr();
+  const auto* from_indices = x.innerIndexPtr();
+  const auto* from_values = x.valuePtr();
   std::vector<std::int32_t> position(static_cast<std::size_t>(x.cols()), -1);
   for (Eigen::Index k = 0; k < kept; ++k)
     position[static_cast<std::size_t>(features[static_cast<std::size_t>(k)])] = static_cast<std::int32_t>(k);
-  std::int64_t entries = 0;
-  for (Eigen::Index i = 0; i < x.nonZeros(); ++i)
-    entries += position[static_cast<std::size_t>(x.innerIndexPtr()[i])] >= 0;
-  sparse_features m(x.rows(), kept);
-  m.reserve(entries);
-  for (Eigen::Index r = 0; r < x.outerSize(); ++r) {
-    m.startVec(r);
-    for (sparse_view::InnerIterator it(x, r); it; ++it)
-      if (const auto p = position[static_cast<std::size_t>(it.col())]; p >= 0)
-        m.insertBack(r, p) = it.value();
-  }
-  m.finalize();
-  out.x = std::move(m);
+  struct csr_arrays {
+    std::unique_ptr<std::int32_t[]> starts, indices;
+    std::unique_ptr<float[]> values;
+  };
+  auto storage = std::make_shared<csr_arrays>();
+  storage->starts.reset(new std::int32_t[static_cast<std::size_t>(rows) + 1]);
+  auto* starts = storage->starts.get();
+  const auto threads = usable_cpus();
+  const auto pieces = static_cast<std::size_t>(std::clamp<std::int64_t>(rows, 1, 8 * std::int64_t{threads}));
+  const auto first_row = [&](std::size_t piece) {
+    return static_cast<std::int64_t>(static_cast<double>(rows) * static_cast<double>(piece) / static_cast<double>(pieces));
+  };
+  run_parallel(pieces, threads, [&](std::size_t piece) {
+    for (auto r = first_row(piece); r < first_row(piece + 1); ++r) {
+      std::int32_t count = 0;
+      for (auto i = from_starts[r]; i < from_starts[r + 1]; ++i)
+        count += position[static_cast<std::size_t>(from_indices[i])] >= 0;
+      starts[r + 1] = count;
+    }
+  });
+  starts[0] = 0;
+  for (std::int64_t r = 0; r < rows; ++r)
+    starts[r + 1] += starts[r];
+  const auto entries = static_cast<std::size_t>(starts[rows]);
+  storage->indices.reset(new std::int32_t[std::max<std::size_t>(entries, 1)]);
+  storage->values.reset(new float[std::max<std::size_t>(entries, 1)]);
+  auto* indices = storage->indices.get();
+  auto* values = storage->values.get();
+  run_parallel(pieces, threads, [&](std::size_t piece) {
+    for (auto r = first_row(piece); r < first_row(piece + 1); ++r) {
+      auto at = starts[r];
+      for (auto i = from_starts[r]; i < from_starts[r + 1]; ++i)
+        if (const auto p = position[static_cast<std::size_t>(from_indices[i])]; p >= 0) {
+          indices[at] = p;
+          values[at++] = from_values[i];
+        }
+    }
+  });
+  out.x = shared_sparse{starts, indices, values, rows, kept, std::move(storage), true};
   return out;
 }
 

@@ -16,7 +16,9 @@ namespace shardopt::model {
 
 /// The columns `features` of `data` (increasing, each below its cols()), renumbered 0 to
 /// features.size() - 1 in that order, with every row and label: what a linear model restricted to
-/// those features reads. Sparse rows stay CSR (one pass over the non-zeros), dense rows dense.
+/// those features reads. Sparse rows stay CSR, in shared storage of their own (so the dataset
+/// moves without copying them), made in two passes over the non-zeros on this process's threads;
+/// dense rows stay dense.
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features);
 
 /// A linear model's features that any of the entries `wanted` of theta weighs, increasing.
