@@ -4,6 +4,7 @@
 #include "base/parallel.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 namespace shardopt::model {
 
@@ -101,6 +102,7 @@ dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& f
   const auto* from_starts = x.outerIndexPtr();
   const auto* from_indices = x.innerIndexPtr();
   const auto* from_values = x.valuePtr();
+  assert(std::is_sorted(features.begin(), features.end()));
   std::vector<std::int32_t> position(static_cast<std::size_t>(x.cols()), -1);
   for (Eigen::Index k = 0; k < kept; ++k)
     position[static_cast<std::size_t>(features[static_cast<std::size_t>(k)])] = static_cast<std::int32_t>(k);

@@ -313,7 +313,9 @@ result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model:
       if (event.rfind("reduction tree", 0) != 0)
         log(event);
     };
-  objective->restrict_through(data, [state, peers = std::move(peers), ranges, plan, lambda, timeout, log, quiet](
+  auto last_why = std::make_shared<std::string>();  // logged once while the reason stays
+  objective->restrict_through(data, [state, peers = std::move(peers), ranges, plan, lambda, timeout, log, quiet,
+                                     last_why](
                                       model::model_shape compact, std::shared_ptr<const model::dataset> columns)
                                       -> result<sharded_objective> {
     // Each shard goes where its peer is now (a lost node's shards on the node that took them),
@@ -332,14 +334,17 @@ result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model:
         if (node >= c.alive.size() || !c.alive[node])
           node = live;
       auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, now, timeout, quiet, false);
-      if (shipped)
+      if (shipped) {
+        last_why->clear();
         return shipped;
+      }
       why = shipped.error().message();
     } else if (compact.features == 0) {
       why = "a working set of biases alone";
     }
-    if (log)
+    if (log && why != *last_why)
       log("working set of " + std::to_string(compact.features) + " features kept on the driver (" + why + ")");
+    *last_why = why;
     return sharded_objective::local(c.rt, std::move(compact), lambda, std::move(columns), ranges, timeout);
   });
   return objective;

@@ -10,6 +10,7 @@
 #include <Eigen/Cholesky>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -219,6 +220,49 @@ TEST_CASE("first_invalid_label finds labels a model cannot index by") {
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::linear, 2, 1}, labels) == 1);
   labels << 0, 1.5, 1, 1;
   CHECK(shardopt::model::first_invalid_label(model_shape{model_kind::svm, 2, 3}, labels) == 1);
+}
+
+TEST_CASE("restrict_columns gives a serial copy's CSR arrays, whatever the rows' split over threads, and no columns or no rows") {
+  namespace model = shardopt::model;
+  const std::int64_t d = 50;
+  // 1,003 rows: pieces of uneven sizes on any thread count.
+  const auto data = shardopt::test::random_problem(37, 1003, d, 2, true);
+  std::vector<std::int64_t> features;
+  for (std::int64_t j = 1; j < d; j += 3)
+    features.push_back(j);
+  const auto kept = model::restrict_columns(*data, features);
+  REQUIRE(kept.is_sparse());
+  // The reference: entry by entry, in order.
+  std::vector<std::int32_t> starts{0}, indices;
+  std::vector<float> values;
+  const auto x = data->sparse();
+  for (Eigen::Index i = 0; i < x.rows(); ++i) {
+    for (model::sparse_view::InnerIterator it(x, i); it; ++it) {
+      const auto at = std::lower_bound(features.begin(), features.end(), std::int64_t{it.col()});
+      if (at != features.end() && *at == it.col()) {
+        indices.push_back(static_cast<std::int32_t>(at - features.begin()));
+        values.push_back(it.value());
+      }
+    }
+    starts.push_back(static_cast<std::int32_t>(indices.size()));
+  }
+  const auto got = kept.sparse();
+  REQUIRE(got.rows() == 1003);
+  REQUIRE(got.cols() == static_cast<Eigen::Index>(features.size()));
+  REQUIRE(got.nonZeros() == static_cast<Eigen::Index>(indices.size()));
+  CHECK(indices.size() > 1000);
+  CHECK(std::equal(starts.begin(), starts.end(), got.outerIndexPtr()));
+  CHECK(std::equal(indices.begin(), indices.end(), got.innerIndexPtr()));
+  CHECK(std::memcmp(values.data(), got.valuePtr(), sizeof(float) * values.size()) == 0);
+  CHECK(kept.y == data->y);
+  // No columns: every row, no entries; no rows: nothing.
+  const auto none = model::restrict_columns(*data, {});
+  CHECK(none.rows() == 1003);
+  CHECK(none.cols() == 0);
+  CHECK(none.nonzeros() == 0);
+  const auto empty = model::restrict_columns(*shardopt::test::random_problem(37, 0, d, 2, true), features);
+  CHECK(empty.rows() == 0);
+  CHECK(empty.nonzeros() == 0);
 }
 
 TEST_CASE("a linear objective restricted to some features is the objective with the other weights at 0") {

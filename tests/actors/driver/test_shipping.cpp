@@ -221,6 +221,11 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   CHECK(during >= 4);
   CHECK(during <= 6);
 
+  // Every working set so far went to the nodes (none was kept on the driver, which would give the
+  // same bits).
+  CHECK(std::none_of(events.begin(), events.end(), [](const std::string& e) {
+    return e.find("kept on the driver") != std::string::npos;
+  }));
   // A working set of the biases alone (no node takes a model without features) stays on the
   // driver, with the local objective's bits.
   std::vector<Eigen::Index> biases;
