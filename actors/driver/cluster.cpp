@@ -273,8 +273,75 @@ std::shared_ptr<cluster::impl> sibling_of(const cluster::impl& c) {
   return s;
 }
 
-/// cluster::ship over `state`; a `restrictable` objective ships its restrictions to the nodes that
-/// hold its peers then (sibling_of).
+result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model::model_shape shape,
+                                    double lambda, std::shared_ptr<const model::dataset> data,
+                                    const std::vector<model::row_range>& ranges,
+                                    const std::vector<std::size_t>& plan,
+                                    std::chrono::milliseconds timeout,
+                                    std::function<void(const std::string&)> log, bool restrictable);
+
+/// How a shipped objective makes each round's working-set objective: its shards shipped through a
+/// sibling of the cluster to the nodes that hold the peers now (a lost node's shards on the node
+/// that took them, a given-up node's on the first live one), or, when that fails (a node lost
+/// since the last full evaluation, one draining, its limits reached, a working set of biases
+/// alone, which no node takes), made on the driver from the columns it already holds, with the
+/// same bits. Reduction trees rebuilt each round are not logged again; a reason for keeping the
+/// set on the driver is logged once while it stays.
+struct working_sets {
+  std::shared_ptr<cluster::impl> state;
+  std::vector<std::vector<std::size_t>> peers;  // each peer's shards, as shipped
+  std::vector<model::row_range> ranges;
+  std::vector<std::size_t> plan;
+  double lambda;
+  std::chrono::milliseconds timeout;
+  std::function<void(const std::string&)> log;
+  std::shared_ptr<std::string> last_why = std::make_shared<std::string>();
+
+  result<sharded_objective> operator()(model::model_shape compact, std::shared_ptr<const model::dataset> columns) const {
+    const auto& c = *state;
+    std::size_t live = 0;
+    while (live < c.alive.size() && !c.alive[live])
+      ++live;
+    std::string why = compact.features == 0 ? "a working set of biases alone" : "no node left";
+    if (live < c.alive.size() && compact.features > 0) {
+      auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, placement_now(live), timeout,
+                               quiet(), false);
+      if (shipped) {
+        last_why->clear();
+        return shipped;
+      }
+      why = shipped.error().message();
+    }
+    if (log && why != *last_why)
+      log("working set of " + std::to_string(compact.features) + " features kept on the driver (" + why + ")");
+    *last_why = why;
+    return sharded_objective::local(c.rt, std::move(compact), lambda, std::move(columns), ranges, timeout);
+  }
+
+  /// Each shard's node now: its peer's, or `live` where that node is given up.
+  std::vector<std::size_t> placement_now(std::size_t live) const {
+    const auto& c = *state;
+    std::vector<std::size_t> now(plan);
+    for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
+      for (const auto i : peers[g])
+        now[i] = c.home[g];
+    for (auto& node : now)
+      if (node >= c.alive.size() || !c.alive[node])
+        node = live;
+    return now;
+  }
+
+  std::function<void(const std::string&)> quiet() const {
+    if (!log)
+      return {};
+    return [log = log](const std::string& event) {
+      if (event.rfind("reduction tree", 0) != 0)
+        log(event);
+    };
+  }
+};
+
+/// cluster::ship over `state`; a `restrictable` objective ships its restrictions (working_sets).
 result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model::model_shape shape,
                                     double lambda, std::shared_ptr<const model::dataset> data,
                                     const std::vector<model::row_range>& ranges,
@@ -303,50 +370,7 @@ result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model:
                                      log, std::move(spawn));
   if (!objective || !restrictable)
     return objective;
-  // The working set's objective: its shards shipped where the peers are now, or, when that fails
-  // (a node lost since the last full evaluation, one draining, its limits reached, a working set of
-  // biases alone, which no node takes), made on the driver from the columns it already holds, with
-  // the same bits. Reduction trees rebuilt each round are not logged again.
-  std::function<void(const std::string&)> quiet;
-  if (log)
-    quiet = [log](const std::string& event) {
-      if (event.rfind("reduction tree", 0) != 0)
-        log(event);
-    };
-  auto last_why = std::make_shared<std::string>();  // logged once while the reason stays
-  objective->restrict_through(data, [state, peers = std::move(peers), ranges, plan, lambda, timeout, log, quiet,
-                                     last_why](
-                                      model::model_shape compact, std::shared_ptr<const model::dataset> columns)
-                                      -> result<sharded_objective> {
-    // Each shard goes where its peer is now (a lost node's shards on the node that took them),
-    // or, if that node is given up, to the first live one.
-    const auto& c = *state;
-    std::size_t live = 0;
-    while (live < c.alive.size() && !c.alive[live])
-      ++live;
-    std::string why = "no node left";
-    if (live < c.alive.size() && compact.features > 0) {
-      std::vector<std::size_t> now(plan);
-      for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
-        for (const auto i : peers[g])
-          now[i] = c.home[g];
-      for (auto& node : now)
-        if (node >= c.alive.size() || !c.alive[node])
-          node = live;
-      auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, now, timeout, quiet, false);
-      if (shipped) {
-        last_why->clear();
-        return shipped;
-      }
-      why = shipped.error().message();
-    } else if (compact.features == 0) {
-      why = "a working set of biases alone";
-    }
-    if (log && why != *last_why)
-      log("working set of " + std::to_string(compact.features) + " features kept on the driver (" + why + ")");
-    *last_why = why;
-    return sharded_objective::local(c.rt, std::move(compact), lambda, std::move(columns), ranges, timeout);
-  });
+  objective->restrict_through(data, working_sets{state, std::move(peers), ranges, plan, lambda, timeout, log});
   return objective;
 }
 

@@ -41,9 +41,10 @@ std::int64_t shards_held(const node_process& node) {
 /// Waits up to 20 s for `node` to hold at most `count` shards (a driver identity that ends is
 /// noticed asynchronously); returns what it holds at the end.
 std::int64_t wait_for_shards(const node_process& node, std::int64_t count) {
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
   auto held = shards_held(node);
-  for (int i = 0; i < 200 && held > count; ++i) {
-    std::this_thread::sleep_for(100ms);
+  while (held > count && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
     held = shards_held(node);
   }
   return held;
