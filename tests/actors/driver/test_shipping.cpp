@@ -253,3 +253,58 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   objective = shardopt::result<actors::sharded_objective>{shardopt::fail_invalid("ended")};
   CHECK(wait_for_shards(first, 3) <= 3);
 }
+
+TEST_CASE("a node that starts draining mid-run refuses the next working set's driver identity: that round's set stays on the driver, and the run keeps the local objective's bits") {
+  node_process first;
+  node_process second{{"--drain-seconds", "60"}};
+  auto rt = network_runtime();
+  const model::model_shape softmax{model::model_kind::softmax, 30, 3};
+  const auto data = shardopt::test::random_problem(22, 600, 30, 3, true);
+  const auto blocks = shardopt::io::partition_blocks(600, 4);
+  const Eigen::VectorXd c = 0.03 * model::weight_mask(softmax);
+  shardopt::optimizer::lbfgs_options o;
+  o.epsilon = 1e-7;
+  shardopt::optimizer::owlqn_shrinking rounds;
+  rounds.refresh = 3;
+  model::local_objective local{softmax, data, 1e-4, blocks};
+  Eigen::VectorXd x_local = Eigen::VectorXd::Zero(softmax.dimension());
+  const auto run_local = shardopt::optimizer::minimize_owlqn(local, x_local, o, c, {}, {}, rounds);
+  REQUIRE(run_local.ok());
+  REQUIRE(run_local->iterations > 3 * rounds.refresh);
+
+  auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
+  REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
+  std::vector<std::string> events;
+  auto objective = cluster->ship(softmax, 1e-4, data, blocks, {0, 0, 1, 1}, 30s,
+                                 [&](const std::string& event) { events.push_back(event); });
+  REQUIRE_MESSAGE(objective.ok(), objective.error().message());
+  // SIGTERM with --drain-seconds: the second node drains (it serves the drivers it holds, this run's
+  // full shards among them, and refuses new ones), once the second round has begun.
+  bool draining = false;
+  const shardopt::optimizer::iteration_hook drain = [&](const shardopt::optimizer::iteration_info& at) {
+    if (!draining && at.iteration == rounds.refresh + 1) {
+      second.process->signal(SIGTERM);
+      const auto until = std::chrono::steady_clock::now() + 10s;
+      while (second.process->err().find("draining") == std::string::npos
+             && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds{20});
+      draining = second.process->err().find("draining") != std::string::npos;
+    }
+    return true;
+  };
+  Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
+  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, o, c, drain, {}, rounds);
+  REQUIRE_MESSAGE(run_nodes.ok(), run_nodes.error().message());
+  CHECK(draining);
+  CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
+  CHECK(run_nodes->iterations == run_local->iterations);
+  CHECK(std::memcmp(x_nodes.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
+  std::string all;
+  for (const auto& e : events)
+    all += e + "; ";
+  INFO("cluster events: " << all);
+  CHECK(all.find("kept on the driver") != std::string::npos);
+  CHECK(all.find("draining") != std::string::npos);
+  CHECK(objective->recreated_shards() == 0);  // the full shards stayed where they were
+  CHECK(second.process->running());           // it still serves this run's full shards
+}
