@@ -50,6 +50,34 @@ std::int64_t wait_for_shards(const node_process& node, std::int64_t count) {
   return held;
 }
 
+/// A sparse softmax problem for OWL-QN with shrinking in rounds of 3 iterations (many rounds:
+/// many working sets shipped and released), over `shards` blocks, and its run on the local
+/// objective: what a run on nodes must equal, bit for bit.
+struct shrinking_problem {
+  shrinking_problem(std::uint32_t seed, std::int64_t shards)
+    : data(shardopt::test::random_problem(seed, 600, 30, 3, true)),
+      blocks(shardopt::io::partition_blocks(600, shards)), c(0.03 * model::weight_mask(softmax)),
+      local(softmax, data, 1e-4, blocks), x_local(Eigen::VectorXd::Zero(softmax.dimension())) {
+    o.epsilon = 1e-7;
+    rounds.refresh = 3;
+    const auto run = shardopt::optimizer::minimize_owlqn(local, x_local, o, c, {}, {}, rounds);
+    REQUIRE(run.ok());
+    REQUIRE(run->reason == shardopt::optimizer::stop_reason::converged);
+    REQUIRE(run->iterations > 3 * rounds.refresh);
+    iterations = run->iterations;
+  }
+
+  const model::model_shape softmax{model::model_kind::softmax, 30, 3};
+  std::shared_ptr<const model::dataset> data;
+  std::vector<model::row_range> blocks;
+  Eigen::VectorXd c;
+  shardopt::optimizer::lbfgs_options o;
+  shardopt::optimizer::owlqn_shrinking rounds;
+  model::local_objective local;
+  Eigen::VectorXd x_local;
+  int iterations = 0;
+};
+
 } // namespace
 
 TEST_CASE("2 nodes x 4 shards: per evaluation each node's sockets carry 1.0-1.1x of 2 x 8 x dimension bytes, and 4x that with one peer per shard, for the same bits") {
@@ -164,27 +192,16 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   node_process second;
   node_process third;
   auto rt = network_runtime();
-  const model::model_shape softmax{model::model_kind::softmax, 30, 3};
-  const auto data = shardopt::test::random_problem(21, 600, 30, 3, true);
-  const auto blocks = shardopt::io::partition_blocks(600, 6);
-  const Eigen::VectorXd c = 0.03 * model::weight_mask(softmax);
-  shardopt::optimizer::lbfgs_options o;
-  o.epsilon = 1e-7;
-  shardopt::optimizer::owlqn_shrinking rounds;
-  rounds.refresh = 3;  // many rounds: many working sets shipped and released
-  model::local_objective local{softmax, data, 1e-4, blocks};
-  Eigen::VectorXd x_local = Eigen::VectorXd::Zero(softmax.dimension());
-  const auto run_local = shardopt::optimizer::minimize_owlqn(local, x_local, o, c, {}, {}, rounds);
-  REQUIRE(run_local.ok());
-  REQUIRE(run_local->reason == shardopt::optimizer::stop_reason::converged);
-  REQUIRE(run_local->iterations > 3 * rounds.refresh);
+  shrinking_problem p{21, 6};
+  const auto& softmax = p.softmax;
+  const auto& rounds = p.rounds;
 
   auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second), endpoint_of(third)});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
   // A peer per shard, so that the node's shard count is the shards' (groups aside).
   cluster->group_per_node(false);
   std::vector<std::string> events;
-  auto objective = cluster->ship(softmax, 1e-4, data, blocks, {0, 0, 1, 1, 2, 2}, 30s,
+  auto objective = cluster->ship(softmax, 1e-4, p.data, p.blocks, {0, 0, 1, 1, 2, 2}, 30s,
                                  [&](const std::string& event) { events.push_back(event); });
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   REQUIRE(objective->can_restrict());
@@ -203,12 +220,12 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
     }
     return true;
   };
-  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, o, c, kill, {}, rounds);
+  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, p.o, p.c, kill, {}, rounds);
   REQUIRE_MESSAGE(run_nodes.ok(), run_nodes.error().message());
   CHECK(killed);
   CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
-  CHECK(run_nodes->iterations == run_local->iterations);
-  CHECK(std::memcmp(x_nodes.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
+  CHECK(run_nodes->iterations == p.iterations);
+  CHECK(std::memcmp(x_nodes.data(), p.x_local.data(), sizeof(double) * p.x_local.size()) == 0);
   // The third node's 2 shards of the working set, mid-round, then its 2 full ones.
   CHECK(objective->recreated_shards() >= 4);
   INFO("cluster events: " << [&] { std::string all; for (const auto& e : events) all += e + "; "; return all; }());
@@ -237,7 +254,7 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   REQUIRE(biases.size() == 3);
   const auto mine = objective->restrict(biases);
   REQUIRE_MESSAGE(mine.ok(), mine.error().message());
-  const auto theirs = local.restrict(biases);
+  const auto theirs = p.local.restrict(biases);
   REQUIRE(theirs.ok());
   const Eigen::VectorXd at = Eigen::VectorXd::LinSpaced(3, -0.5, 0.5);
   Eigen::VectorXd g_mine, g_theirs;
@@ -258,24 +275,14 @@ TEST_CASE("a node that starts draining mid-run refuses the next working set's dr
   node_process first;
   node_process second{{"--drain-seconds", "60"}};
   auto rt = network_runtime();
-  const model::model_shape softmax{model::model_kind::softmax, 30, 3};
-  const auto data = shardopt::test::random_problem(22, 600, 30, 3, true);
-  const auto blocks = shardopt::io::partition_blocks(600, 4);
-  const Eigen::VectorXd c = 0.03 * model::weight_mask(softmax);
-  shardopt::optimizer::lbfgs_options o;
-  o.epsilon = 1e-7;
-  shardopt::optimizer::owlqn_shrinking rounds;
-  rounds.refresh = 3;
-  model::local_objective local{softmax, data, 1e-4, blocks};
-  Eigen::VectorXd x_local = Eigen::VectorXd::Zero(softmax.dimension());
-  const auto run_local = shardopt::optimizer::minimize_owlqn(local, x_local, o, c, {}, {}, rounds);
-  REQUIRE(run_local.ok());
-  REQUIRE(run_local->iterations > 3 * rounds.refresh);
+  shrinking_problem p{22, 4};
+  const auto& softmax = p.softmax;
+  const auto& rounds = p.rounds;
 
   auto cluster = actors::cluster::connect(rt, {endpoint_of(first), endpoint_of(second)});
   REQUIRE_MESSAGE(cluster.ok(), cluster.error().message());
   std::vector<std::string> events;
-  auto objective = cluster->ship(softmax, 1e-4, data, blocks, {0, 0, 1, 1}, 30s,
+  auto objective = cluster->ship(softmax, 1e-4, p.data, p.blocks, {0, 0, 1, 1}, 30s,
                                  [&](const std::string& event) { events.push_back(event); });
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   // SIGTERM with --drain-seconds: the second node drains (it serves the drivers it holds, this run's
@@ -293,12 +300,12 @@ TEST_CASE("a node that starts draining mid-run refuses the next working set's dr
     return true;
   };
   Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
-  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, o, c, drain, {}, rounds);
+  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, p.o, p.c, drain, {}, rounds);
   REQUIRE_MESSAGE(run_nodes.ok(), run_nodes.error().message());
   CHECK(draining);
   CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
-  CHECK(run_nodes->iterations == run_local->iterations);
-  CHECK(std::memcmp(x_nodes.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
+  CHECK(run_nodes->iterations == p.iterations);
+  CHECK(std::memcmp(x_nodes.data(), p.x_local.data(), sizeof(double) * p.x_local.size()) == 0);
   std::string all;
   for (const auto& e : events)
     all += e + "; ";
