@@ -67,6 +67,17 @@ struct shrinking_problem {
     iterations = run->iterations;
   }
 
+  /// Runs OWL-QN with shrinking on `objective` (shards on nodes) with `hook`, and checks it ends
+  /// as the local run did: converged, in as many iterations, with the same bits.
+  void check_same_run(actors::sharded_objective& objective, const shardopt::optimizer::iteration_hook& hook) const {
+    Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
+    const auto run = shardopt::optimizer::minimize_owlqn(objective, x_nodes, o, c, hook, {}, rounds);
+    REQUIRE_MESSAGE(run.ok(), run.error().message());
+    CHECK(run->reason == shardopt::optimizer::stop_reason::converged);
+    CHECK(run->iterations == iterations);
+    CHECK(std::memcmp(x_nodes.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
+  }
+
   const model::model_shape softmax{model::model_kind::softmax, 30, 3};
   std::shared_ptr<const model::dataset> data;
   std::vector<model::row_range> blocks;
@@ -210,7 +221,6 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
 
   // A whole run, the third node killed after the first iteration of its second round (the next
   // evaluation is the working set's): the local run's iterations and bits.
-  Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
   bool killed = false;
   const shardopt::optimizer::iteration_hook kill = [&](const shardopt::optimizer::iteration_info& at) {
     if (!killed && at.iteration == rounds.refresh + 1) {
@@ -220,12 +230,8 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
     }
     return true;
   };
-  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, p.o, p.c, kill, {}, rounds);
-  REQUIRE_MESSAGE(run_nodes.ok(), run_nodes.error().message());
+  p.check_same_run(*objective, kill);
   CHECK(killed);
-  CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
-  CHECK(run_nodes->iterations == p.iterations);
-  CHECK(std::memcmp(x_nodes.data(), p.x_local.data(), sizeof(double) * p.x_local.size()) == 0);
   // The third node's 2 shards of the working set, mid-round, then its 2 full ones.
   CHECK(objective->recreated_shards() >= 4);
   INFO("cluster events: " << [&] { std::string all; for (const auto& e : events) all += e + "; "; return all; }());
@@ -299,13 +305,8 @@ TEST_CASE("a node that starts draining mid-run refuses the next working set's dr
     }
     return true;
   };
-  Eigen::VectorXd x_nodes = Eigen::VectorXd::Zero(softmax.dimension());
-  const auto run_nodes = shardopt::optimizer::minimize_owlqn(*objective, x_nodes, p.o, p.c, drain, {}, rounds);
-  REQUIRE_MESSAGE(run_nodes.ok(), run_nodes.error().message());
+  p.check_same_run(*objective, drain);
   CHECK(draining);
-  CHECK(run_nodes->reason == shardopt::optimizer::stop_reason::converged);
-  CHECK(run_nodes->iterations == p.iterations);
-  CHECK(std::memcmp(x_nodes.data(), p.x_local.data(), sizeof(double) * p.x_local.size()) == 0);
   std::string all;
   for (const auto& e : events)
     all += e + "; ";
