@@ -83,11 +83,16 @@ void dataset::widen(std::int64_t new_cols) {
 }
 
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features) {
+  return restrict_columns(data, features, {0, data.rows()});
+}
+
+dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range range) {
+  assert(range.begin >= 0 && range.begin <= range.end && range.end <= data.rows());
   dataset out;
-  out.y = data.y;
+  out.y = data.y.segment(range.begin, range.size());
   const auto kept = static_cast<Eigen::Index>(features.size());
   if (!data.is_sparse()) {
-    const auto x = data.dense();
+    const auto x = data.dense().middleRows(range.begin, range.size());
     dense_features m(x.rows(), kept);
     for (Eigen::Index k = 0; k < kept; ++k)
       m.col(k) = x.col(features[static_cast<std::size_t>(k)]);
@@ -98,8 +103,8 @@ dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& f
   // one copies it whenever it moves), on this process's threads, a range of rows each: per-row
   // counts, their prefix sums, then the entries.
   const auto x = data.sparse();
-  const auto rows = x.rows();
-  const auto* from_starts = x.outerIndexPtr();
+  const auto rows = range.size();
+  const auto* from_starts = x.outerIndexPtr() + range.begin;  // entries stay where they are
   const auto* from_indices = x.innerIndexPtr();
   const auto* from_values = x.valuePtr();
   assert(std::is_sorted(features.begin(), features.end()));

@@ -21,6 +21,9 @@ namespace shardopt::model {
 /// dense rows stay dense.
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features);
 
+/// `restrict_columns` of rows `rows` of `data` alone (they become rows 0 to rows.size() - 1).
+dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range rows);
+
 /// A linear model's features that any of the entries `wanted` of theta weighs, increasing.
 /// Precondition: not a network.
 std::vector<std::int64_t> features_of_entries(const model_shape& shape, const std::vector<Eigen::Index>& wanted);

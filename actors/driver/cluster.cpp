@@ -9,17 +9,6 @@
 
 namespace shardopt::actors {
 
-namespace {
-
-/// "shards 4-7" or "shard 4".
-std::string shard_range(const std::vector<std::size_t>& members) {
-  return members.size() == 1 ? "shard " + std::to_string(members.front())
-                             : "shards " + std::to_string(members.front()) + "-"
-                                 + std::to_string(members.back());
-}
-
-/// The shards of each node in `plan`, one peer per node that has any, in node order; or, when not
-/// `per_node`, one peer per shard.
 std::vector<std::vector<std::size_t>> peers_of(const std::vector<std::size_t>& plan,
                                                std::size_t nodes, bool per_node) {
   if (!per_node) {
@@ -36,6 +25,15 @@ std::vector<std::vector<std::size_t>> peers_of(const std::vector<std::size_t>& p
     if (!members.empty())
       peers.push_back(std::move(members));
   return peers;
+}
+
+namespace {
+
+/// "shards 4-7" or "shard 4".
+std::string shard_range(const std::vector<std::size_t>& members) {
+  return members.size() == 1 ? "shard " + std::to_string(members.front())
+                             : "shards " + std::to_string(members.front()) + "-"
+                                 + std::to_string(members.back());
 }
 
 /// What the objective expects of each peer: the blocks of its shards, in runs.
@@ -258,11 +256,6 @@ result<cluster> cluster::connect(runtime& rt, const std::vector<node_endpoint>& 
   return cluster{std::move(state)};
 }
 
-namespace {
-
-/// A cluster over `c`'s nodes for an objective of its own: the same nodes, their liveness and
-/// routing, under a new driver identity and token (the nodes hold what it ships apart from `c`'s,
-/// and release it when it ends). It watches no sources.
 std::shared_ptr<cluster::impl> sibling_of(const cluster::impl& c) {
   auto s = std::make_shared<cluster::impl>(c.rt, c.nodes.handles(), c.info);
   s->alive = c.alive;
@@ -272,6 +265,36 @@ std::shared_ptr<cluster::impl> sibling_of(const cluster::impl& c) {
   s->piece_bytes = c.piece_bytes;
   return s;
 }
+
+std::vector<std::size_t> placement_now(const cluster::impl& c, const std::vector<std::size_t>& plan,
+                                       const std::vector<std::vector<std::size_t>>& peers, std::size_t live) {
+  std::vector<std::size_t> now(plan);
+  for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
+    for (const auto i : peers[g])
+      now[i] = c.home[g];
+  for (auto& node : now)
+    if (node >= c.alive.size() || !c.alive[node])
+      node = live;
+  return now;
+}
+
+std::size_t first_live(const cluster::impl& c) {
+  std::size_t live = 0;
+  while (live < c.alive.size() && !c.alive[live])
+    ++live;
+  return live;
+}
+
+std::function<void(const std::string&)> without_trees(std::function<void(const std::string&)> log) {
+  if (!log)
+    return {};
+  return [log = std::move(log)](const std::string& event) {
+    if (event.rfind("reduction tree", 0) != 0)
+      log(event);
+  };
+}
+
+namespace {
 
 result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model::model_shape shape,
                                     double lambda, std::shared_ptr<const model::dataset> data,
@@ -297,15 +320,14 @@ struct working_sets {
   std::function<void(const std::string&)> log;
   std::shared_ptr<std::string> last_why = std::make_shared<std::string>();
 
-  result<sharded_objective> operator()(model::model_shape compact, std::shared_ptr<const model::dataset> columns) const {
+  result<sharded_objective> operator()(model::model_shape compact, const std::vector<std::int64_t>&,
+                                       std::shared_ptr<const model::dataset> columns) const {
     const auto& c = *state;
-    std::size_t live = 0;
-    while (live < c.alive.size() && !c.alive[live])
-      ++live;
+    const auto live = first_live(c);
     std::string why = compact.features == 0 ? "a working set of biases alone" : "no node left";
     if (live < c.alive.size() && compact.features > 0) {
-      auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, placement_now(live), timeout,
-                               quiet(), false);
+      auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, placement_now(c, plan, peers, live),
+                               timeout, without_trees(log), false);
       if (shipped) {
         last_why->clear();
         return shipped;
@@ -316,28 +338,6 @@ struct working_sets {
       log("working set of " + std::to_string(compact.features) + " features kept on the driver (" + why + ")");
     *last_why = why;
     return sharded_objective::local(c.rt, std::move(compact), lambda, std::move(columns), ranges, timeout);
-  }
-
-  /// Each shard's node now: its peer's, or `live` where that node is given up.
-  std::vector<std::size_t> placement_now(std::size_t live) const {
-    const auto& c = *state;
-    std::vector<std::size_t> now(plan);
-    for (std::size_t g = 0; g < peers.size() && g < c.home.size(); ++g)
-      for (const auto i : peers[g])
-        now[i] = c.home[g];
-    for (auto& node : now)
-      if (node >= c.alive.size() || !c.alive[node])
-        node = live;
-    return now;
-  }
-
-  std::function<void(const std::string&)> quiet() const {
-    if (!log)
-      return {};
-    return [log = log](const std::string& event) {
-      if (event.rfind("reduction tree", 0) != 0)
-        log(event);
-    };
   }
 };
 

@@ -136,16 +136,28 @@ struct cluster::impl {
   };
 
   result<part_reply> spawn_part_on(std::size_t j, const part_shard_spec& spec) {
+    return part_on(j, spec.shape.features, "creating a shard", [&](std::uint64_t round) {
+      self->send(nodes[j], spawnpart_atom::value, round, token, spec);
+    });
+  }
+
+  /// A shard on node j over some columns of a shard there (the protocol's restrict request).
+  result<part_reply> restrict_on(std::size_t j, const shard_restriction& spec) {
+    return part_on(j, spec.shape.features, "restricting a shard", [&](std::uint64_t round) {
+      self->send(nodes[j], restrict_atom::value, round, token, spec);
+    });
+  }
+
+  /// Node j's answer to a request for a shard of `features` whose reply is a part's.
+  template <class Send>
+  result<part_reply> part_on(std::size_t j, std::int64_t features, const std::string& what, Send send) {
     std::optional<part_reply> out;
     auto done = nodes.round(
       reply<shard_actor, std::int64_t, dense_vector, double, double>{}, j, j + 1, timeouts::control,
-      "creating a shard",
-      [&](std::size_t, std::uint64_t round) {
-        self->send(nodes[j], spawnpart_atom::value, round, token, spec);
-      },
+      what, [&](std::size_t, std::uint64_t round) { send(round); },
       [&](std::size_t, shard_actor shard, std::int64_t rows, dense_vector feature_max,
           double max_label, double max_row_norm) -> result<void> {
-        if (auto possible = check_part_bounds(spec.shape.features, feature_max.map(), max_label, max_row_norm);
+        if (auto possible = check_part_bounds(features, feature_max.map(), max_label, max_row_norm);
             !possible)
           return possible.error();
         out = part_reply{std::move(shard), rows, std::move(feature_max), max_label, max_row_norm};
@@ -248,6 +260,27 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
 /// (cluster::watch_nodes). `log` hears of each.
 std::vector<std::size_t> reach_nodes(cluster::impl& c,
                                      const std::function<void(const std::string&)>& log);
+
+/// A cluster over `c`'s nodes for an objective of its own (a working set's): the same nodes, their
+/// liveness and routing, under a new driver identity and token (the nodes hold what it makes
+/// apart from `c`'s, and release it when it ends). It watches no sources.
+std::shared_ptr<cluster::impl> sibling_of(const cluster::impl& c);
+
+/// Each shard's node now, for shards `plan` placed as `peers` (each peer's shards): its peer's
+/// node, or `live` where that node is given up.
+std::vector<std::size_t> placement_now(const cluster::impl& c, const std::vector<std::size_t>& plan,
+                                       const std::vector<std::vector<std::size_t>>& peers, std::size_t live);
+
+/// The first node of `c` alive (c.alive.size(): none).
+std::size_t first_live(const cluster::impl& c);
+
+/// `log` without the reduction trees' lines (a working set's objective builds one each round).
+std::function<void(const std::string&)> without_trees(std::function<void(const std::string&)> log);
+
+/// The shards of each node in `plan`, one peer per node that has any, in node order; or, when not
+/// `per_node`, one peer per shard.
+std::vector<std::vector<std::size_t>> peers_of(const std::vector<std::size_t>& plan, std::size_t nodes,
+                                               bool per_node);
 
 /// Each shard's place among the canonical blocks: block numbers follow the shards' order; `blocks`
 /// gets each shard's block count.

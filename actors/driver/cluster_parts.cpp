@@ -4,6 +4,121 @@
 
 namespace shardopt::actors {
 
+namespace {
+
+/// A node-local shard as the run holds it now: its node and handle (none before it is made).
+struct held_part {
+  std::size_t node = 0;
+  shard_actor shard;
+};
+
+/// How a node-local objective makes each round's working-set objective, with no data on the
+/// driver: through a sibling of the cluster, each node restricts the run's shard of a part it
+/// holds (the protocol's restrict request); a part whose shard is not on the node that takes the
+/// working set's (a node lost mid-round) is read there again first, by the sibling. A node that
+/// refuses (draining, its limits) has its parts read again on the other nodes, for the same
+/// bits; when no node is left to take them, the restriction evaluates through the full objective
+/// for that round (sharded_objective::restrict: the sums' last bits may differ). Either is logged
+/// once while its reason stays.
+struct part_working_sets {
+  std::shared_ptr<cluster::impl> state;
+  std::shared_ptr<const std::vector<held_part>> held;  // each part's shard in the run now
+  std::vector<std::vector<std::size_t>> peers;          // each peer's parts, as first placed
+  std::vector<std::size_t> plan;
+  std::function<part_shard_spec(std::size_t)> spec_of;
+  std::vector<block_layout> layouts;
+  std::vector<std::int64_t> blocks;
+  std::vector<std::int64_t> rows;
+  model::data_bounds empty_bounds;  // the run's block rows, blocks and bits; no rows added
+  double lambda;
+  std::chrono::milliseconds timeout;
+  std::function<void(const std::string&)> log;
+  std::shared_ptr<std::string> last_why = std::make_shared<std::string>();
+
+  result<sharded_objective> operator()(model::model_shape compact, const std::vector<std::int64_t>& features,
+                                       std::shared_ptr<const model::dataset>) const {
+    const auto& c = *state;
+    auto usable = c.alive;  // less the nodes that refuse this round's set
+    std::string why = compact.features == 0 ? "a working set of biases alone" : "no node left";
+    std::string moved;
+    for (auto live = first_live(c); live < usable.size() && compact.features > 0;) {
+      auto now = placement_now(c, plan, peers, live);
+      for (auto& node : now)
+        if (!usable[node])
+          node = live;
+      auto refusing = std::make_shared<std::size_t>(usable.size());
+      auto made = make(compact, features, now, refusing);
+      if (made) {
+        if (log && moved != *last_why && !moved.empty())
+          log("working set of " + std::to_string(compact.features) + " features: " + moved);
+        *last_why = moved;
+        return made;
+      }
+      why = made.error().message();
+      if (*refusing >= usable.size() || !usable[*refusing])
+        break;
+      usable[*refusing] = false;
+      moved = "node " + c.info[*refusing].endpoint.text() + " could not take it, its parts read again on "
+              + "other nodes (" + why + ")";
+      while (live < usable.size() && !usable[live])
+        ++live;
+    }
+    if (log && why != *last_why)
+      log("working set of " + std::to_string(compact.features)
+          + " features evaluated through the full objective (" + why + ")");
+    *last_why = why;
+    return fail_runtime(why);
+  }
+
+  /// The working set's objective with its shards on `now`; `refusing` gets the node that failed to
+  /// make one (it refused, or is lost).
+  result<sharded_objective> make(const model::model_shape& compact, const std::vector<std::int64_t>& features,
+                                 const std::vector<std::size_t>& now, std::shared_ptr<std::size_t> refusing) const {
+    auto bounds = std::make_shared<model::data_bounds>(empty_bounds);
+    spawn_fn spawn = [held = held, parent = state->token, spec_of = spec_of, layouts = layouts,
+                      rows = rows, bounds, compact, features, refusing](cluster::impl& s, std::size_t node,
+                                                                        std::size_t i) -> result<shard_actor> {
+      auto made = restrict_part(s, node, i, *held, parent, spec_of, layouts, compact, features);
+      if (!made) {
+        *refusing = node;
+        return made.error();
+      }
+      if (made->rows != rows[i])
+        return fail_runtime("node " + s.info[node].endpoint.text() + " restricted " + std::to_string(made->rows)
+                            + " rows of part " + std::to_string(i + 1) + ", which has " + std::to_string(rows[i]));
+      model::data_bounds reported{made->feature_max.map(), made->max_label, bounds->block_rows, 0};
+      reported.max_row_norm = made->max_row_norm;
+      *bounds += reported;
+      return std::move(made->shard);
+    };
+    return cluster_objective(sibling_of(*state), compact, lambda, now, layouts, blocks, rows, bounds, timeout,
+                             without_trees(log), std::move(spawn));
+  }
+
+  /// Part i's working-set shard on `node`: a restriction of the run's shard of it there, else of
+  /// one the sibling `s` reads there first.
+  static result<cluster::impl::part_reply> restrict_part(cluster::impl& s, std::size_t node, std::size_t i,
+                                                         const std::vector<held_part>& held,
+                                                         const access_token& parent,
+                                                         const std::function<part_shard_spec(std::size_t)>& spec_of,
+                                                         const std::vector<block_layout>& layouts,
+                                                         const model::model_shape& compact,
+                                                         const std::vector<std::int64_t>& features) {
+    auto restricted = [&](const shard_actor& source, const access_token& token) {
+      return s.restrict_on(node, shard_restriction{source, token, compact, features, layouts[i]});
+    };
+    if (held[i].shard && held[i].node == node)
+      if (auto made = restricted(held[i].shard, parent))
+        return made;
+    auto full = s.spawn_part_on(node, spec_of(i));
+    if (!full)
+      return full.error();
+    return restricted(full->shard, s.token);
+  }
+};
+
+} // namespace
+
 result<cluster::node_local_run>
 cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t classes, double lambda,
                        const io::part_request& data, io::scale_mode mode, bool standardize,
@@ -85,8 +200,11 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
   for (const auto& summary : summaries)
     if (summary.bounds.sparse)
       bounds->bits = model::packed_bits;
-  spawn_fn spawn = [spec_of, rows, bounds](impl& c, std::size_t node,
-                                           std::size_t i) -> result<shard_actor> {
+  // Each part's shard as the run holds it now (working sets restrict them on their nodes).
+  auto held = std::make_shared<std::vector<held_part>>(plan.size());
+  const auto empty_bounds = *bounds;
+  spawn_fn spawn = [spec_of, rows, bounds, held](impl& c, std::size_t node,
+                                                 std::size_t i) -> result<shard_actor> {
     auto shard = c.spawn_part_on(node, spec_of(i));
     if (!shard)
       return shard.error();
@@ -97,12 +215,16 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     model::data_bounds reported{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
     reported.max_row_norm = shard->max_row_norm;
     *bounds += reported;
+    (*held)[i] = held_part{node, shard->shard};
     return std::move(shard->shard);
   };
   auto objective = cluster_objective(impl_, shape, lambda, plan, layouts, blocks, rows, bounds,
-                                     timeout, std::move(log), spawn);
+                                     timeout, log, spawn);
   if (!objective)
     return objective.error();
+  objective->restrict_through(nullptr, part_working_sets{impl_, held, peers_of(plan, s.info.size(), s.per_node),
+                                                          plan, spec_of, layouts, blocks, rows, empty_bounds,
+                                                          lambda, timeout, std::move(log)});
   std::int64_t feature_bytes = 0;
   bool sparse = false;
   for (const auto& summary : summaries) {

@@ -60,6 +60,7 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
   auto objective = make_sharded_objective(rt, std::move(shape), lambda, std::move(shards), std::move(shares),
                                           std::move(bounds), token, timeout);
   objective.restrict_through(data, [&rt, lambda, blocks, timeout](model::model_shape compact,
+                                                                 const std::vector<std::int64_t>&,
                                                                  std::shared_ptr<const model::dataset> columns) {
     return result<sharded_objective>{local(rt, std::move(compact), lambda, std::move(columns), blocks, timeout)};
   });
@@ -71,14 +72,14 @@ void sharded_objective::restrict_through(std::shared_ptr<const model::dataset> d
 }
 
 bool sharded_objective::can_restrict() const {
-  return source_ && model::has_hessian(impl_->shape);
+  return source_ && model::has_hessian(impl_->shape) && impl_->shape.hidden.empty();
 }
 
 result<sharded_objective::restriction> sharded_objective::restrict(const std::vector<Eigen::Index>& wanted) {
   if (!can_restrict())
     return fail_invalid(source_ ? "only the linear models can be restricted to some features, not "
                                     + model::describe(impl_->shape)
-                                : std::string{"shards that read node-local data cannot be restricted to some features"});
+                                : std::string{"this objective's maker gave no way to restrict it to some features"});
   const auto& shape = impl_->shape;
   const auto features = model::features_of_entries(shape, wanted);
   // The compact objective this one replaces is released first (its shards end asynchronously, and
@@ -90,10 +91,16 @@ result<sharded_objective::restriction> sharded_objective::restrict(const std::ve
     restricted_.reset();
   }
   const auto& source = *source_;
-  auto data = std::make_shared<const model::dataset>(model::restrict_columns(*source.data, features));
-  const auto nonzeros = data->nonzeros();
+  std::shared_ptr<const model::dataset> data;
+  std::int64_t nonzeros = 0;
+  if (source.data) {
+    data = std::make_shared<const model::dataset>(model::restrict_columns(*source.data, features));
+    nonzeros = data->nonzeros();
+  }
   auto made = source.build(model::model_shape{shape.kind, static_cast<std::int64_t>(features.size()), shape.outputs},
-                           std::move(data));
+                           features, std::move(data));
+  if (!made && !source.data)
+    return through_this(model::entries_of_features(shape, features));
   if (!made)
     return made.error().with_context("restricting to " + std::to_string(features.size()) + " features");
   restricted_ = std::make_unique<sharded_objective>(std::move(*made));
@@ -103,6 +110,28 @@ result<sharded_objective::restriction> sharded_objective::restrict(const std::ve
                      [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
                        return compact->evaluate(theta, grad);
                      }};
+}
+
+sharded_objective::restriction sharded_objective::through_this(std::vector<Eigen::Index> entries) {
+  struct buffers {
+    Eigen::VectorXd theta, grad;
+  };
+  auto full = std::make_shared<buffers>();
+  restriction out{std::move(entries), 0, {}};
+  out.evaluate = [this, full, entries = out.entries](const Eigen::VectorXd& theta,
+                                                     Eigen::VectorXd& grad) -> result<double> {
+    full->theta.setZero(dimension());
+    for (std::size_t k = 0; k < entries.size(); ++k)
+      full->theta[entries[k]] = theta[static_cast<Eigen::Index>(k)];
+    auto value = evaluate(full->theta, full->grad);
+    if (!value)
+      return value;
+    grad.resize(static_cast<Eigen::Index>(entries.size()));
+    for (std::size_t k = 0; k < entries.size(); ++k)
+      grad[static_cast<Eigen::Index>(k)] = full->grad[entries[k]];
+    return value;
+  };
+  return out;
 }
 
 std::int64_t sharded_objective::dimension() const {

@@ -74,8 +74,8 @@ public:
   /// threads (null: the calling thread's alone); the results are the same bits.
   void use_threads(optimizer::vector_pool* pool);
 
-  /// Whether `restrict` works: a linear model over data the driver holds, with its shards local
-  /// (`local`) or shipped to nodes (cluster::ship). Shards that read node-local data cannot.
+  /// Whether `restrict` works: a linear model whose maker said how to restrict it (`local`,
+  /// cluster::ship, cluster::read_on_nodes).
   bool can_restrict() const;
 
   /// The objective on some entries of theta, the others held at 0 (OWL-QN's shrinking,
@@ -83,25 +83,29 @@ public:
   /// vectors of entries.size().
   struct restriction {
     std::vector<Eigen::Index> entries;
-    std::int64_t nonzeros = 0;  ///< the compact data's
+    std::int64_t nonzeros = 0;  ///< the compact data's, when the driver made it (else 0)
     std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&)> evaluate;
   };
 
   /// Restricts to the features of the entries `wanted` (increasing): every output's weights on
   /// them and the biases. An objective of the same blocks over those columns of the data
-  /// (model::restrict_columns), made as this one was (local shard actors, or shards shipped to
-  /// the nodes that hold this objective's), that lives until the next restriction (or this
-  /// objective's end): the same bits for any number of shards and any placement, as this
-  /// objective's.
+  /// (model::restrict_columns), made as this one was (local shard actors, shards shipped to the
+  /// nodes that hold this objective's, or made there from the shards they hold), that lives until
+  /// the next restriction (or this objective's end): the same bits for any number of shards and
+  /// any placement, as this objective's. When nodes holding their own data cannot make it (a
+  /// node draining, its limits), the restriction evaluates through this objective, its other
+  /// entries at 0 (and says so through the maker's log): what plain OWL-QN costs, for that round.
   result<restriction> restrict(const std::vector<Eigen::Index>& wanted);
 
-  /// How a restriction's objective is made: over `shape` (the kept features) and `data` (their
-  /// columns, renumbered; the same rows).
+  /// How a restriction's objective is made: over `shape` (the kept features, `features` of this
+  /// objective's) and `data` (their columns, renumbered; the same rows), or, when the driver holds
+  /// no data (null), from what the shards hold.
   using rebuild_fn = std::function<result<sharded_objective>(model::model_shape shape,
+                                                             const std::vector<std::int64_t>& features,
                                                              std::shared_ptr<const model::dataset> data)>;
 
-  /// Lets `restrict` work, over `data` (this objective's, all of it) and `build`. For the makers of
-  /// objectives (`local`, cluster::ship).
+  /// Lets `restrict` work, over `data` (this objective's, all of it; null: the shards hold it) and
+  /// `build`. For the makers of objectives (`local`, cluster::ship, cluster::read_on_nodes).
   void restrict_through(std::shared_ptr<const model::dataset> data, rebuild_fn build);
 
   /// Accuracy counts / squared errors over all shards' examples at theta.
@@ -115,6 +119,9 @@ public:
 
 private:
   result<double> evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd* diagonal);
+
+  /// A restriction to `entries` that evaluates this objective with its other entries at 0.
+  restriction through_this(std::vector<Eigen::Index> entries);
 
   /// The data a restriction copies columns of, and how it makes its compact objective.
   struct restrict_source {

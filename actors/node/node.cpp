@@ -8,6 +8,7 @@
 #include "actors/node/node_tree.hpp"
 #include "actors/wire/shard.hpp"
 #include "io/assembly.hpp"
+#include "model/restriction.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +49,7 @@ public:
     // A driver that goes away takes what it held; a shard that ends by itself (an exception in
     // a pass) gives its bytes back (its driver sees it go down, as a lost peer).
     set_down_handler([this](caf::down_msg& down) {
+      sources_.erase(down.source);
       if (holdings_.find(down.source))
         release(down.source);
       else if (auto driver = holdings_.forget_shard(down.source))
@@ -89,15 +91,11 @@ public:
       },
       [this](spawnpart_atom, std::uint64_t round, const access_token& token,
              part_shard_spec& spec) -> part_reply {
-        return counted(node_request::spawnpart, shielded([&]() -> part_reply {
-          expire_staged();
-          auto shard = spawn_part(token, spec);
-          if (!shard)
-            return std::move(shard.error());
-          return {round, std::move(shard->shard), shard->rows,
-                  dense_vector{shard->bounds.feature_max}, shard->bounds.max_label,
-                  shard->bounds.max_row_norm};
-        }));
+        return serve_part(node_request::spawnpart, round, [&] { return spawn_part(token, spec); });
+      },
+      [this](restrict_atom, std::uint64_t round, const access_token& token,
+             const shard_restriction& spec) -> part_reply {
+        return serve_part(node_request::restrict, round, [&] { return restrict_shard(token, spec); });
       },
       [this](group_atom, std::uint64_t round, const access_token& token,
              const std::vector<shard_actor>& members) {
@@ -169,6 +167,19 @@ private:
     }));
   }
 
+  /// Serves a request answered as a part's shard (spawnpart, restrict): `make` gives the shard.
+  template <class Make>
+  part_reply serve_part(node_request request, std::uint64_t round, Make make) {
+    return counted(request, shielded([&]() -> part_reply {
+      expire_staged();
+      auto shard = make();
+      if (!shard)
+        return std::move(shard.error());
+      return {round, std::move(shard->shard), shard->rows, dense_vector{shard->bounds.feature_max},
+              shard->bounds.max_label, shard->bounds.max_row_norm};
+    }));
+  }
+
   /// The driver behind the current request, if it may hold `bytes` more data and, unless it asks
   /// for bytes only, one more shard (node_holdings::admit).
   result<caf::actor_addr> admit(std::int64_t bytes, bool bytes_only = false, const std::string& what = "the data") {
@@ -191,11 +202,22 @@ private:
     return share;
   }
 
-  /// Spawns a shard for `driver`, ended when that driver goes away or the node ends.
+  /// What a shard here computes on, and the token it answers to: what a restriction of it needs.
+  struct shard_source {
+    model::model_shape shape;
+    std::shared_ptr<const model::dataset> data;
+    model::row_range rows;
+    access_token token;
+  };
+
+  /// Spawns a shard for `driver`, ended when that driver goes away or the node ends. `source` is
+  /// what it computes on, kept for restrictions while the shard lives.
   shard_actor host(const caf::actor_addr& driver, model::block_evaluator evaluator, std::int64_t bytes,
-                   const block_layout& layout, const access_token& token, std::int64_t dimension) {
+                   const block_layout& layout, const access_token& token, shard_source source) {
+    const auto dimension = source.shape.dimension();
     auto shard = spawn_shard(system(), std::move(evaluator), layout, token, counters_);
-    monitor(shard);  // its bytes go when it does
+    monitor(shard);  // its bytes go when it does, and its source
+    sources_.emplace(caf::actor_cast<caf::actor_addr>(shard), std::move(source));
     holdings_.hold(share_of(driver), shard, bytes, dimension);
     return shard;
   }
@@ -378,7 +400,8 @@ private:
       return refused(driver.error().message());
     dropped.arrived = false;
     drop_staged(*driver);
-    return host(*driver, std::move(evaluator), bytes, spec.layout, token, shape.dimension());
+    return host(*driver, std::move(evaluator), bytes, spec.layout, token,
+                shard_source{shape, block.data, block.rows, token});
   }
 
   /// What the admission of a shard counts.
@@ -417,23 +440,51 @@ private:
     if (auto driver = admit(io::bytes_of(*data)); !driver)
       return refused(driver.error().message());
     const model::row_range rows{0, data->rows()};
+    return host_part(token, shape, std::move(data), rows, spec.layout);
+  }
+
+  /// A shard for the current driver over rows `rows` of `data` (counted against its limits), with
+  /// the rows it holds and its data's bounds.
+  caf::expected<part_shard> host_part(const access_token& token, const model::model_shape& shape,
+                                      std::shared_ptr<const model::dataset> data, model::row_range rows,
+                                      const block_layout& layout) {
     const auto data_bytes = io::bytes_of(*data);
-    model::block_evaluator evaluator{shape, std::move(data), rows, spec.layout.block_rows};
+    model::block_evaluator evaluator{shape, data, rows, layout.block_rows};
     const auto bytes = data_bytes + evaluator.working_bytes();
     auto driver = admit(bytes + request_charge(shape.dimension()), false, shard_needs);
     if (!driver)
       return refused(driver.error().message());
-    model::data_bounds bounds{{}, 0, spec.layout.block_rows, 0};
+    model::data_bounds bounds{{}, 0, layout.block_rows, 0};
     evaluator.add_bounds_to(bounds);  // found while the evaluator numbered the features
-    return part_shard{host(*driver, std::move(evaluator), bytes, spec.layout, token,
-                           shape.dimension()),
+    return part_shard{host(*driver, std::move(evaluator), bytes, layout, token,
+                           shard_source{shape, std::move(data), rows, token}),
                       rows.size(), std::move(bounds)};
+  }
+
+  /// A shard over some columns of a shard's data here (see the protocol's restrict request).
+  caf::expected<part_shard> restrict_shard(const access_token& token, const shard_restriction& spec) {
+    const auto found = sources_.find(caf::actor_cast<caf::actor_addr>(spec.source));
+    // A shard that is not here and a wrong token get one answer: a peer learns nothing of others'.
+    if (!spec.source || found == sources_.end() || found->second.token != spec.source_token)
+      return refused("invalid restrict request: not a shard here that answers the token given");
+    const auto& source = found->second;
+    if (auto ok = check_restriction(source.shape, spec.shape, spec.features, limits()); !ok)
+      return refused("invalid restrict request: " + ok.error().message());
+    if (auto ok = check_layout(spec.layout.first_block, spec.layout.block_rows); !ok)
+      return refused("invalid restrict request: " + ok.error().message());
+    if (auto driver = admit(0); !driver)  // refuse early, before copying anything
+      return refused(driver.error().message());
+    // Only the source's rows: a shard shipped within this process shares its whole dataset.
+    auto data = std::make_shared<const model::dataset>(
+      model::restrict_columns(*source.data, spec.features, source.rows));
+    return host_part(token, spec.shape, data, {0, data->rows()}, spec.layout);
   }
 
   std::uint32_t threads_;
   node_holdings holdings_;
   child_links links_;  // the nodes this one sends tree traffic to
   std::shared_ptr<node_counters> counters_;
+  std::map<caf::actor_addr, shard_source> sources_;  // of the shards here, while they live
 };
 
 } // namespace

@@ -25,6 +25,25 @@ std::int64_t half_of_memory() {
                                : std::int64_t{1} << 32;
 }
 
+result<void> check_restriction(const model::model_shape& source, const model::model_shape& compact,
+                               const std::vector<std::int64_t>& features, const node_limits& limits) {
+  if (auto ok = check_shape(compact, limits); !ok)
+    return ok;
+  if (!model::has_hessian(source) || compact.kind != source.kind || compact.outputs != source.outputs
+      || !compact.hidden.empty())
+    return fail_invalid("a restriction of " + model::describe(source) + " to " + model::describe(compact)
+                        + " (only a linear model, to the same kind and outputs)");
+  if (static_cast<std::int64_t>(features.size()) != compact.features)
+    return fail_invalid(std::to_string(features.size()) + " columns for a model of "
+                        + std::to_string(compact.features) + " features");
+  for (std::size_t k = 0; k < features.size(); ++k)
+    if (features[k] < 0 || features[k] >= source.features || (k > 0 && features[k] <= features[k - 1]))
+      return fail_invalid("column " + std::to_string(features[k]) + " at " + std::to_string(k)
+                          + ": the columns must increase and stay below the source's "
+                          + std::to_string(source.features) + " features");
+  return {};
+}
+
 result<void> check_layout(std::int64_t first_block, std::int64_t block_rows) {
   if (first_block < 0 || first_block > (std::int64_t{1} << 40) || block_rows < 1 || block_rows > (std::int64_t{1} << 20))
     return fail_invalid("invalid block layout (first block " + std::to_string(first_block) + ", "

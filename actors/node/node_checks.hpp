@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shardopt::actors {
 
@@ -40,6 +41,12 @@ std::int64_t half_of_memory();
 /// Checks a model shape from a peer: kind, positive sizes, dimension within the limit, with no
 /// product that can overflow.
 result<void> check_shape(const model::model_shape& shape, const node_limits& limits);
+
+/// Checks a restriction from a peer (the protocol's restrict request): a linear model of the
+/// source's kind and outputs over `features`, which are increasing, each below the source's
+/// features, and as many as the compact shape's. The error says which.
+result<void> check_restriction(const model::model_shape& source, const model::model_shape& compact,
+                               const std::vector<std::int64_t>& features, const node_limits& limits);
 
 /// Checks a block layout from a peer: a first block and rows per block a dataset can have.
 result<void> check_layout(std::int64_t first_block, std::int64_t block_rows);

@@ -474,6 +474,7 @@ void add_message_types(caf::actor_system_config& config) {
   config.add_message_type<part_message>("shardopt::part_message");
   config.add_message_type<summary_message>("shardopt::summary_message");
   config.add_message_type<part_shard_spec>("shardopt::part_shard_spec");
+  config.add_message_type<shard_restriction>("shardopt::shard_restriction");
   config.add_message_type<moments_request>("shardopt::moments_request");
   config.add_message_type<moments_message>("shardopt::moments_message");
   config.add_message_type<ps_config>("shardopt::ps_config");

@@ -16,7 +16,7 @@ namespace shardopt::actors {
 /// request a shard refuses, counted by each shard that refuses it; the refusals of its groups and
 /// trees are not counted).
 enum class node_request : std::uint8_t {
-  hello, append, spawn, scan, moments, spawnpart, group, tree, release, evaluate, count
+  hello, append, spawn, scan, moments, spawnpart, group, tree, release, restrict, evaluate, count
 };
 
 /// The reasons it counts them by: the error codes its replies carry (messages.hpp, errc).
@@ -24,7 +24,8 @@ enum class refusal_reason : std::uint8_t { refused, invalid_data, bad_request, f
 
 constexpr std::string_view to_string(node_request request) {
   constexpr std::string_view names[] = {"hello", "append", "spawn",   "scan",    "moments",
-                                        "spawnpart", "group", "tree", "release", "evaluate"};
+                                        "spawnpart", "group", "tree", "release", "restrict",
+                                        "evaluate"};
   return names[static_cast<std::size_t>(request)];
 }
 

@@ -55,6 +55,15 @@
 //       each child node ("host:port", over TLS with its own certificate when it has one) and
 //       refuses a child tree that does not live on the node at that address, so sums travel
 //       node to node, never through a third party. At most max_tree_children children.
+//   (restrict_atom, round, access_token, shard_restriction spec)
+//       -> (round, shard_actor, int64 rows, dense_vector feature_max, double max_label,
+//           double max_row_norm)
+//       OWL-QN's working set without shipping its columns: creates a shard, held by this driver
+//       and answering its token, over some columns of the data of a shard on this node (any
+//       driver's), renumbered in order (model::restrict_columns). The request must name the
+//       source shard's token too: whoever may evaluate on a shard may restrict it, no one else.
+//       Answers as spawnpart does, with the compact data's rows and bounds. Counted against this
+//       driver's limits like any shard.
 //   (release_atom, round, access_token, shard_actor peer) -> (round, int64 ended)
 //       Ends a shard or group this driver holds here (a group with its shards) and frees their
 //       data: what stood in for a node that came back. Anything else is refused.
@@ -95,6 +104,7 @@ using moments_atom = caf::atom_constant<caf::atom("moments")>;
 using tree_atom = caf::atom_constant<caf::atom("tree")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
+using restrict_atom = caf::atom_constant<caf::atom("restrict")>;
 
 /// The most children a node's part of a reduction tree may have.
 constexpr std::size_t max_tree_children = 64;
@@ -150,6 +160,24 @@ std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
                  typename Inspector::result_type>
 inspect(Inspector& f, T&) {
   return f(caf::meta::type_name("shardopt::node_local"));
+}
+
+/// A shard over some columns of another shard's data on the same node (see the protocol): the
+/// source and the token it answers to, the compact model's shape, the columns kept (increasing,
+/// each below the source's features; shape.features of them) and the compact shard's place among
+/// the canonical blocks (the source's).
+struct shard_restriction {
+  shard_actor source;
+  access_token source_token;
+  model::model_shape shape;
+  std::vector<std::int64_t> features;
+  block_layout layout;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, shard_restriction& x) {
+  return f(caf::meta::type_name("shard_restriction"), x.source, x.source_token, x.shape.kind,
+           x.shape.features, x.shape.outputs, x.shape.hidden, x.shape.act, x.features, x.layout);
 }
 
 /// What a node tells a driver about itself.
@@ -246,6 +274,8 @@ using node_actor = caf::typed_actor<
   caf::replies_to<tree_atom, std::uint64_t, access_token, std::vector<shard_actor>,
                   std::vector<std::string>, std::vector<shard_actor>>::with<std::uint64_t,
                                                                             shard_actor>,
+  caf::replies_to<restrict_atom, std::uint64_t, access_token, shard_restriction>::with<
+    std::uint64_t, shard_actor, std::int64_t, dense_vector, double, double>,
   caf::replies_to<release_atom, std::uint64_t, access_token, shard_actor>::with<std::uint64_t,
                                                                                 std::int64_t>,
   caf::replies_to<status_atom, std::uint64_t>::with<std::uint64_t, node_status>>;

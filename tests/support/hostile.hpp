@@ -62,8 +62,8 @@ inline bool node_serves(caf::scoped_actor& self, const actors::node_actor& node)
 enum class layout { star, forwarding };
 
 /// An honest driver: 4 shards of `data` shipped to `nodes` as `how` says, the objective and
-/// gradient at a first theta and then at 8 more; `attack(objective, k)` runs before evaluation k
-/// of the 8 (a tree exists by then). Returns every bit it saw, and checks that it never had to
+/// gradient at a first theta and then at 9 more; `attack(objective, k)` runs before evaluation k
+/// of the 9 (a tree exists by then). Returns every bit it saw, and checks that it never had to
 /// recover (no attack ended a shard or a tree) and that a forwarding run kept its one tree.
 inline std::vector<double> honest_run(actors::runtime& rt, const std::vector<actors::endpoint>& nodes,
                                layout how, const std::shared_ptr<const model::dataset>& data,
@@ -81,7 +81,7 @@ inline std::vector<double> honest_run(actors::runtime& rt, const std::vector<act
                                  [events](const std::string& event) { events->push_back(event); });
   REQUIRE_MESSAGE(objective.ok(), objective.error().message());
   std::vector<double> bits;
-  for (int k = -1; k < 8; ++k) {
+  for (int k = -1; k < 9; ++k) {
     if (attack && k >= 0)
       attack(*objective, k);
     const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(hostile_shape.dimension(), -0.1 * k, 0.05 * k);

@@ -283,6 +283,58 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         CHECK(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, token, received) == "no error");
         break;
       }
+      case 8: {  // Restrictions (OWL-QN's working sets made on the node): of the honest
+                 // driver's peer, of a shard under another token, to columns out of order or out
+                 // of range, to another kind, a network or an absurd model.
+        refusals.push_back(error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
+                                    actors::shard_restriction{shards.front(), token, {shape.kind, 2, shape.outputs},
+                                                              {0, 1}, {}}));
+        CHECK(contains(refusals.back(), "not a shard here that answers the token given"));
+        // A shard of the attacker's own, which it may restrict.
+        actors::shard_actor own;
+        self->request(target, 10s, actors::spawn_atom::value, std::uint64_t{1}, token,
+                      actors::shard_spec{shape, actors::data_block{data, {0, 20}}, {}})
+          .receive([&](std::uint64_t, actors::shard_actor made) { own = std::move(made); }, [](caf::error&) {});
+        REQUIRE(own);
+        auto restrict = [&](model::model_shape compact, std::vector<std::int64_t> columns,
+                            const actors::access_token& with) {
+          return error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
+                          actors::shard_restriction{own, with, std::move(compact), std::move(columns), {}});
+        };
+        const model::model_shape two{shape.kind, 2, shape.outputs};
+        for (auto [compact, columns, why] : std::vector<std::tuple<model::model_shape, std::vector<std::int64_t>, std::string>>{
+               {two, {3, 1}, "the columns must increase"},
+               {two, {1, 1}, "the columns must increase"},
+               {two, {-1, 4}, "the columns must increase and stay below the source's 20 features"},
+               {two, {4, 20}, "the columns must increase and stay below the source's 20 features"},
+               {{model::model_kind::logistic, 2, 1}, {0, 1}, "only a linear model, to the same kind and outputs"},
+               {{shape.kind, 2, shape.outputs, {4}, model::activation::relu}, {0, 1}, "only a linear model"},
+               {{shape.kind, 3, shape.outputs}, {0, 1}, "2 columns for a model of 3 features"},
+               {{shape.kind, std::int64_t{1} << 62, shape.outputs}, {0, 1}, "exceeds this node's limit"}}) {
+          refusals.push_back(restrict(compact, columns, token));
+          INFO(why << ": " << refusals.back());
+          CHECK(contains(refusals.back(), "invalid restrict request: " ));
+          CHECK(contains(refusals.back(), why));
+        }
+        refusals.push_back(restrict(two, {0, 1}, actors::access_token::random()));
+        CHECK(contains(refusals.back(), "not a shard here that answers the token given"));
+        // A good one is made, and answers the attacker's token alone, as any shard does.
+        actors::shard_actor compact;
+        self->request(target, 10s, actors::restrict_atom::value, std::uint64_t{1}, token,
+                      actors::shard_restriction{own, token, two, {2, 7}, {}})
+          .receive([&](std::uint64_t, actors::shard_actor made, std::int64_t rows, const actors::dense_vector& bound,
+                       double, double) {
+                     CHECK(rows == 20);
+                     CHECK(bound.size() == 2);
+                     compact = std::move(made);
+                   },
+                   [](caf::error&) {});
+        REQUIRE(compact);
+        refusals.push_back(error_of(self, compact, actors::quality_atom::value, actors::access_token::random(),
+                                    std::uint64_t{1}, actors::dense_vector{Eigen::VectorXd::Zero(two.dimension())}));
+        CHECK(contains(refusals.back(), "belongs to another driver"));
+        break;
+      }
       case 0: {  // Forgeries to the group that answers for the honest driver's shards, sent
                  // over and over while the honest driver evaluates: down messages naming it,
                  // responses to made-up request ids (CAF matches a response by id alone) and
@@ -364,6 +416,11 @@ TEST_CASE("hostile: absurd parts, features, dimensions and networks are refused 
 TEST_CASE("hostile: a spawn flood stops at the per-driver, total and byte limits, and a driver that leaves frees its room") {
   attack_a_node(6, 0, layout::star);
   attack_a_node(6, 0, layout::forwarding);
+}
+
+TEST_CASE("hostile: restrictions of another driver's shard, under another token or to bad columns or models are refused") {
+  attack_a_node(8, 11, layout::star);
+  attack_a_node(8, 11, layout::forwarding);
 }
 
 TEST_CASE("hostile: data in pieces past the limits, out of order or under another token is refused") {

@@ -54,15 +54,16 @@ json local_summary(int iterations) {
   return json::parse(result.out);
 }
 
-/// Runs a driver with `args` (plus a metrics file), kills `victim` with SIGKILL once 10 iterations
-/// are done, and returns how the driver ended.
-shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_process& victim) {
+/// Runs a driver with `args` (plus a metrics file), sends `victim` `signal` (by default SIGKILL)
+/// once 10 iterations are done, and returns how the driver ended.
+shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_process& victim,
+                                            int signal = SIGKILL) {
   temp_dir dir;
   const auto metrics = dir / "run.jsonl";
   args.insert(args.end(), {"--metrics", metrics.string(), "--progress-interval", "1000"});
   background_process driver{args};
   REQUIRE(shardopt::test::wait_for_lines(driver, metrics, 10));
-  victim.process->signal(SIGKILL);
+  victim.process->signal(signal);
   return driver.wait(300s);
 }
 
@@ -321,6 +322,58 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
   const auto local = run(local_args, 300s);
   REQUIRE(local.exit_code == 0);
   CHECK(remote["objective"].get<double>() == json::parse(local.out)["objective"].get<double>());
+}
+
+TEST_CASE("node-local data with --l1: the nodes restrict their own shards to each working set, for a local run's bits, through a node killed or draining mid-run") {
+  shardopt::test::require_fashion_mnist();
+  temp_dir dir;
+  const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200", "--lambda", "1e-3",
+                                        "--l1", "1e-3", "--shards", "3", "--max-iter", "60", "--json"};
+  auto l1_run = [&](const std::vector<std::string>& extra, const std::string& model) {
+    std::vector<std::string> args{shardopt_binary()};
+    args.insert(args.end(), common.begin(), common.end());
+    args.insert(args.end(), {"--save", (dir / model).string()});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  auto summary = [](const shardopt::test::process_result& result) {
+    INFO("stderr: " << result.err);
+    REQUIRE(result.exit_code == 0);
+    return json::parse(result.out);
+  };
+  const auto local = summary(run(l1_run({"--quiet"}, "local.model"), 300s));
+  const auto plain = summary(run(l1_run({"--quiet", "--no-shrinking"}, "plain.model"), 300s));
+  CHECK(local["objective"].get<double>() != plain["objective"].get<double>());
+  auto same_as_local = [&](const json& remote, const std::string& model) {
+    CHECK(remote["objective"].get<double>() == local["objective"].get<double>());
+    CHECK(remote["iterations"] == local["iterations"]);
+    CHECK(remote["passes"] == local["passes"]);
+    CHECK(remote["nonzero_weights"] == local["nonzero_weights"]);
+    CHECK(slurp(dir / model) == slurp(dir / "local.model"));
+  };
+  std::vector<std::unique_ptr<node_process>> nodes;
+  for (int i = 0; i < 3; ++i)
+    nodes.push_back(std::make_unique<node_process>(std::vector<std::string>{
+      "--data-root", "/usr/share/datasets", "--threads", "1", "--drain-seconds", "60"}));
+  const std::vector<std::string> on_nodes{"--nodes", endpoints(nodes), "--data-placement", "node-local"};
+  const auto undisturbed = run(l1_run(on_nodes, "nodes.model"), 300s);
+  same_as_local(summary(undisturbed), "nodes.model");
+  CHECK(undisturbed.err.find("working set") == std::string::npos);  // made on the nodes every round
+  // A node killed mid-run: its part is read again on a survivor, for the run and its working sets.
+  const auto killed = run_and_kill(l1_run(on_nodes, "killed.model"), *nodes[2]);
+  const auto after_kill = summary(killed);
+  CHECK(after_kill["recreated_shards"].get<int>() >= 1);
+  same_as_local(after_kill, "killed.model");
+  // A node draining mid-run serves the run's shards but takes no working set's: its part is read
+  // again on another node for each one.
+  nodes.pop_back();
+  const std::vector<std::string> on_two{"--nodes", endpoints(nodes), "--data-placement", "node-local"};
+  const auto drained = run_and_kill(l1_run(on_two, "drained.model"), *nodes[1], SIGTERM);
+  same_as_local(summary(drained), "drained.model");
+  CHECK(drained.err.find("node " + nodes[1]->endpoint() + " could not take it, its parts read again on other "
+                         "nodes") != std::string::npos);
+  CHECK(drained.err.find("draining") != std::string::npos);
+  CHECK(drained.err.find("through the full objective") == std::string::npos);
 }
 
 TEST_CASE("node-local data: a malformed part fails the run with the file, part and line") {
