@@ -52,6 +52,34 @@ std::optional<column_map> used_columns(const model::dataset& data, double fracti
   return map;
 }
 
+std::optional<column_map> used_columns(const Eigen::VectorXd& stored, bool sparse, double fraction) {
+  if (!sparse)
+    return std::nullopt;
+  column_map map;
+  map.features = stored.size();
+  for (Eigen::Index j = 0; j < stored.size(); ++j)
+    if (stored[j] != 0)
+      map.used.push_back(static_cast<std::int32_t>(j));
+  if (static_cast<double>(map.used.size()) > fraction * static_cast<double>(map.features))
+    return std::nullopt;
+  return map;
+}
+
+std::optional<std::int64_t> first_unused_column(const model::dataset& data, const column_map& map) {
+  if (!data.is_sparse())
+    return data.cols() == 0 ? std::nullopt : std::optional<std::int64_t>{0};
+  std::vector<std::uint8_t> kept(static_cast<std::size_t>(map.features), 0);
+  for (const auto j : map.used)
+    kept[static_cast<std::size_t>(j)] = 1;
+  const auto x = data.sparse();
+  const auto* index = x.innerIndexPtr();
+  const auto* starts = x.outerIndexPtr();
+  for (auto p = static_cast<std::int64_t>(starts[0]); p < starts[x.rows()]; ++p)
+    if (index[p] < 0 || index[p] >= map.features || !kept[static_cast<std::size_t>(index[p])])
+      return std::int64_t{index[p]};
+  return std::nullopt;
+}
+
 model::dataset compact_columns(model::dataset data, const column_map& map) {
   std::vector<std::int32_t> place(static_cast<std::size_t>(map.features), -1);
   for (std::size_t k = 0; k < map.used.size(); ++k)

@@ -28,6 +28,13 @@ struct column_map {
 /// nullopt otherwise (and for dense data): leaving out a few columns saves too little.
 std::optional<column_map> used_columns(const model::dataset& data, double fraction = 0.75);
 
+/// The map of the columns whose `stored` count (per column, as io::feature_bounds counts them over
+/// every part) is not 0, under the same rule as `used_columns`: sparse data, at most `fraction`.
+std::optional<column_map> used_columns(const Eigen::VectorXd& stored, bool sparse, double fraction = 0.75);
+
+/// A column `data` stores an entry in that `map` leaves out (or one past its columns), if any.
+std::optional<std::int64_t> first_unused_column(const model::dataset& data, const column_map& map);
+
 /// `data` with its columns renumbered by `map` (every stored index must be a used column): the
 /// indices are rewritten in place where the dataset owns them alone, copied otherwise (a mapped
 /// binary dataset, a caller's arrays); values, labels and row starts are shared.

@@ -82,6 +82,20 @@ void dataset::widen(std::int64_t new_cols) {
     std::get<sparse_features>(x).conservativeResize(rows(), new_cols);
 }
 
+std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int64_t>& features, row_range rows) {
+  if (!data.is_sparse())
+    return 0;
+  const auto x = data.sparse();
+  std::vector<std::uint8_t> kept(static_cast<std::size_t>(x.cols()), 0);
+  for (const auto j : features)
+    kept[static_cast<std::size_t>(j)] = 1;
+  const auto* index = x.innerIndexPtr();
+  std::int64_t count = 0;
+  for (auto p = std::int64_t{x.outerIndexPtr()[rows.begin]}; p < x.outerIndexPtr()[rows.end]; ++p)
+    count += kept[static_cast<std::size_t>(index[p])];
+  return count;
+}
+
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features) {
   return restrict_columns(data, features, {0, data.rows()});
 }

@@ -21,6 +21,10 @@ namespace shardopt::model {
 /// dense rows stay dense.
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features);
 
+/// The non-zeros `restrict_columns(data, features, rows)` would keep (0 for dense data), counted
+/// without allocating them: what a node admits before it copies.
+std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int64_t>& features, row_range rows);
+
 /// `restrict_columns` of rows `rows` of `data` alone (they become rows 0 to rows.size() - 1).
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range rows);
 

@@ -4,6 +4,7 @@
 #include "actors/wire/runtime.hpp"
 #include "actors/driver/sharded_objective.hpp"
 #include "actors/driver/topology.hpp"
+#include "io/column_map.hpp"
 #include "io/splits.hpp"
 #include "base/result.hpp"
 
@@ -113,6 +114,7 @@ public:
     std::int64_t feature_bytes = 0;  ///< what the parts' features take in memory, in all
     bool sparse = false;             ///< the parts are CSR rows
     io::hashing_options hashing;     ///< how the parts' features were hashed (none: numbers)
+    std::optional<io::column_map> columns;  ///< set when `shape` covers only the used columns
   };
 
   /// Node-local data: shard i is part i of `plan.size()` of `data` (a path every node can see),
@@ -122,12 +124,17 @@ public:
   /// by a surviving node reading the same part. Text parts (byte ranges) are moved by a few
   /// examples at their edges to start canonical blocks (io::block_aligned_shifts), so node-local
   /// text gives the same bits for any part count.
+  ///
+  /// With `leave_out_unused`, a linear model over sparse parts leaves out the columns that no part
+  /// stores (by the summaries' counts, under io::used_columns's rule), as the driver does with data
+  /// it holds: the nodes renumber their parts' columns, and `shape` and `columns` say so.
   result<node_local_run> read_on_nodes(const model::model_shape& architecture, std::int64_t classes,
                                        double lambda,
                                        const io::part_request& data, io::scale_mode mode,
                                        bool standardize, const std::vector<std::size_t>& plan,
                                        std::chrono::milliseconds timeout,
-                                       std::function<void(const std::string&)> log);
+                                       std::function<void(const std::string&)> log,
+                                       bool leave_out_unused = false);
 
   struct impl;
 

@@ -6,24 +6,28 @@ namespace shardopt::actors {
 
 namespace {
 
-/// A node-local shard as the run holds it now: its node and handle (none before it is made).
+/// A node-local shard the run made: its node and handle.
 struct held_part {
   std::size_t node = 0;
   shard_actor shard;
 };
 
+/// Each part's shards as the run made them, newest last (a comeback that fails halfway leaves the
+/// stand-in's shard the one in use, so the older ones are kept).
+using held_parts = std::vector<std::vector<held_part>>;
+
 /// How a node-local objective makes each round's working-set objective, with no data on the
 /// driver: through a sibling of the cluster, each node restricts the run's shard of a part it
 /// holds (the protocol's restrict request); a part whose shard is not on the node that takes the
 /// working set's (a node lost mid-round) is read there again first, by the sibling. A node that
-/// refuses (draining, its limits) has its parts read again on the other nodes, for the same
-/// bits; when no node is left to take them, the restriction evaluates through the full objective
-/// for that round (sharded_objective::restrict: the sums' last bits may differ). Either is logged
-/// once while its reason stays.
+/// fails to (draining, its limits, lost) has its parts read again on the other nodes, for the
+/// same bits; when no node is left to take them, the restriction evaluates through the full
+/// objective for that round (sharded_objective::restrict: the sums' last bits may differ). Either
+/// is logged once while it lasts.
 struct part_working_sets {
   std::shared_ptr<cluster::impl> state;
-  std::shared_ptr<const std::vector<held_part>> held;  // each part's shard in the run now
-  std::vector<std::vector<std::size_t>> peers;          // each peer's parts, as first placed
+  std::shared_ptr<const held_parts> held;
+  std::vector<std::vector<std::size_t>> peers;  // each peer's parts, as first placed
   std::vector<std::size_t> plan;
   std::function<part_shard_spec(std::size_t)> spec_of;
   std::vector<block_layout> layouts;
@@ -33,56 +37,61 @@ struct part_working_sets {
   double lambda;
   std::chrono::milliseconds timeout;
   std::function<void(const std::string&)> log;
-  std::shared_ptr<std::string> last_why = std::make_shared<std::string>();
+  std::shared_ptr<std::string> logged = std::make_shared<std::string>();  // what was logged last
 
   result<sharded_objective> operator()(model::model_shape compact, const std::vector<std::int64_t>& features,
                                        std::shared_ptr<const model::dataset>) const {
     const auto& c = *state;
-    auto usable = c.alive;  // less the nodes that refuse this round's set
-    std::string why = compact.features == 0 ? "a working set of biases alone" : "no node left";
-    std::string moved;
-    for (auto live = first_live(c); live < usable.size() && compact.features > 0;) {
+    auto usable = c.alive;  // less the nodes that fail this round's set
+    std::string why = "no node left";
+    std::string moved;      // the nodes that failed, and why the first did
+    for (auto live = first_live(c); live < usable.size();) {
       auto now = placement_now(c, plan, peers, live);
       for (auto& node : now)
         if (!usable[node])
           node = live;
-      auto refusing = std::make_shared<std::size_t>(usable.size());
-      auto made = make(compact, features, now, refusing);
+      auto failed = std::make_shared<std::size_t>(usable.size());
+      auto made = make(compact, features, now, failed);
       if (made) {
-        if (log && moved != *last_why && !moved.empty())
-          log("working set of " + std::to_string(compact.features) + " features: " + moved);
-        *last_why = moved;
+        note(moved.empty() ? std::string{} : "moved " + moved,
+             "working set of " + std::to_string(compact.features) + " features: " + moved);
         return made;
       }
       why = made.error().message();
-      if (*refusing >= usable.size() || !usable[*refusing])
+      if (*failed >= usable.size() || !usable[*failed])
         break;
-      usable[*refusing] = false;
-      moved = "node " + c.info[*refusing].endpoint.text() + " could not take it, its parts read again on "
-              + "other nodes (" + why + ")";
+      usable[*failed] = false;
+      moved += (moved.empty() ? "" : "; ") + ("node " + c.info[*failed].endpoint.text()
+                                              + " could not take it, its parts read again on other nodes ("
+                                              + why + ")");
       while (live < usable.size() && !usable[live])
         ++live;
     }
-    if (log && why != *last_why)
-      log("working set of " + std::to_string(compact.features)
-          + " features evaluated through the full objective (" + why + ")");
-    *last_why = why;
+    note("full", "working set of " + std::to_string(compact.features)
+                   + " features evaluated through the full objective (" + why + ")");
     return fail_runtime(why);
   }
 
-  /// The working set's objective with its shards on `now`; `refusing` gets the node that failed to
-  /// make one (it refused, or is lost).
+  /// Logs `message` unless the last one logged was of the same `kind` ("": nothing to say).
+  void note(const std::string& kind, const std::string& message) const {
+    const auto key = kind.substr(0, kind.find(" ("));  // the nodes, not their reasons' figures
+    if (log && !kind.empty() && key != *logged)
+      log(message);
+    *logged = key;
+  }
+
+  /// The working set's objective with its shards on `now`; `failed` gets the node of the last
+  /// shard tried, the one that failed when it fails (a refusal, a lost node, a group not made).
   result<sharded_objective> make(const model::model_shape& compact, const std::vector<std::int64_t>& features,
-                                 const std::vector<std::size_t>& now, std::shared_ptr<std::size_t> refusing) const {
+                                 const std::vector<std::size_t>& now, std::shared_ptr<std::size_t> failed) const {
     auto bounds = std::make_shared<model::data_bounds>(empty_bounds);
     spawn_fn spawn = [held = held, parent = state->token, spec_of = spec_of, layouts = layouts,
-                      rows = rows, bounds, compact, features, refusing](cluster::impl& s, std::size_t node,
-                                                                        std::size_t i) -> result<shard_actor> {
-      auto made = restrict_part(s, node, i, *held, parent, spec_of, layouts, compact, features);
-      if (!made) {
-        *refusing = node;
+                      rows = rows, bounds, compact, features, failed](cluster::impl& s, std::size_t node,
+                                                                      std::size_t i) -> result<shard_actor> {
+      *failed = node;
+      auto made = restrict_part(s, node, (*held)[i], parent, spec_of(i), layouts[i], compact, features);
+      if (!made)
         return made.error();
-      }
       if (made->rows != rows[i])
         return fail_runtime("node " + s.info[node].endpoint.text() + " restricted " + std::to_string(made->rows)
                             + " rows of part " + std::to_string(i + 1) + ", which has " + std::to_string(rows[i]));
@@ -95,22 +104,24 @@ struct part_working_sets {
                              without_trees(log), std::move(spawn));
   }
 
-  /// Part i's working-set shard on `node`: a restriction of the run's shard of it there, else of
-  /// one the sibling `s` reads there first.
-  static result<cluster::impl::part_reply> restrict_part(cluster::impl& s, std::size_t node, std::size_t i,
-                                                         const std::vector<held_part>& held,
-                                                         const access_token& parent,
-                                                         const std::function<part_shard_spec(std::size_t)>& spec_of,
-                                                         const std::vector<block_layout>& layouts,
+  /// A part's working-set shard on `node`: a restriction of the run's newest shard of it there;
+  /// when there is none (or the node says it is gone), of one the sibling `s` reads there first.
+  static result<cluster::impl::part_reply> restrict_part(cluster::impl& s, std::size_t node,
+                                                         const std::vector<held_part>& made,
+                                                         const access_token& parent, const part_shard_spec& part,
+                                                         const block_layout& layout,
                                                          const model::model_shape& compact,
                                                          const std::vector<std::int64_t>& features) {
     auto restricted = [&](const shard_actor& source, const access_token& token) {
-      return s.restrict_on(node, shard_restriction{source, token, compact, features, layouts[i]});
+      return s.restrict_on(node, shard_restriction{source, token, compact, features, layout});
     };
-    if (held[i].shard && held[i].node == node)
-      if (auto made = restricted(held[i].shard, parent))
-        return made;
-    auto full = s.spawn_part_on(node, spec_of(i));
+    const auto there = std::find_if(made.rbegin(), made.rend(), [&](const held_part& p) { return p.node == node; });
+    if (there != made.rend()) {
+      auto answer = restricted(there->shard, parent);
+      if (answer || answer.error().message().find(not_a_source) == std::string::npos)
+        return answer;
+    }
+    auto full = s.spawn_part_on(node, part);
     if (!full)
       return full.error();
     return restricted(full->shard, s.token);
@@ -123,7 +134,7 @@ result<cluster::node_local_run>
 cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t classes, double lambda,
                        const io::part_request& data, io::scale_mode mode, bool standardize,
                        const std::vector<std::size_t>& plan, std::chrono::milliseconds timeout,
-                       std::function<void(const std::string&)> log) {
+                       std::function<void(const std::string&)> log, bool leave_out_unused) {
   auto& s = *impl_;
   const auto parts = static_cast<std::int64_t>(plan.size());
   // Copies, not references: the shard factory below outlives this call.
@@ -165,8 +176,24 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
   auto fitted = io::fit_parts(architecture.kind, classes, summaries, mode, standardize, data.spec, moments);
   if (!fitted)
     return fitted.error();
-  const model::model_shape shape{architecture.kind, fitted->features, fitted->labels.outputs(),
-                                 architecture.hidden, architecture.act};
+  model::model_shape shape{architecture.kind, fitted->features, fitted->labels.outputs(),
+                           architecture.hidden, architecture.act};
+  // Columns no part stores, left out as the driver leaves them out of data it holds: the same
+  // map, from the parts' counts of stored values.
+  std::optional<io::column_map> columns;
+  if (leave_out_unused && !shape.is_network()) {
+    Eigen::VectorXd stored = Eigen::VectorXd::Zero(fitted->features);
+    bool sparse = false;
+    for (const auto& summary : summaries) {
+      const auto c = std::min<Eigen::Index>(summary.bounds.stored.size(), stored.size());
+      stored.head(c) += summary.bounds.stored.head(c);
+      sparse = sparse || summary.bounds.sparse;
+    }
+    columns = io::used_columns(stored, sparse);
+    if (columns)
+      shape.features = static_cast<std::int64_t>(columns->used.size());
+  }
+  auto used = std::make_shared<const std::vector<std::int32_t>>(columns ? columns->used : std::vector<std::int32_t>{});
   // Text parts are byte ranges: each part after the first gives the examples before its first
   // block boundary to its predecessor, so that every part holds whole canonical blocks at their
   // global places and the sums are the bits of any other part count (or of shipped data).
@@ -185,11 +212,12 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     rows[i] += shifts[i].second - shifts[i].first;
   std::vector<std::int64_t> blocks;
   const auto layouts = layouts_of(rows, block_rows, blocks);
-  auto spec_of = [=](std::size_t i) {
+  auto spec_of = [=, full_features = fitted->features](std::size_t i) {
     auto request = part(i);
     request.skip = shifts[i].first;
     request.extra = shifts[i].second;
-    return part_shard_spec{request, shape, fitted->labels, fitted->scaling, layouts[i]};
+    return part_shard_spec{request,     shape, fitted->labels, fitted->scaling, layouts[i],
+                           used->empty() ? 0 : full_features, *used};
   };
   // Every part's bounds, from the nodes' replies (and again from a recreated shard's).
   auto bounds = std::make_shared<model::data_bounds>(
@@ -201,7 +229,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     if (summary.bounds.sparse)
       bounds->bits = model::packed_bits;
   // Each part's shard as the run holds it now (working sets restrict them on their nodes).
-  auto held = std::make_shared<std::vector<held_part>>(plan.size());
+  auto held = std::make_shared<held_parts>(plan.size());
   const auto empty_bounds = *bounds;
   spawn_fn spawn = [spec_of, rows, bounds, held](impl& c, std::size_t node,
                                                  std::size_t i) -> result<shard_actor> {
@@ -215,7 +243,7 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     model::data_bounds reported{shard->feature_max.map(), shard->max_label, bounds->block_rows, 0};
     reported.max_row_norm = shard->max_row_norm;
     *bounds += reported;
-    (*held)[i] = held_part{node, shard->shard};
+    (*held)[i].push_back(held_part{node, shard->shard});
     return std::move(shard->shard);
   };
   auto objective = cluster_objective(impl_, shape, lambda, plan, layouts, blocks, rows, bounds,
@@ -231,8 +259,8 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
     feature_bytes += static_cast<std::int64_t>(summary.bounds.stored.sum()) * (summary.bounds.sparse ? 8 : 4);
     sparse = sparse || summary.bounds.sparse;
   }
-  return node_local_run{std::move(*objective), shape, fitted->labels, fitted->scaling,
-                        fitted->rows, feature_bytes, sparse, fitted->hashing};
+  return node_local_run{std::move(*objective), shape,  fitted->labels, fitted->scaling, fitted->rows,
+                        feature_bytes,           sparse, fitted->hashing, std::move(columns)};
 }
 
 } // namespace shardopt::actors

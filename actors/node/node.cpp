@@ -49,7 +49,7 @@ public:
     // A driver that goes away takes what it held; a shard that ends by itself (an exception in
     // a pass) gives its bytes back (its driver sees it go down, as a lost peer).
     set_down_handler([this](caf::down_msg& down) {
-      sources_.erase(down.source);
+      end_derived(down.source);
       if (holdings_.find(down.source))
         release(down.source);
       else if (auto driver = holdings_.forget_shard(down.source))
@@ -202,13 +202,29 @@ private:
     return share;
   }
 
-  /// What a shard here computes on, and the token it answers to: what a restriction of it needs.
+  /// What a shard here computes on, and the token it answers to: what a restriction of it needs;
+  /// and the restrictions made of it, which end with it (a copy outlives no driver's shard).
   struct shard_source {
     model::model_shape shape;
     std::shared_ptr<const model::dataset> data;
     model::row_range rows;
     access_token token;
+    std::vector<shard_actor> derived;
   };
+
+  /// Forgets a shard that went down and ends the restrictions made of it.
+  void end_derived(const caf::actor_addr& shard) {
+    auto found = sources_.find(shard);
+    if (found == sources_.end())
+      return;
+    auto derived = std::move(found->second.derived);
+    sources_.erase(found);
+    if (derived.empty())
+      return;
+    caf::scoped_actor reaper{system()};  // unnameable: guarded shards accept its exit
+    for (const auto& copy : derived)
+      reaper->send_exit(copy, caf::exit_reason::user_shutdown);
+  }
 
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends. `source` is
   /// what it computes on, kept for restrictions while the shard lives.
@@ -401,7 +417,7 @@ private:
     dropped.arrived = false;
     drop_staged(*driver);
     return host(*driver, std::move(evaluator), bytes, spec.layout, token,
-                shard_source{shape, block.data, block.rows, token});
+                shard_source{shape, block.data, block.rows, token, {}});
   }
 
   /// What the admission of a shard counts.
@@ -457,7 +473,7 @@ private:
     model::data_bounds bounds{{}, 0, layout.block_rows, 0};
     evaluator.add_bounds_to(bounds);  // found while the evaluator numbered the features
     return part_shard{host(*driver, std::move(evaluator), bytes, layout, token,
-                           shard_source{shape, std::move(data), rows, token}),
+                           shard_source{shape, std::move(data), rows, token, {}}),
                       rows.size(), std::move(bounds)};
   }
 
@@ -466,18 +482,24 @@ private:
     const auto found = sources_.find(caf::actor_cast<caf::actor_addr>(spec.source));
     // A shard that is not here and a wrong token get one answer: a peer learns nothing of others'.
     if (!spec.source || found == sources_.end() || found->second.token != spec.source_token)
-      return refused("invalid restrict request: not a shard here that answers the token given");
+      return refused(std::string{"invalid restrict request: "} + not_a_source);
     const auto& source = found->second;
     if (auto ok = check_restriction(source.shape, spec.shape, spec.features, limits()); !ok)
       return refused("invalid restrict request: " + ok.error().message());
     if (auto ok = check_layout(spec.layout.first_block, spec.layout.block_rows); !ok)
       return refused("invalid restrict request: " + ok.error().message());
-    if (auto driver = admit(0); !driver)  // refuse early, before copying anything
+    // The copy's bytes are admitted before it is made (only the source's rows: a shard shipped
+    // within this process shares its whole dataset).
+    const io::data_extent extent{source.data->is_sparse(), source.rows.size(), spec.shape.features,
+                                 model::restricted_nonzeros(*source.data, spec.features, source.rows)};
+    if (auto driver = admit(io::bytes_of(extent)); !driver)
       return refused(driver.error().message());
-    // Only the source's rows: a shard shipped within this process shares its whole dataset.
     auto data = std::make_shared<const model::dataset>(
       model::restrict_columns(*source.data, spec.features, source.rows));
-    return host_part(token, spec.shape, data, {0, data->rows()}, spec.layout);
+    auto made = host_part(token, spec.shape, data, {0, data->rows()}, spec.layout);
+    if (made)
+      found->second.derived.push_back(made->shard);  // it ends with its source (end_derived)
+    return made;
   }
 
   std::uint32_t threads_;

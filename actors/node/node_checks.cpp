@@ -27,8 +27,10 @@ std::int64_t half_of_memory() {
 
 result<void> check_restriction(const model::model_shape& source, const model::model_shape& compact,
                                const std::vector<std::int64_t>& features, const node_limits& limits) {
-  if (auto ok = check_shape(compact, limits); !ok)
-    return ok;
+  // No columns is a model of biases alone (OWL-QN's working set with every weight at 0).
+  if (compact.features != 0)
+    if (auto ok = check_shape(compact, limits); !ok)
+      return ok;
   if (!model::has_hessian(source) || compact.kind != source.kind || compact.outputs != source.outputs
       || !compact.hidden.empty())
     return fail_invalid("a restriction of " + model::describe(source) + " to " + model::describe(compact)

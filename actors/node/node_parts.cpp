@@ -1,8 +1,10 @@
 #include "actors/node/node_parts.hpp"
 
+#include "io/column_map.hpp"
 #include "io/feature_moments.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 
 namespace shardopt::actors {
@@ -40,7 +42,16 @@ caf::expected<io::feature_moments> part_moments(const moments_request& message, 
 
 caf::expected<io::part_request> checked_part(const part_shard_spec& spec, const node_limits& limits) {
   const auto& shape = spec.shape;
-  const auto d = static_cast<Eigen::Index>(shape.features);
+  const auto d = static_cast<Eigen::Index>(spec.used.empty() ? shape.features : spec.full_features);
+  if (!spec.used.empty()) {  // a map of used columns: a linear model, as many columns as features
+    const auto& used = spec.used;
+    if (shape.is_network() || static_cast<std::int64_t>(used.size()) != shape.features
+        || spec.full_features > limits.dimension || used.front() < 0 || used.back() >= spec.full_features
+        || std::adjacent_find(used.begin(), used.end(), std::greater_equal<>{}) != used.end())
+      return refused("invalid shard request: a map of " + std::to_string(used.size())
+                     + " used columns that are not increasing columns of at most " + std::to_string(limits.dimension)
+                     + " for a linear model of as many features");
+  }
   if (spec.labels.kind != shape.kind || spec.labels.outputs() != shape.outputs
       || (spec.scaling.mean.size() != 0 && spec.scaling.mean.size() != d)
       || (spec.scaling.inv_std.size() != 0 && spec.scaling.inv_std.size() != d))
@@ -48,7 +59,7 @@ caf::expected<io::part_request> checked_part(const part_shard_spec& spec, const 
   auto request = check_part(spec.request, limits);
   if (!request)
     return refused(redact(request.error().message()));
-  request->options.features = shape.features;  // LIBSVM: an index beyond the model is an error
+  request->options.features = d;  // LIBSVM: an index beyond the model is an error
   return std::move(*request);
 }
 
@@ -57,13 +68,21 @@ caf::expected<std::shared_ptr<const model::dataset>> read_shard_part(const io::p
   auto part = io::read_part(request);
   if (!part)
     return make_error(errc::shard_failed, redact(part.error().message()));
-  for (auto step : {io::match_features(*part, spec.shape.features, "the driver's model"),
+  const auto features = spec.used.empty() ? spec.shape.features : spec.full_features;
+  for (auto step : {io::match_features(*part, features, "the driver's model"),
                     io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
     if (!step)
       return make_error(errc::shard_failed, redact(step.error().message()));
   if (auto row = model::first_invalid_label(spec.shape, part->data.y))
     return make_error(errc::dimension_mismatch, redact(part->where(*row)) + ": label invalid for this model");
-  return std::make_shared<const model::dataset>(std::move(part->data));
+  if (spec.used.empty())
+    return std::make_shared<const model::dataset>(std::move(part->data));
+  const io::column_map map{spec.used, spec.full_features};
+  if (auto outside = io::first_unused_column(part->data, map))
+    return make_error(errc::dimension_mismatch, "part " + std::to_string(request.part + 1) + " has column "
+                                                  + std::to_string(*outside) + ", which the driver's map of "
+                                                  + std::to_string(map.used.size()) + " used columns leaves out");
+  return std::make_shared<const model::dataset>(io::compact_columns(std::move(part->data), map));
 }
 
 } // namespace shardopt::actors

@@ -98,7 +98,7 @@ enum class errc : std::uint8_t {
 
 /// The version of shardopt's wire protocols (node, shard, parameter server). Every hello carries
 /// it; a peer of another version is refused with a message naming both.
-constexpr std::uint32_t protocol_version = 17;  // 17: working sets restricted on the nodes; 16: the rows' largest norm in part replies; 15: block-aligned text parts; 14: TSV in part requests; 13: feature hashing there; 12: sparse sums
+constexpr std::uint32_t protocol_version = 17;  // 17: working sets restricted on the nodes, node-local parts' used columns; 16: the rows' largest norm in part replies; 15: block-aligned text parts; 14: TSV in part requests; 13: feature hashing there; 12: sparse sums
 
 /// A capability: 128 random bits that a request must carry to be served. A driver makes one per
 /// run, and its shards answer only requests that carry it; a parameter-server job has one too.

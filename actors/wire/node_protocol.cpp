@@ -120,7 +120,8 @@ caf::error apply_part_spec(Processor& f, part_shard_spec& x) {
     [&] { return f(x.scaling.factor); },
     [&] { return apply_vector(f, x.scaling.mean); },
     [&] { return apply_vector(f, x.scaling.inv_std); },
-    [&] { return f(x.layout.first_block, x.layout.block_rows); });
+    [&] { return f(x.layout.first_block, x.layout.block_rows, x.full_features); },
+    [&] { return apply_values(f, x.used); });
 }
 
 } // namespace

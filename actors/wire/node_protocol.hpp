@@ -44,8 +44,9 @@
 //   (spawnpart_atom, round, access_token, part_shard_spec)
 //       -> (round, shard_actor, int64 rows, dense_vector feature_max, double max_label,
 //           double max_row_norm)
-//       Node-local data: reads part p of P again, encodes and scales it as the driver says, and
-//       creates a shard on it, answering with the rows it holds, its largest |feature| per
+//       Node-local data: reads part p of P again, encodes and scales it as the driver says (and,
+//       for a sparse linear model, renumbers its columns to the used ones the driver found in the
+//       summaries, refusing a part with a column outside them), and creates a shard on it, answering with the rows it holds, its largest |feature| per
 //       feature, largest |label| and largest row norm (what the driver's grids need,
 //       model/block_bounds.hpp).
 //   (tree_atom, round, access_token, vector<shard_actor> own, vector<string> child_nodes,
@@ -63,7 +64,8 @@
 //       driver's), renumbered in order (model::restrict_columns). The request must name the
 //       source shard's token too: whoever may evaluate on a shard may restrict it, no one else.
 //       Answers as spawnpart does, with the compact data's rows and bounds. Counted against this
-//       driver's limits like any shard.
+//       driver's limits like any shard, before the copy is made; it ends when its source does.
+//       No columns at all (a model of biases alone) is allowed.
 //   (release_atom, round, access_token, shard_actor peer) -> (round, int64 ended)
 //       Ends a shard or group this driver holds here (a group with its shards) and frees their
 //       data: what stood in for a node that came back. Anything else is refused.
@@ -130,13 +132,18 @@ struct moments_message {
   io::feature_moments moments;
 };
 
-/// A node-local shard: which part to read and how to encode and scale it.
+/// A node-local shard: which part to read and how to encode and scale it. With `used` (a
+/// linear model over sparse data whose columns no part has are left out, io/column_map.hpp), the
+/// part is read, encoded and scaled at `full_features` and its columns renumbered to `used`
+/// (increasing; shape.features of them): every stored index must be among them.
 struct part_shard_spec {
   io::part_request request;
   model::model_shape shape;
   io::label_encoding labels;
   io::feature_scaling scaling;
   block_layout layout;
+  std::int64_t full_features = 0;  ///< with `used`: the columns before the map
+  std::vector<std::int32_t> used;  ///< empty: the part's columns as they are
 };
 
 // Field by field, vectors as raw blocks; checked against the bytes received when loading.
@@ -161,6 +168,10 @@ std::enable_if_t<!std::is_base_of_v<caf::serializer, Inspector>
 inspect(Inspector& f, T&) {
   return f(caf::meta::type_name("shardopt::node_local"));
 }
+
+/// A restrict request's refusal when the source is not a shard on the node that answers the token
+/// given (gone, elsewhere, or another's): the driver reads the part itself then.
+constexpr const char* not_a_source = "not a shard here that answers the token given";
 
 /// A shard over some columns of another shard's data on the same node (see the protocol): the
 /// source and the token it answers to, the compact model's shape, the columns kept (increasing,

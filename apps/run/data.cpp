@@ -210,6 +210,7 @@ result<std::shared_ptr<const model::dataset>> prepare_eval_data(io::raw_dataset 
 }
 
 void leave_out_unused_columns(prepared_data& data) {
+  data.leave_out_unused = !data.train;  // node-local: the nodes' parts (networks excepted there)
   if (!data.train || data.shape.is_network() || !data.train->is_sparse())
     return;
   auto map = io::used_columns(*data.train);

@@ -56,12 +56,15 @@ struct prepared_data {
   model::model_shape shape;
   /// Set while `train` and `shape` cover only the used columns (see `leave_out_unused_columns`).
   std::optional<io::column_map> columns;
+  /// Node-local data: the nodes leave out the columns no part stores (set by
+  /// `leave_out_unused_columns`, done by cluster::read_on_nodes).
+  bool leave_out_unused = false;
 };
 
 /// For a full-batch solve of a linear model over sparse training data in memory: leaves out the
 /// columns no training row has (io/column_map.hpp), when they are at least a quarter, and narrows
 /// `shape` to the rest; `theta_for_model` puts a solution back into the full columns. Data on the
-/// nodes (node-local) and dense data are left as they are.
+/// nodes (node-local) is marked for the nodes to do the same; dense data is left as it is.
 void leave_out_unused_columns(prepared_data& data);
 
 /// A theta of the model `data` was prepared for (all its columns) from one of the model it trains

@@ -103,7 +103,8 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     if (!mode)
       return mode.error();
     auto run = cluster->read_on_nodes(architecture, classes, lambda, io::part_request{source.data, *read, 0, 1},
-                                      *mode, source.standardize, plan, options.timeout, log);
+                                      *mode, source.standardize, plan, options.timeout, log,
+                                      data.leave_out_unused);
     if (!run)
       return run.error();
     data.shape = run->shape;
@@ -114,6 +115,7 @@ result<shard_setup> setup_shards(actors::runtime& rt, const shard_options& optio
     data.sparse = run->sparse;
     data.train_source = source.data + " (read on the nodes)";
     data.hashing = run->hashing;
+    data.columns = std::move(run->columns);
     setup.objective = std::move(run->objective);
   } else {
     auto objective = cluster->ship(data.shape, lambda, data.train,

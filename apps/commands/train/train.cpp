@@ -58,7 +58,8 @@ result<shard_setup> shards_for(const train_options& options, actors::runtime& rt
   if (!setup)
     return setup.error();
   if (options.placement == data_placement::node_local) {
-    auto test = prepare_test_data(options.data, data.labels, data.scaling, data.shape.features, data.train_source);
+    const auto features = data.columns ? data.columns->features : data.shape.features;
+    auto test = prepare_test_data(options.data, data.labels, data.scaling, features, data.train_source);
     if (!test)
       return test.error();
     data.test = std::move(*test);

@@ -284,8 +284,9 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         break;
       }
       case 8: {  // Restrictions (OWL-QN's working sets made on the node): of the honest
-                 // driver's peer, of a shard under another token, to columns out of order or out
-                 // of range, to another kind, a network or an absurd model.
+                 // driver's peer, of a shard under another token (also by another driver), to
+                 // columns out of order or out of range, to another kind, a network or an absurd
+                 // model; a copy made with the token ends when its source is released.
         refusals.push_back(error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
                                     actors::shard_restriction{shards.front(), token, {shape.kind, 2, shape.outputs},
                                                               {0, 1}, {}}));
@@ -330,9 +331,35 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
                    },
                    [](caf::error&) {});
         REQUIRE(compact);
+        // No columns: a model of biases alone, which a working set can be.
+        CHECK(error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
+                       actors::shard_restriction{own, token, {shape.kind, 0, shape.outputs}, {}, {}}) == "no error");
         refusals.push_back(error_of(self, compact, actors::quality_atom::value, actors::access_token::random(),
                                     std::uint64_t{1}, actors::dense_vector{Eigen::VectorXd::Zero(two.dimension())}));
         CHECK(contains(refusals.back(), "belongs to another driver"));
+        // Another driver: refused without the shard's token; with it (whoever may evaluate on a
+        // shard may restrict it), its copy ends when the shard does.
+        caf::scoped_actor other{rt.system()};
+        auto restrict_as_other = [&](const actors::access_token& with) {
+          actors::shard_actor made;
+          std::string text = "no reply";
+          other->request(target, 10s, actors::restrict_atom::value, std::uint64_t{1}, actors::access_token::random(),
+                         actors::shard_restriction{own, with, two, {0, 1}, {}})
+            .receive([&](std::uint64_t, actors::shard_actor shard, std::int64_t, const actors::dense_vector&, double,
+                         double) { made = std::move(shard); text = "no error"; },
+                     [&](caf::error& err) { text = actors::describe(err, other->system()); });
+          return std::make_pair(made, text);
+        };
+        refusals.push_back(restrict_as_other(actors::access_token::random()).second);
+        CHECK(contains(refusals.back(), "not a shard here that answers the token given"));
+        const auto copy = restrict_as_other(token).first;
+        REQUIRE(copy);
+        other->monitor(copy);
+        CHECK(error_of(self, target, actors::release_atom::value, std::uint64_t{1}, token, own) == "no error");
+        bool ended = false;
+        other->receive([&](caf::down_msg& down) { ended = down.source == caf::actor_cast<caf::actor_addr>(copy); },
+                       caf::after(std::chrono::seconds{10}) >> [] {});
+        CHECK(ended);
         break;
       }
       case 0: {  // Forgeries to the group that answers for the honest driver's shards, sent
@@ -418,9 +445,9 @@ TEST_CASE("hostile: a spawn flood stops at the per-driver, total and byte limits
   attack_a_node(6, 0, layout::forwarding);
 }
 
-TEST_CASE("hostile: restrictions of another driver's shard, under another token or to bad columns or models are refused") {
-  attack_a_node(8, 11, layout::star);
-  attack_a_node(8, 11, layout::forwarding);
+TEST_CASE("hostile: restrictions of another driver's shard without its token, or to bad columns or models, are refused, and a copy ends with its source") {
+  attack_a_node(8, 12, layout::star);
+  attack_a_node(8, 12, layout::forwarding);
 }
 
 TEST_CASE("hostile: data in pieces past the limits, out of order or under another token is refused") {
