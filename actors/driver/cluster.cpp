@@ -296,22 +296,19 @@ std::function<void(const std::string&)> without_trees(std::function<void(const s
 
 namespace {
 
-result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model::model_shape shape,
-                                    double lambda, std::shared_ptr<const model::dataset> data,
-                                    const std::vector<model::row_range>& ranges,
-                                    const std::vector<std::size_t>& plan,
-                                    std::chrono::milliseconds timeout,
-                                    std::function<void(const std::string&)> log, bool restrictable);
-
-/// How a shipped objective makes each round's working-set objective: its shards shipped through a
-/// sibling of the cluster to the nodes that hold the peers now (a lost node's shards on the node
-/// that took them, a given-up node's on the first live one), or, when that fails (a node lost
-/// since the last full evaluation, one draining, its limits reached, a working set of biases
-/// alone, which no node takes), made on the driver from the columns it already holds, with the
-/// same bits. Reduction trees rebuilt each round are not logged again; a reason for keeping the
-/// set on the driver is logged once while it stays.
+/// How a shipped objective makes each round's working-set objective: its shards made through a
+/// sibling of the cluster on the nodes that hold the peers now (a lost node's shards on the node
+/// that took them, a given-up node's on the first live one), each node restricting the run's
+/// shard it holds (the protocol's restrict request; its bounds are the node's, the same doubles
+/// as the driver's) or, where it holds none (a node lost mid-round), shipped the shard's rows of
+/// the working set's columns, which the driver makes then; when that fails (a node lost since the
+/// last full evaluation, one draining, its limits reached, a working set of biases alone), made on
+/// the driver from those columns, with the same bits. Reduction trees rebuilt each round are not
+/// logged again; a reason for keeping the set on the driver is logged once while it stays.
 struct working_sets {
   std::shared_ptr<cluster::impl> state;
+  std::shared_ptr<const held_parts> held;
+  bool sparse = false;  // the run's data
   std::vector<std::vector<std::size_t>> peers;  // each peer's shards, as shipped
   std::vector<model::row_range> ranges;
   std::vector<std::size_t> plan;
@@ -320,14 +317,13 @@ struct working_sets {
   std::function<void(const std::string&)> log;
   std::shared_ptr<std::string> last_why = std::make_shared<std::string>();
 
-  result<sharded_objective> operator()(model::model_shape compact, const std::vector<std::int64_t>&,
-                                       std::shared_ptr<const model::dataset> columns) const {
+  result<sharded_objective> operator()(model::model_shape compact, const std::vector<std::int64_t>& features,
+                                       const sharded_objective::columns_fn& columns) const {
     const auto& c = *state;
     const auto live = first_live(c);
     std::string why = compact.features == 0 ? "a working set of biases alone" : "no node left";
     if (live < c.alive.size() && compact.features > 0) {
-      auto shipped = ship_over(sibling_of(c), compact, lambda, columns, ranges, placement_now(c, plan, peers, live),
-                               timeout, without_trees(log), false);
+      auto shipped = make(compact, features, columns, placement_now(c, plan, peers, live));
       if (shipped) {
         last_why->clear();
         return shipped;
@@ -337,17 +333,64 @@ struct working_sets {
     if (log && why != *last_why)
       log("working set of " + std::to_string(compact.features) + " features kept on the driver (" + why + ")");
     *last_why = why;
-    return sharded_objective::local(c.rt, std::move(compact), lambda, std::move(columns), ranges, timeout);
+    return sharded_objective::local(c.rt, std::move(compact), lambda, columns(), ranges, timeout);
+  }
+
+  /// The working set's objective on the sibling, its shards placed as `now`.
+  result<sharded_objective> make(const model::model_shape& compact, const std::vector<std::int64_t>& features,
+                                 const sharded_objective::columns_fn& columns,
+                                 const std::vector<std::size_t>& now) const {
+    std::vector<std::int64_t> rows;
+    std::int64_t total = 0;
+    for (const auto& range : ranges) {
+      rows.push_back(range.size());
+      total += range.size();
+    }
+    std::vector<std::int64_t> blocks;
+    const auto block_rows = model::block_rows_for(total);
+    const auto layouts = layouts_of(rows, block_rows, blocks);
+    // The blocks and bits up front; each shard's bounds as it is made (maxima: any order).
+    auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
+    for (const auto count : blocks)
+      bounds->blocks += count;
+    bounds->bits = sparse ? model::packed_bits : model::fixed_bits;
+    spawn_fn spawn = [held = held, parent = state->token, compact, features, columns, ranges = ranges, layouts,
+                      bounds](cluster::impl& c, std::size_t node, std::size_t i) -> result<shard_actor> {
+      auto made = restrict_held(c, node, (*held)[i], parent, compact, features, layouts[i]);
+      if (made) {
+        if (made->rows != ranges[i].size())
+          return fail_runtime("node " + c.info[node].endpoint.text() + " restricted " + std::to_string(made->rows)
+                              + " rows of shard " + std::to_string(i) + ", which has " + std::to_string(ranges[i].size()));
+        model::data_bounds reported{made->feature_max.map(), made->max_label, bounds->block_rows, 0};
+        reported.max_row_norm = made->max_row_norm;
+        *bounds += reported;
+        return std::move(made->shard);
+      }
+      if (made.error().message().find(not_a_source) == std::string::npos)
+        return made.error();
+      const auto data = columns();
+      auto shard = c.ship_on(node, compact, data, ranges[i], layouts[i]);
+      if (shard) {
+        auto shipped = model::bounds_of(*data, ranges[i], bounds->block_rows);
+        shipped.blocks = 0;  // counted up front
+        *bounds += shipped;
+      }
+      return shard;
+    };
+    return cluster_objective(sibling_of(*state), compact, lambda, now, layouts, blocks, rows, bounds, timeout,
+                             without_trees(log), std::move(spawn));
   }
 };
 
-/// cluster::ship over `state`; a `restrictable` objective ships its restrictions (working_sets).
-result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model::model_shape shape,
-                                    double lambda, std::shared_ptr<const model::dataset> data,
-                                    const std::vector<model::row_range>& ranges,
-                                    const std::vector<std::size_t>& plan,
-                                    std::chrono::milliseconds timeout,
-                                    std::function<void(const std::string&)> log, bool restrictable) {
+} // namespace
+
+result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
+                                        std::shared_ptr<const model::dataset> data,
+                                        const std::vector<model::row_range>& ranges,
+                                        const std::vector<std::size_t>& plan,
+                                        std::chrono::milliseconds timeout,
+                                        std::function<void(const std::string&)> log) {
+  const auto& state = impl_;
   if (plan.size() != ranges.size())
     return fail_invalid("placement plan does not cover every shard");
   std::vector<std::int64_t> rows;
@@ -362,27 +405,23 @@ result<sharded_objective> ship_over(std::shared_ptr<cluster::impl> state, model:
   auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
   for (const auto& range : ranges)
     *bounds += model::bounds_of(*data, range, block_rows);
-  spawn_fn spawn = [shape, data, ranges, layouts](cluster::impl& c, std::size_t node, std::size_t i) {
-    return c.ship_on(node, shape, data, ranges[i], layouts[i]);
+  // The run's shards, kept for its working sets (restricted on the nodes).
+  auto held = std::make_shared<held_parts>(ranges.size());
+  spawn_fn spawn = [shape, data, ranges, layouts, held](cluster::impl& c, std::size_t node,
+                                                        std::size_t i) -> result<shard_actor> {
+    auto shard = c.ship_on(node, shape, data, ranges[i], layouts[i]);
+    if (shard)
+      (*held)[i].push_back(held_part{node, *shard});
+    return shard;
   };
   auto peers = peers_of(plan, state->info.size(), state->per_node);
   auto objective = cluster_objective(state, shape, lambda, plan, layouts, blocks, rows, bounds, timeout,
                                      log, std::move(spawn));
-  if (!objective || !restrictable)
+  if (!objective)
     return objective;
-  objective->restrict_through(data, working_sets{state, std::move(peers), ranges, plan, lambda, timeout, log});
+  objective->restrict_through(data, working_sets{state, held, data->is_sparse(), std::move(peers), ranges, plan,
+                                                 lambda, timeout, log});
   return objective;
-}
-
-} // namespace
-
-result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
-                                        std::shared_ptr<const model::dataset> data,
-                                        const std::vector<model::row_range>& ranges,
-                                        const std::vector<std::size_t>& plan,
-                                        std::chrono::milliseconds timeout,
-                                        std::function<void(const std::string&)> log) {
-  return ship_over(impl_, std::move(shape), lambda, std::move(data), ranges, plan, timeout, std::move(log), true);
 }
 
 } // namespace shardopt::actors

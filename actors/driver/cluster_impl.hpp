@@ -261,6 +261,23 @@ tree_builder tree_of(std::shared_ptr<cluster::impl> state, std::int64_t dimensio
 std::vector<std::size_t> reach_nodes(cluster::impl& c,
                                      const std::function<void(const std::string&)>& log);
 
+/// A shard the run made on a node: its node and handle.
+struct held_part {
+  std::size_t node = 0;
+  shard_actor shard;
+};
+
+/// Each of a run's shards as the run made them, newest last (a comeback that fails halfway leaves
+/// the stand-in's shard the one in use, so the older ones are kept).
+using held_parts = std::vector<std::vector<held_part>>;
+
+/// A working set's shard on `node` over `features` of the run's newest shard `made` there, under
+/// the run's token `parent` (the protocol's restrict request, made by `s`, a sibling). Fails
+/// with `not_a_source` in its message when there is none there (or the node says it is gone).
+result<cluster::impl::part_reply> restrict_held(cluster::impl& s, std::size_t node, const std::vector<held_part>& made,
+                                                const access_token& parent, const model::model_shape& compact,
+                                                const std::vector<std::int64_t>& features, const block_layout& layout);
+
 /// A cluster over `c`'s nodes for an objective of its own (a working set's): the same nodes, their
 /// liveness and routing, under a new driver identity and token (the nodes hold what it makes
 /// apart from `c`'s, and release it when it ends). It watches no sources.

@@ -6,16 +6,6 @@ namespace shardopt::actors {
 
 namespace {
 
-/// A node-local shard the run made: its node and handle.
-struct held_part {
-  std::size_t node = 0;
-  shard_actor shard;
-};
-
-/// Each part's shards as the run made them, newest last (a comeback that fails halfway leaves the
-/// stand-in's shard the one in use, so the older ones are kept).
-using held_parts = std::vector<std::vector<held_part>>;
-
 /// How a node-local objective makes each round's working-set objective, with no data on the
 /// driver: through a sibling of the cluster, each node restricts the run's shard of a part it
 /// holds (the protocol's restrict request); a part whose shard is not on the node that takes the
@@ -40,7 +30,7 @@ struct part_working_sets {
   std::shared_ptr<std::string> logged = std::make_shared<std::string>();  // what was logged last
 
   result<sharded_objective> operator()(model::model_shape compact, const std::vector<std::int64_t>& features,
-                                       std::shared_ptr<const model::dataset>) const {
+                                       const sharded_objective::columns_fn&) const {
     const auto& c = *state;
     auto usable = c.alive;  // less the nodes that fail this round's set
     std::string why = "no node left";
@@ -112,23 +102,26 @@ struct part_working_sets {
                                                          const block_layout& layout,
                                                          const model::model_shape& compact,
                                                          const std::vector<std::int64_t>& features) {
-    auto restricted = [&](const shard_actor& source, const access_token& token) {
-      return s.restrict_on(node, shard_restriction{source, token, compact, features, layout});
-    };
-    const auto there = std::find_if(made.rbegin(), made.rend(), [&](const held_part& p) { return p.node == node; });
-    if (there != made.rend()) {
-      auto answer = restricted(there->shard, parent);
-      if (answer || answer.error().message().find(not_a_source) == std::string::npos)
-        return answer;
-    }
+    auto answer = restrict_held(s, node, made, parent, compact, features, layout);
+    if (answer || answer.error().message().find(not_a_source) == std::string::npos)
+      return answer;
     auto full = s.spawn_part_on(node, part);
     if (!full)
       return full.error();
-    return restricted(full->shard, s.token);
+    return s.restrict_on(node, shard_restriction{full->shard, s.token, compact, features, layout});
   }
 };
 
 } // namespace
+
+result<cluster::impl::part_reply> restrict_held(cluster::impl& s, std::size_t node, const std::vector<held_part>& made,
+                                                const access_token& parent, const model::model_shape& compact,
+                                                const std::vector<std::int64_t>& features, const block_layout& layout) {
+  const auto there = std::find_if(made.rbegin(), made.rend(), [&](const held_part& p) { return p.node == node; });
+  if (there == made.rend())
+    return fail_runtime(std::string{"node "} + s.info[node].endpoint.text() + ": " + not_a_source);
+  return s.restrict_on(node, shard_restriction{there->shard, parent, compact, features, layout});
+}
 
 result<cluster::node_local_run>
 cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t classes, double lambda,

@@ -61,8 +61,8 @@ sharded_objective sharded_objective::local(runtime& rt, model::model_shape shape
                                           std::move(bounds), token, timeout);
   objective.restrict_through(data, [&rt, lambda, blocks, timeout](model::model_shape compact,
                                                                  const std::vector<std::int64_t>&,
-                                                                 std::shared_ptr<const model::dataset> columns) {
-    return result<sharded_objective>{local(rt, std::move(compact), lambda, std::move(columns), blocks, timeout)};
+                                                                 const columns_fn& columns) {
+    return result<sharded_objective>{local(rt, std::move(compact), lambda, columns(), blocks, timeout)};
   });
   return objective;
 }
@@ -91,18 +91,20 @@ result<sharded_objective::restriction> sharded_objective::restrict(const std::ve
     restricted_.reset();
   }
   const auto& source = *source_;
-  std::shared_ptr<const model::dataset> data;
-  std::int64_t nonzeros = 0;
-  if (source.data) {
-    data = std::make_shared<const model::dataset>(model::restrict_columns(*source.data, features));
-    nonzeros = data->nonzeros();
-  }
+  auto copy = std::make_shared<std::shared_ptr<const model::dataset>>();
+  // A copy of `features`: a working set's objective keeps this to ship a recreated shard's rows.
+  const columns_fn columns = [copy, data = source.data, features] {
+    if (!*copy && data)
+      *copy = std::make_shared<const model::dataset>(model::restrict_columns(*data, features));
+    return *copy;
+  };
   auto made = source.build(model::model_shape{shape.kind, static_cast<std::int64_t>(features.size()), shape.outputs},
-                           features, std::move(data));
+                           features, columns);
   if (!made && !source.data)
     return through_this(model::entries_of_features(shape, features));
   if (!made)
     return made.error().with_context("restricting to " + std::to_string(features.size()) + " features");
+  const auto nonzeros = *copy ? (*copy)->nonzeros() : std::int64_t{0};
   restricted_ = std::make_unique<sharded_objective>(std::move(*made));
   restricted_->use_threads(pool_);
   auto* compact = restricted_.get();

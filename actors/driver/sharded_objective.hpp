@@ -83,7 +83,7 @@ public:
   /// vectors of entries.size().
   struct restriction {
     std::vector<Eigen::Index> entries;
-    std::int64_t nonzeros = 0;  ///< the compact data's, when the driver made it (else 0)
+    std::int64_t nonzeros = 0;  ///< the compact data's, when the driver made a copy (else 0)
     std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&)> evaluate;
   };
 
@@ -97,12 +97,16 @@ public:
   /// entries at 0 (and says so through the maker's log): what plain OWL-QN costs, for that round.
   result<restriction> restrict(const std::vector<Eigen::Index>& wanted);
 
+  /// The compact columns of a restriction, made on the driver when first asked for (the same
+  /// dataset after that); null when the driver holds no data.
+  using columns_fn = std::function<std::shared_ptr<const model::dataset>()>;
+
   /// How a restriction's objective is made: over `shape` (the kept features, `features` of this
-  /// objective's) and `data` (their columns, renumbered; the same rows), or, when the driver holds
-  /// no data (null), from what the shards hold.
+  /// objective's) and `columns` (their columns, renumbered; the same rows), or from what the
+  /// shards hold (on nodes, which restrict them; the driver's copy is then not made).
   using rebuild_fn = std::function<result<sharded_objective>(model::model_shape shape,
                                                              const std::vector<std::int64_t>& features,
-                                                             std::shared_ptr<const model::dataset> data)>;
+                                                             const columns_fn& columns)>;
 
   /// Lets `restrict` work, over `data` (this objective's, all of it; null: the shards hold it) and
   /// `build`. For the makers of objectives (`local`, cluster::ship, cluster::read_on_nodes).

@@ -497,8 +497,10 @@ private:
     auto data = std::make_shared<const model::dataset>(
       model::restrict_columns(*source.data, spec.features, source.rows));
     auto made = host_part(token, spec.shape, data, {0, data->rows()}, spec.layout);
-    if (made)
+    if (made) {
       found->second.derived.push_back(made->shard);  // it ends with its source (end_derived)
+      counters_->restrictions.fetch_add(1, std::memory_order_relaxed);
+    }
     return made;
   }
 

@@ -262,6 +262,7 @@ node_status status_of(const node_limits& limits, const node_counters& counters, 
   out.shards = counters.shards.load(std::memory_order_relaxed);
   out.bytes_held = counters.bytes_held.load(std::memory_order_relaxed);
   out.evaluations = counters.evaluations.load(std::memory_order_relaxed);
+  out.restrictions = counters.restrictions.load(std::memory_order_relaxed);
   out.draining = counters.draining.load(std::memory_order_relaxed);
   out.node_local_data = !limits.data_root.empty();
   out.max_shards = limits.shards;

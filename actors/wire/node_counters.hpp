@@ -43,6 +43,7 @@ struct node_counters {
 
   // Served since the node started: counted by its shards, one per request they answer.
   std::atomic<std::int64_t> evaluations{0};   ///< losses and gradients
+  std::atomic<std::int64_t> restrictions{0};  ///< shards made by restricting another (working sets)
   std::atomic<std::int64_t> products{0};      ///< Hessian-vector products
   std::atomic<std::int64_t> qualities{0};     ///< accuracy and squared-error passes
   std::atomic<std::int64_t> lines{0};         ///< line-search losses (a pass over the examples)

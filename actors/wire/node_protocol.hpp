@@ -213,6 +213,7 @@ struct node_status {
   std::int64_t shards = 0;         ///< shards held (data arriving in pieces included)
   std::int64_t bytes_held = 0;     ///< their data and buffers, in bytes (node_holdings.hpp)
   std::int64_t evaluations = 0;    ///< evaluations its shards served since it started
+  std::int64_t restrictions = 0;   ///< shards it made by restricting another, since it started
   bool draining = false;           ///< shutting down: it takes no new drivers
   bool node_local_data = false;    ///< it serves node-local data (has a --data-root)
   std::int64_t max_shards = 0;     ///< its limits (node_limits, defaults filled in)
@@ -225,7 +226,7 @@ struct node_status {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_status& x) {
   return f(caf::meta::type_name("node_status"), x.info, x.drivers, x.shards, x.bytes_held,
-           x.evaluations, x.draining, x.node_local_data, x.max_shards, x.max_shards_per_driver,
+           x.evaluations, x.restrictions, x.draining, x.node_local_data, x.max_shards, x.max_shards_per_driver,
            x.max_bytes, x.max_bytes_per_driver, x.max_dimension);
 }
 

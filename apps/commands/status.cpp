@@ -42,6 +42,7 @@ nlohmann::json json_of(const std::string& node, const actors::node_status& s) {
           {"shards", s.shards},
           {"bytes_held", s.bytes_held},
           {"evaluations", s.evaluations},
+          {"restrictions", s.restrictions},
           {"node_local_data", s.node_local_data},
           {"limits",
            {{"shards", s.max_shards},

@@ -143,6 +143,8 @@ std::vector<MetricFamily> node_metrics(const actors::node_counters& c) {
   for (const auto& [kind, count] : served)
     out.counter("shardopt_node_evaluations_total", "Requests its shards answered, by kind", load(*count),
                 {{"kind", kind}});
+  out.counter("shardopt_node_restrictions_total", "Shards made by restricting another to some columns (working sets)",
+              load(c.restrictions));
   out.counter("shardopt_node_busy_seconds_total", "Seconds its shards spent computing answers",
               load(c.busy_nanoseconds) * 1e-9)
     .gauge("shardopt_node_last_evaluation_seconds", "Computing time of the latest loss and gradient",

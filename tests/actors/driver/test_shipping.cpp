@@ -31,11 +31,16 @@ namespace {
 const model::model_shape& shape = shardopt::test::hostile_shape;
 
 /// The shards `node` holds, by `shardopt status --json`.
-std::int64_t shards_held(const node_process& node) {
+/// A count from `node`'s `shardopt status --json` ("shards": held now, "restrictions": made so far).
+std::int64_t status_count(const node_process& node, const char* count) {
   const auto status = shardopt::test::run({shardopt::test::shardopt_binary(), "status", "--nodes",
                                            node.endpoint(), "--json"});
   REQUIRE(status.exit_code == 0);
-  return nlohmann::json::parse(status.out)["shards"].get<std::int64_t>();
+  return nlohmann::json::parse(status.out)[count].get<std::int64_t>();
+}
+
+std::int64_t shards_held(const node_process& node) {
+  return status_count(node, "shards");
 }
 
 /// Waits up to 20 s for `node` to hold at most `count` shards (a driver identity that ends is
@@ -246,10 +251,12 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
   CHECK(during <= 6);
 
   // Every working set so far went to the nodes (none was kept on the driver, which would give the
-  // same bits).
+  // same bits), and the nodes made them from the shards they hold, not from shipped columns: the
+  // first node, never lost, restricted its 2 shards each round.
   CHECK(std::none_of(events.begin(), events.end(), [](const std::string& e) {
     return e.find("kept on the driver") != std::string::npos;
   }));
+  CHECK(status_count(first, "restrictions") >= 2 * 4);
   // A working set of the biases alone (no node takes a model without features) stays on the
   // driver, with the local objective's bits.
   std::vector<Eigen::Index> biases;

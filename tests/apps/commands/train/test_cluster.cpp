@@ -358,7 +358,12 @@ TEST_CASE("node-local data with --l1: the nodes restrict their own shards to eac
   const std::vector<std::string> on_nodes{"--nodes", endpoints(nodes), "--data-placement", "node-local"};
   const auto undisturbed = run(l1_run(on_nodes, "nodes.model"), 300s);
   same_as_local(summary(undisturbed), "nodes.model");
-  CHECK(undisturbed.err.find("working set") == std::string::npos);  // made on the nodes every round
+  CHECK(undisturbed.err.find("working set") == std::string::npos);  // made on the nodes every round...
+  for (const auto& node : nodes) {  // ...by restricting the run's shards there
+    const auto status = run({shardopt_binary(), "status", "--nodes", node->endpoint(), "--json"});
+    REQUIRE(status.exit_code == 0);
+    CHECK(json::parse(status.out)["restrictions"].get<int>() >= 1);
+  }
   // A node killed mid-run: its part is read again on a survivor, for the run and its working sets.
   const auto killed = run_and_kill(l1_run(on_nodes, "killed.model"), *nodes[2]);
   const auto after_kill = summary(killed);
