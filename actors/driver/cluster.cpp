@@ -296,6 +296,24 @@ std::function<void(const std::string&)> without_trees(std::function<void(const s
 
 namespace {
 
+/// Shards of `ranges` among the canonical blocks: their rows, blocks and layouts.
+struct shard_blocks {
+  std::vector<std::int64_t> rows;
+  std::vector<std::int64_t> blocks;
+  std::int64_t block_rows = 1;
+  std::vector<block_layout> layouts;
+
+  explicit shard_blocks(const std::vector<model::row_range>& ranges) {
+    std::int64_t total = 0;
+    for (const auto& range : ranges) {
+      rows.push_back(range.size());
+      total += range.size();
+    }
+    block_rows = model::block_rows_for(total);
+    layouts = layouts_of(rows, block_rows, blocks);
+  }
+};
+
 /// How a shipped objective makes each round's working-set objective: its shards made through a
 /// sibling of the cluster on the nodes that hold the peers now (a lost node's shards on the node
 /// that took them, a given-up node's on the first live one), each node restricting the run's
@@ -340,18 +358,12 @@ struct working_sets {
   result<sharded_objective> make(const model::model_shape& compact, const std::vector<std::int64_t>& features,
                                  const sharded_objective::columns_fn& columns,
                                  const std::vector<std::size_t>& now) const {
-    std::vector<std::int64_t> rows;
-    std::int64_t total = 0;
-    for (const auto& range : ranges) {
-      rows.push_back(range.size());
-      total += range.size();
-    }
-    std::vector<std::int64_t> blocks;
-    const auto block_rows = model::block_rows_for(total);
-    const auto layouts = layouts_of(rows, block_rows, blocks);
+    const shard_blocks cut{ranges};
+    const auto& layouts = cut.layouts;
+    const auto block_rows = cut.block_rows;
     // The blocks and bits up front; each shard's bounds as it is made (maxima: any order).
     auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
-    for (const auto count : blocks)
+    for (const auto count : cut.blocks)
       bounds->blocks += count;
     bounds->bits = sparse ? model::packed_bits : model::fixed_bits;
     spawn_fn spawn = [held = held, parent = state->token, compact, features, columns, ranges = ranges, layouts,
@@ -377,8 +389,8 @@ struct working_sets {
       }
       return shard;
     };
-    return cluster_objective(sibling_of(*state), compact, lambda, now, layouts, blocks, rows, bounds, timeout,
-                             without_trees(log), std::move(spawn));
+    return cluster_objective(sibling_of(*state), compact, lambda, now, layouts, cut.blocks, cut.rows, bounds,
+                             timeout, without_trees(log), std::move(spawn));
   }
 };
 
@@ -393,15 +405,9 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
   const auto& state = impl_;
   if (plan.size() != ranges.size())
     return fail_invalid("placement plan does not cover every shard");
-  std::vector<std::int64_t> rows;
-  std::int64_t total = 0;
-  for (const auto& range : ranges) {
-    rows.push_back(range.size());
-    total += range.size();
-  }
-  std::vector<std::int64_t> blocks;
-  const auto block_rows = model::block_rows_for(total);
-  const auto layouts = layouts_of(rows, block_rows, blocks);
+  const shard_blocks cut{ranges};
+  const auto& layouts = cut.layouts;
+  const auto block_rows = cut.block_rows;
   auto bounds = std::make_shared<model::data_bounds>(model::data_bounds{{}, 0, block_rows, 0});
   for (const auto& range : ranges)
     *bounds += model::bounds_of(*data, range, block_rows);
@@ -415,7 +421,7 @@ result<sharded_objective> cluster::ship(model::model_shape shape, double lambda,
     return shard;
   };
   auto peers = peers_of(plan, state->info.size(), state->per_node);
-  auto objective = cluster_objective(state, shape, lambda, plan, layouts, blocks, rows, bounds, timeout,
+  auto objective = cluster_objective(state, shape, lambda, plan, layouts, cut.blocks, cut.rows, bounds, timeout,
                                      log, std::move(spawn));
   if (!objective)
     return objective;
