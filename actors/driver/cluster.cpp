@@ -320,7 +320,8 @@ struct shard_blocks {
 /// shard it holds (the protocol's restrict request; its bounds are the node's, the same doubles
 /// as the driver's) or, where it holds none (a node lost mid-round), shipped the shard's rows of
 /// the working set's columns, which the driver makes then; when that fails (a node lost since the
-/// last full evaluation, one draining, its limits reached, a working set of biases alone), made on
+/// last full evaluation, one draining, its limits reached; a working set of biases alone, which
+/// this path does not send to the nodes), made on
 /// the driver from those columns, with the same bits. Reduction trees rebuilt each round are not
 /// logged again; a reason for keeping the set on the driver is logged once while it stays.
 struct working_sets {

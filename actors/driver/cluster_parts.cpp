@@ -34,7 +34,8 @@ struct part_working_sets {
     const auto& c = *state;
     auto usable = c.alive;  // less the nodes that fail this round's set
     std::string why = "no node left";
-    std::string moved;      // the nodes that failed, and why the first did
+    std::string moved;      // the nodes that failed, and why
+    std::string failed_nodes;
     for (auto live = first_live(c); live < usable.size();) {
       auto now = placement_now(c, plan, peers, live);
       for (auto& node : now)
@@ -43,7 +44,7 @@ struct part_working_sets {
       auto failed = std::make_shared<std::size_t>(usable.size());
       auto made = make(compact, features, now, failed);
       if (made) {
-        note(moved.empty() ? std::string{} : "moved " + moved,
+        note(moved.empty() ? std::string{} : "moved from" + failed_nodes,
              "working set of " + std::to_string(compact.features) + " features: " + moved);
         return made;
       }
@@ -51,6 +52,7 @@ struct part_working_sets {
       if (*failed >= usable.size() || !usable[*failed])
         break;
       usable[*failed] = false;
+      failed_nodes += " " + c.info[*failed].endpoint.text();
       moved += (moved.empty() ? "" : "; ") + ("node " + c.info[*failed].endpoint.text()
                                               + " could not take it, its parts read again on other nodes ("
                                               + why + ")");
@@ -62,12 +64,12 @@ struct part_working_sets {
     return fail_runtime(why);
   }
 
-  /// Logs `message` unless the last one logged was of the same `kind` ("": nothing to say).
+  /// Logs `message` unless the last one logged was of the same `kind` (the nodes moved from, not
+  /// their reasons' figures; "": nothing to say).
   void note(const std::string& kind, const std::string& message) const {
-    const auto key = kind.substr(0, kind.find(" ("));  // the nodes, not their reasons' figures
-    if (log && !kind.empty() && key != *logged)
+    if (log && !kind.empty() && kind != *logged)
       log(message);
-    *logged = key;
+    *logged = kind;
   }
 
   /// The working set's objective with its shards on `now`; `failed` gets the node of the last
@@ -183,6 +185,8 @@ cluster::read_on_nodes(const model::model_shape& architecture, std::int64_t clas
       sparse = sparse || summary.bounds.sparse;
     }
     columns = io::used_columns(stored, sparse);
+    if (columns && columns->used.empty())  // no stored value anywhere: the parts as they are
+      columns.reset();
     if (columns)
       shape.features = static_cast<std::int64_t>(columns->used.size());
   }

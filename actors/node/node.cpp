@@ -209,7 +209,7 @@ private:
     std::shared_ptr<const model::dataset> data;
     model::row_range rows;
     access_token token;
-    std::vector<shard_actor> derived;
+    std::vector<caf::actor_addr> derived;  // weak: an ended copy's memory goes with it
   };
 
   /// Forgets a shard that went down and ends the restrictions made of it.
@@ -223,7 +223,8 @@ private:
       return;
     caf::scoped_actor reaper{system()};  // unnameable: guarded shards accept its exit
     for (const auto& copy : derived)
-      reaper->send_exit(copy, caf::exit_reason::user_shutdown);
+      if (auto alive = caf::actor_cast<caf::actor>(copy))
+        reaper->send_exit(alive, caf::exit_reason::user_shutdown);
   }
 
   /// Spawns a shard for `driver`, ended when that driver goes away or the node ends. `source` is
@@ -498,7 +499,7 @@ private:
       model::restrict_columns(*source.data, spec.features, source.rows));
     auto made = host_part(token, spec.shape, data, {0, data->rows()}, spec.layout);
     if (made) {
-      found->second.derived.push_back(made->shard);  // it ends with its source (end_derived)
+      found->second.derived.push_back(caf::actor_cast<caf::actor_addr>(made->shard));  // ends with it
       counters_->restrictions.fetch_add(1, std::memory_order_relaxed);
     }
     return made;

@@ -42,10 +42,11 @@ caf::expected<io::feature_moments> part_moments(const moments_request& message, 
 
 caf::expected<io::part_request> checked_part(const part_shard_spec& spec, const node_limits& limits) {
   const auto& shape = spec.shape;
-  const auto d = static_cast<Eigen::Index>(spec.used.empty() ? shape.features : spec.full_features);
-  if (!spec.used.empty()) {  // a map of used columns: a linear model, as many columns as features
+  const bool mapped = spec.full_features > 0;
+  const auto d = static_cast<Eigen::Index>(mapped ? spec.full_features : shape.features);
+  if (mapped || !spec.used.empty()) {  // a map of used columns: a linear model, as many columns as features
     const auto& used = spec.used;
-    if (shape.is_network() || static_cast<std::int64_t>(used.size()) != shape.features
+    if (!mapped || used.empty() || shape.is_network() || static_cast<std::int64_t>(used.size()) != shape.features
         || spec.full_features > limits.dimension || used.front() < 0 || used.back() >= spec.full_features
         || std::adjacent_find(used.begin(), used.end(), std::greater_equal<>{}) != used.end())
       return refused("invalid shard request: a map of " + std::to_string(used.size())
@@ -68,14 +69,14 @@ caf::expected<std::shared_ptr<const model::dataset>> read_shard_part(const io::p
   auto part = io::read_part(request);
   if (!part)
     return make_error(errc::shard_failed, redact(part.error().message()));
-  const auto features = spec.used.empty() ? spec.shape.features : spec.full_features;
+  const auto features = spec.full_features > 0 ? spec.full_features : spec.shape.features;
   for (auto step : {io::match_features(*part, features, "the driver's model"),
                     io::encode_labels(spec.labels, *part), io::apply_scaling(spec.scaling, *part)})
     if (!step)
       return make_error(errc::shard_failed, redact(step.error().message()));
   if (auto row = model::first_invalid_label(spec.shape, part->data.y))
     return make_error(errc::dimension_mismatch, redact(part->where(*row)) + ": label invalid for this model");
-  if (spec.used.empty())
+  if (spec.full_features == 0)
     return std::make_shared<const model::dataset>(std::move(part->data));
   const io::column_map map{spec.used, spec.full_features};
   if (auto outside = io::first_unused_column(part->data, map))

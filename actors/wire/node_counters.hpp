@@ -40,10 +40,10 @@ struct node_counters {
   std::atomic<std::int64_t> shards{0};        ///< shards held, staged ones included
   std::atomic<std::int64_t> bytes_held{0};    ///< their data and buffers, and staged data, in bytes
   std::atomic<std::int64_t> staged_bytes{0};  ///< of it, data still arriving in pieces
+  std::atomic<std::int64_t> restrictions{0};  ///< made since it started: shards restricted from others
 
   // Served since the node started: counted by its shards, one per request they answer.
   std::atomic<std::int64_t> evaluations{0};   ///< losses and gradients
-  std::atomic<std::int64_t> restrictions{0};  ///< shards made by restricting another (working sets)
   std::atomic<std::int64_t> products{0};      ///< Hessian-vector products
   std::atomic<std::int64_t> qualities{0};     ///< accuracy and squared-error passes
   std::atomic<std::int64_t> lines{0};         ///< line-search losses (a pass over the examples)

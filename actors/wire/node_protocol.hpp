@@ -142,8 +142,8 @@ struct part_shard_spec {
   io::label_encoding labels;
   io::feature_scaling scaling;
   block_layout layout;
-  std::int64_t full_features = 0;  ///< with `used`: the columns before the map
-  std::vector<std::int32_t> used;  ///< empty: the part's columns as they are
+  std::int64_t full_features = 0;  ///< the columns before the map (0: no map, the part as it is)
+  std::vector<std::int32_t> used;  ///< with a map: the columns kept, at least one
 };
 
 // Field by field, vectors as raw blocks; checked against the bytes received when loading.

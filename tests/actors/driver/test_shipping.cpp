@@ -257,7 +257,7 @@ TEST_CASE("OWL-QN with shrinking over shards shipped to nodes gives the local ob
     return e.find("kept on the driver") != std::string::npos;
   }));
   CHECK(status_count(first, "restrictions") >= 2 * 4);
-  // A working set of the biases alone (no node takes a model without features) stays on the
+  // A working set of the biases alone (shipped runs send nodes no model without features) stays on the
   // driver, with the local objective's bits.
   std::vector<Eigen::Index> biases;
   const Eigen::VectorXd mask = model::weight_mask(softmax);

@@ -62,6 +62,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
   std::filesystem::create_symlink(secret, root.path() / "link.csv");
   root.write("bad.csv", "0,1,2\nSHOULDNOTLEAK,2,3\n");
   root.write("wide.svm", "1 2147483647:1\n");  // 15 bytes; per-feature statistics of 2^31 features
+  root.write("small.svm", "1 1:1 3:2\n0 2:1\n");  // columns 0, 2 and 1
   node_process node{{"--data-root", root.path().string(), "--max-shards-per-driver", "6",
                      "--max-shards", "11", "--max-gib-per-driver", "0.0003"}};
   node_process rootless;
@@ -159,6 +160,23 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         refusals.push_back(error_of(self, *other, actors::scan_atom::value, std::uint64_t{1}, token,
                                     part_of("bad.csv")));
         CHECK(contains(refusals.back(), "serves no node-local data"));
+        // Maps of used columns (node-local sparse data): out of order, of another size than the
+        // model, or leaving out a column the part stores; a right one is taken.
+        auto mapped = [&](std::vector<std::int32_t> used, std::int64_t features) {
+          actors::part_shard_spec spec;
+          spec.request = part_of("small.svm").request;
+          spec.shape = {model::model_kind::linear, features, 1};
+          spec.full_features = 4;
+          spec.used = std::move(used);
+          return error_of(self, target, actors::spawnpart_atom::value, std::uint64_t{1}, token, spec);
+        };
+        refusals.push_back(mapped({2, 1}, 2));
+        CHECK(contains(refusals.back(), "a map of 2 used columns that are not increasing columns"));
+        refusals.push_back(mapped({0, 1}, 3));
+        CHECK(contains(refusals.back(), "a map of 2 used columns that are not increasing columns"));
+        refusals.push_back(mapped({0, 2}, 2));
+        CHECK(contains(refusals.back(), "part 1 has column 1, which the driver's map of 2 used columns leaves out"));
+        CHECK(mapped({0, 1, 2}, 3) == "no error");
         break;
       }
       case 5: {  // Absurd part, feature and dimension values.
@@ -430,9 +448,9 @@ TEST_CASE("hostile: another protocol version or floating-point format is refused
   attack_a_node(3, 2, layout::forwarding);
 }
 
-TEST_CASE("hostile: node-local paths outside the data root are refused, and no file content is quoted") {
-  attack_a_node(4, 7, layout::star);
-  attack_a_node(4, 7, layout::forwarding);
+TEST_CASE("hostile: node-local paths outside the data root and bad maps of used columns are refused, and no file content is quoted") {
+  attack_a_node(4, 10, layout::star);
+  attack_a_node(4, 10, layout::forwarding);
 }
 
 TEST_CASE("hostile: absurd parts, features, dimensions and networks are refused before anything is allocated") {
