@@ -20,8 +20,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <limits>
 #include <random>
 #include <utility>
 #include <optional>
@@ -81,7 +83,10 @@ namespace {
 
 /// What three iterations of a Newton run (twelve passes) allocate, after two warm-up iterations,
 /// over two local shards of `n` rows of 8 non-zeros among the first `used` of `d` features: the
-/// allocations of half the dimension's doubles or more, and the word buffers kept at the end.
+/// allocations of half the dimension's doubles or more, and the word buffers kept at the end. The
+/// fewest of three such windows in a row: a buffer given back late (its message dropped on a
+/// worker after the next pass began, on a loaded machine) costs one allocation in one window,
+/// while an allocation a pass makes shows in every window.
 struct passes_made {
   int large = 0;
   std::size_t kept = 0;
@@ -113,12 +118,16 @@ passes_made twelve_passes(std::int64_t n, std::int64_t d, std::int64_t used) {
   for (int warm = 0; warm < 2; ++warm)  // buffers are made by the first passes
     iteration();
   threshold = static_cast<std::size_t>(d) * sizeof(double) / 2;
-  passes = 0;
-  counting = true;
-  while (passes < 12)
-    iteration();
-  counting = false;
-  return {large.exchange(0), shardopt::kept_word_buffers()};
+  int fewest = std::numeric_limits<int>::max();
+  for (int window = 0; window < 3 && fewest > 0; ++window) {
+    passes = 0;
+    counting = true;
+    while (passes < 12)
+      iteration();
+    counting = false;
+    fewest = std::min(fewest, static_cast<int>(large.exchange(0)));
+  }
+  return {fewest, shardopt::kept_word_buffers()};
 }
 
 } // namespace
