@@ -328,7 +328,7 @@ TEST_CASE("node-local data with --l1: the nodes restrict their own shards to eac
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
   const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200", "--lambda", "1e-3",
-                                        "--l1", "1e-3", "--shards", "3", "--max-iter", "60", "--json"};
+                                        "--l1", "1e-3", "--shards", "3", "--max-iter", "40", "--json"};
   auto l1_run = [&](const std::vector<std::string>& extra, const std::string& model) {
     std::vector<std::string> args{shardopt_binary()};
     args.insert(args.end(), common.begin(), common.end());
@@ -341,9 +341,8 @@ TEST_CASE("node-local data with --l1: the nodes restrict their own shards to eac
     REQUIRE(result.exit_code == 0);
     return json::parse(result.out);
   };
+  // (That these runs shrink, not run plain OWL-QN, the nodes' restriction counts show below.)
   const auto local = summary(run(l1_run({"--quiet"}, "local.model"), 300s));
-  const auto plain = summary(run(l1_run({"--quiet", "--no-shrinking"}, "plain.model"), 300s));
-  CHECK(local["objective"].get<double>() != plain["objective"].get<double>());
   auto same_as_local = [&](const json& remote, const std::string& model) {
     CHECK(remote["objective"].get<double>() == local["objective"].get<double>());
     CHECK(remote["iterations"] == local["iterations"]);
@@ -370,7 +369,7 @@ TEST_CASE("node-local data with --l1: the nodes restrict their own shards to eac
   CHECK(after_kill["recreated_shards"].get<int>() >= 1);
   same_as_local(after_kill, "killed.model");
   // A node draining mid-run serves the run's shards but takes no working set's: its part is read
-  // again on another node for each one. (Early, so that rounds follow: 60 iterations hold several.)
+  // again on another node for each one. (Early, so that rounds follow: 40 iterations hold several.)
   nodes.pop_back();
   const std::vector<std::string> on_two{"--nodes", endpoints(nodes), "--data-placement", "node-local"};
   const auto drained = run_and_kill(l1_run(on_two, "drained.model"), *nodes[1], SIGTERM, 3);
