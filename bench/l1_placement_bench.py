@@ -9,7 +9,7 @@ bits on nodes, shipped or node-local, as locally (the objective is compared to t
 plain OWL-QN's too.
 
 Columns: total (load, setup, solve) and solve seconds, the solve's seconds in rounds (waiting on
-the shards), passes (evaluations, inner ones reading only the working set's columns), objective,
+the shards), the serial share (the solve's time outside rounds, the driver's alone), passes (evaluations, inner ones reading only the working set's columns), objective,
 non-zero weights, and the ratio to the local shrinking run.
 
     /usr/bin/python3 bench/l1_placement_bench.py BUILD/apps/shardopt [--sets spam,wordnet,debian-en]
@@ -54,6 +54,7 @@ def run(binary, text, meta, iterations, extra):
         sys.exit(f"l1_placement_bench: {' '.join(command)} failed: {done.stderr.strip()}")
     s = json.loads(done.stdout)
     return {"total": s["total_seconds"], "solve": s["seconds"], "rounds": s["round_seconds"],
+            "serial_share": 1 - s["round_seconds"] / s["seconds"] if s["seconds"] > 0 else 0.0,
             "passes": s["passes"], "iterations": s["iterations"], "objective": s["objective"],
             "nonzeros": s["nonzero_weights"]}
 
@@ -86,11 +87,12 @@ def main():
             base = rows[0]["total"]
             print(f"\n{name}: {meta['rows']:,} rows x {meta['features']:,} features, {meta['nonzeros']:,} "
                   f"non-zeros; alpha = 1/n, {args.max_iter} iterations, 2 shards")
-            print(f"{'run':<30} {'total s':>8} {'solve s':>8} {'rounds s':>9} {'passes':>7} "
+            print(f"{'run':<30} {'total s':>8} {'solve s':>8} {'rounds s':>9} {'serial':>7} {'passes':>7} "
                   f"{'objective':>20} {'nnz':>6} {'vs local':>9}")
             for row in rows:
                 row["vs_local_shrinking"] = row["total"] / base
                 print(f"{row['run']:<30} {row['total']:8.2f} {row['solve']:8.2f} {row['rounds']:9.2f} "
+                      f"{row['serial_share']:6.0%} "
                       f"{row['passes']:7d} {row['objective']:20.15g} {row['nonzeros']:6d} "
                       f"{row['vs_local_shrinking']:8.2f}x")
             same = all(row["objective"] == rows[0]["objective"] for row in rows[:3]) and all(
