@@ -370,15 +370,8 @@ struct working_sets {
     spawn_fn spawn = [held = held, parent = state->token, compact, features, columns, ranges = ranges, layouts,
                       bounds](cluster::impl& c, std::size_t node, std::size_t i) -> result<shard_actor> {
       auto made = restrict_held(c, node, (*held)[i], parent, compact, features, layouts[i]);
-      if (made) {
-        if (made->rows != ranges[i].size())
-          return fail_runtime("node " + c.info[node].endpoint.text() + " restricted " + std::to_string(made->rows)
-                              + " rows of shard " + std::to_string(i) + ", which has " + std::to_string(ranges[i].size()));
-        model::data_bounds reported{made->feature_max.map(), made->max_label, bounds->block_rows, 0};
-        reported.max_row_norm = made->max_row_norm;
-        *bounds += reported;
-        return std::move(made->shard);
-      }
+      if (made)
+        return take_restricted(c, node, std::move(*made), ranges[i].size(), "shard " + std::to_string(i), *bounds);
       if (made.error().message().find(not_a_source) == std::string::npos)
         return made.error();
       const auto data = columns();

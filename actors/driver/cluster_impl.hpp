@@ -278,6 +278,11 @@ result<cluster::impl::part_reply> restrict_held(cluster::impl& s, std::size_t no
                                                 const access_token& parent, const model::model_shape& compact,
                                                 const std::vector<std::int64_t>& features, const block_layout& layout);
 
+/// A working-set shard node `node` made (`made`), once its rows are the `rows` expected of shard
+/// `what` ("shard 3", "part 4"); its bounds added to `bounds`.
+result<shard_actor> take_restricted(const cluster::impl& s, std::size_t node, cluster::impl::part_reply made,
+                                    std::int64_t rows, const std::string& what, model::data_bounds& bounds);
+
 /// A cluster over `c`'s nodes for an objective of its own (a working set's): the same nodes, their
 /// liveness and routing, under a new driver identity and token (the nodes hold what it makes
 /// apart from `c`'s, and release it when it ends). It watches no sources.

@@ -84,13 +84,7 @@ struct part_working_sets {
       auto made = restrict_part(s, node, (*held)[i], parent, spec_of(i), layouts[i], compact, features);
       if (!made)
         return made.error();
-      if (made->rows != rows[i])
-        return fail_runtime("node " + s.info[node].endpoint.text() + " restricted " + std::to_string(made->rows)
-                            + " rows of part " + std::to_string(i + 1) + ", which has " + std::to_string(rows[i]));
-      model::data_bounds reported{made->feature_max.map(), made->max_label, bounds->block_rows, 0};
-      reported.max_row_norm = made->max_row_norm;
-      *bounds += reported;
-      return std::move(made->shard);
+      return take_restricted(s, node, std::move(*made), rows[i], "part " + std::to_string(i + 1), *bounds);
     };
     return cluster_objective(sibling_of(*state), compact, lambda, now, layouts, blocks, rows, bounds, timeout,
                              without_trees(log), std::move(spawn));
@@ -123,6 +117,17 @@ result<cluster::impl::part_reply> restrict_held(cluster::impl& s, std::size_t no
   if (there == made.rend())
     return fail_runtime(std::string{"node "} + s.info[node].endpoint.text() + ": " + not_a_source);
   return s.restrict_on(node, shard_restriction{there->shard, parent, compact, features, layout});
+}
+
+result<shard_actor> take_restricted(const cluster::impl& s, std::size_t node, cluster::impl::part_reply made,
+                                    std::int64_t rows, const std::string& what, model::data_bounds& bounds) {
+  if (made.rows != rows)
+    return fail_runtime("node " + s.info[node].endpoint.text() + " restricted " + std::to_string(made.rows)
+                        + " rows of " + what + ", which has " + std::to_string(rows));
+  model::data_bounds reported{made.feature_max.map(), made.max_label, bounds.block_rows, 0};
+  reported.max_row_norm = made.max_row_norm;
+  bounds += reported;
+  return std::move(made.shard);
 }
 
 result<cluster::node_local_run>
