@@ -305,7 +305,7 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
     nodes.push_back(std::make_unique<node_process>(
       std::vector<std::string>{"--data-root", "/usr/share/datasets"}));
   const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200",
-                                        "--lambda", "1e-3", "--shards", "6", "--max-iter", "60",
+                                        "--lambda", "1e-3", "--shards", "6", "--max-iter", "30",
                                         "--json"};
   std::vector<std::string> args{shardopt_binary()};
   args.insert(args.end(), common.begin(), common.end());
