@@ -54,6 +54,15 @@ json local_summary(int iterations) {
   return json::parse(result.out);
 }
 
+/// The first 20,000 rows of Fashion-MNIST as a binary dataset in `dir` (a third of the set, for
+/// node-local runs: their nodes read whole files, where --limit does not reach).
+std::string fashion_rows(const temp_dir& dir) {
+  const auto path = (dir / "fashion-20000.shoptbin").string();
+  const auto result = run({shardopt_binary(), "convert", "--limit", "20000", "-o", path, "--quiet"});
+  REQUIRE(result.exit_code == 0);
+  return path;
+}
+
 /// Runs a driver with `args` (plus a metrics file), sends `victim` `signal` (by default SIGKILL)
 /// once `iterations` are done, and returns how the driver ended.
 shardopt::test::process_result run_and_kill(std::vector<std::string> args, node_process& victim,
@@ -300,13 +309,13 @@ TEST_CASE("node-local data: nodes read their own parts and agree with shipped da
 
 TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a survivor") {
   shardopt::test::require_fashion_mnist();
+  temp_dir dir;
+  const auto data = fashion_rows(dir);
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
-    nodes.push_back(std::make_unique<node_process>(
-      std::vector<std::string>{"--data-root", "/usr/share/datasets"}));
-  const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200",
-                                        "--lambda", "1e-3", "--shards", "6", "--max-iter", "30",
-                                        "--json"};
+    nodes.push_back(std::make_unique<node_process>(std::vector<std::string>{"--data-root", dir.path().string()}));
+  const std::vector<std::string> common{"train", "--data", data, "--lambda", "1e-3", "--shards", "6",
+                                        "--max-iter", "30", "--json"};
   std::vector<std::string> args{shardopt_binary()};
   args.insert(args.end(), common.begin(), common.end());
   args.insert(args.end(), {"--nodes", endpoints(nodes), "--data-placement", "node-local"});
@@ -315,7 +324,7 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
   REQUIRE(result.exit_code == 0);
   const auto remote = json::parse(result.out);
   CHECK(remote["recreated_shards"].get<int>() >= 1);
-  // Fashion-MNIST parts are record ranges, the same rows as local shards: equal to the bit.
+  // A binary dataset's parts are row ranges, the same rows as local shards: equal to the bit.
   std::vector<std::string> local_args{shardopt_binary()};
   local_args.insert(local_args.end(), common.begin(), common.end());
   local_args.push_back("--quiet");
@@ -327,8 +336,9 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
 TEST_CASE("node-local data with --l1: the nodes restrict their own shards to each working set, for a local run's bits, through a node killed or draining mid-run") {
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
-  const std::vector<std::string> common{"train", "--data", "fashion-mnist", "--test-limit", "200", "--lambda", "1e-3",
-                                        "--l1", "1e-3", "--shards", "3", "--max-iter", "40", "--json"};
+  const auto data = fashion_rows(dir);
+  const std::vector<std::string> common{"train", "--data", data, "--lambda", "1e-3", "--l1", "1e-3", "--shards", "3",
+                                        "--max-iter", "40", "--json"};
   auto l1_run = [&](const std::vector<std::string>& extra, const std::string& model) {
     std::vector<std::string> args{shardopt_binary()};
     args.insert(args.end(), common.begin(), common.end());
@@ -353,7 +363,7 @@ TEST_CASE("node-local data with --l1: the nodes restrict their own shards to eac
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
     nodes.push_back(std::make_unique<node_process>(std::vector<std::string>{
-      "--data-root", "/usr/share/datasets", "--threads", "1", "--drain-seconds", "60"}));
+      "--data-root", dir.path().string(), "--threads", "1", "--drain-seconds", "60"}));
   const std::vector<std::string> on_nodes{"--nodes", endpoints(nodes), "--data-placement", "node-local"};
   const auto undisturbed = run(l1_run(on_nodes, "nodes.model"), 300s);
   same_as_local(summary(undisturbed), "nodes.model");
