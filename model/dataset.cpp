@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
 
 namespace shardopt::model {
 
@@ -82,7 +83,8 @@ void dataset::widen(std::int64_t new_cols) {
     std::get<sparse_features>(x).conservativeResize(rows(), new_cols);
 }
 
-std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int64_t>& features, row_range rows) {
+std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int64_t>& features, row_range rows,
+                                 unsigned threads) {
   if (!data.is_sparse())
     return 0;
   const auto x = data.sparse();
@@ -90,18 +92,30 @@ std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int
   for (const auto j : features)
     kept[static_cast<std::size_t>(j)] = 1;
   const auto* index = x.innerIndexPtr();
-  std::int64_t count = 0;
-  for (auto p = std::int64_t{x.outerIndexPtr()[rows.begin]}; p < x.outerIndexPtr()[rows.end]; ++p)
-    count += kept[static_cast<std::size_t>(index[p])];
-  return count;
+  // Pieces of the entries, counted apart and added in order (integers: any split gives the count).
+  const std::int64_t begin = x.outerIndexPtr()[rows.begin], end = x.outerIndexPtr()[rows.end];
+  threads = std::max(threads, 1u);
+  const auto pieces = static_cast<std::size_t>(std::clamp<std::int64_t>((end - begin) / 65536, 1, 4 * std::int64_t{threads}));
+  std::vector<std::int64_t> counts(pieces, 0);
+  run_parallel(pieces, threads, [&](std::size_t piece) {
+    const auto from = begin + (end - begin) * static_cast<std::int64_t>(piece) / static_cast<std::int64_t>(pieces);
+    const auto to = begin + (end - begin) * static_cast<std::int64_t>(piece + 1) / static_cast<std::int64_t>(pieces);
+    std::int64_t count = 0;
+    for (auto p = from; p < to; ++p)
+      count += kept[static_cast<std::size_t>(index[p])];
+    counts[piece] = count;
+  });
+  return std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
 }
 
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features) {
-  return restrict_columns(data, features, {0, data.rows()});
+  return restrict_columns(data, features, {0, data.rows()}, usable_cpus());
 }
 
-dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range range) {
+dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range range,
+                         unsigned threads) {
   assert(range.begin >= 0 && range.begin <= range.end && range.end <= data.rows());
+  threads = std::max(threads, 1u);
   dataset out;
   out.y = data.y.segment(range.begin, range.size());
   const auto kept = static_cast<Eigen::Index>(features.size());
@@ -132,7 +146,6 @@ dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& f
   auto storage = std::make_shared<csr_arrays>();
   storage->starts.reset(new std::int32_t[static_cast<std::size_t>(rows) + 1]);
   auto* starts = storage->starts.get();
-  const auto threads = usable_cpus();
   const auto pieces = static_cast<std::size_t>(std::clamp<std::int64_t>(rows, 1, 8 * std::int64_t{threads}));
   const auto first_row = [&](std::size_t piece) {
     return static_cast<std::int64_t>(static_cast<double>(rows) * static_cast<double>(piece) / static_cast<double>(pieces));

@@ -21,12 +21,15 @@ namespace shardopt::model {
 /// dense rows stay dense.
 dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features);
 
-/// The non-zeros `restrict_columns(data, features, rows)` would keep (0 for dense data), counted
-/// without allocating them: what a node admits before it copies.
-std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int64_t>& features, row_range rows);
+/// The non-zeros `restrict_columns(data, features, rows, threads)` would keep (0 for dense data),
+/// counted on at most `threads` threads without allocating them: what a node admits before it copies.
+std::int64_t restricted_nonzeros(const dataset& data, const std::vector<std::int64_t>& features, row_range rows,
+                                 unsigned threads);
 
-/// `restrict_columns` of rows `rows` of `data` alone (they become rows 0 to rows.size() - 1).
-dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range rows);
+/// `restrict_columns` of rows `rows` of `data` alone (they become rows 0 to rows.size() - 1), on
+/// at most `threads` threads (a node's --threads); the same arrays on any count.
+dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& features, row_range rows,
+                         unsigned threads);
 
 /// A linear model's features that any of the entries `wanted` of theta weighs, increasing.
 /// Precondition: not a network.

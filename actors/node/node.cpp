@@ -492,11 +492,11 @@ private:
     // The copy's bytes are admitted before it is made (only the source's rows: a shard shipped
     // within this process shares its whole dataset).
     const io::data_extent extent{source.data->is_sparse(), source.rows.size(), spec.shape.features,
-                                 model::restricted_nonzeros(*source.data, spec.features, source.rows)};
+                                 model::restricted_nonzeros(*source.data, spec.features, source.rows, threads_)};
     if (auto driver = admit(io::bytes_of(extent)); !driver)
       return refused(driver.error().message());
     auto data = std::make_shared<const model::dataset>(
-      model::restrict_columns(*source.data, spec.features, source.rows));
+      model::restrict_columns(*source.data, spec.features, source.rows, threads_));
     auto made = host_part(token, spec.shape, data, {0, data->rows()}, spec.layout);
     if (made) {
       found->second.derived.push_back(caf::actor_cast<caf::actor_addr>(made->shard));  // ends with it

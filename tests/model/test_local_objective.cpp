@@ -263,20 +263,34 @@ TEST_CASE("restrict_columns gives a serial copy's CSR arrays, whatever the rows'
   const auto empty = model::restrict_columns(*shardopt::test::random_problem(37, 0, d, 2, true), features);
   CHECK(empty.rows() == 0);
   CHECK(empty.nonzeros() == 0);
-  // Rows 401 to 776 alone (a node's shard of data it shares whole): the reference's rows, from 0.
+  // Rows 401 to 776 alone (a node's shard of data it shares whole): the reference's rows, from 0,
+  // on any number of threads (a node's --threads; 0 is taken as 1).
   const model::row_range rows{401, 777};
-  const auto part = model::restrict_columns(*data, features, rows);
-  REQUIRE(part.rows() == rows.size());
-  const auto first = starts[static_cast<std::size_t>(rows.begin)];
-  const auto last = starts[static_cast<std::size_t>(rows.end)];
-  REQUIRE(part.nonzeros() == last - first);
-  for (std::int64_t r = 0; r <= rows.size(); ++r)
-    CHECK(part.sparse().outerIndexPtr()[r] == starts[static_cast<std::size_t>(rows.begin + r)] - first);
-  CHECK(std::equal(indices.begin() + first, indices.begin() + last, part.sparse().innerIndexPtr()));
-  CHECK(std::memcmp(values.data() + first, part.sparse().valuePtr(), sizeof(float) * static_cast<std::size_t>(last - first)) == 0);
-  CHECK(part.y == data->y.segment(rows.begin, rows.size()));
+  for (const unsigned threads : {0u, 1u, 2u, 3u, 7u}) {
+    CAPTURE(threads);
+    const auto part = model::restrict_columns(*data, features, rows, threads);
+    REQUIRE(part.rows() == rows.size());
+    const auto first = starts[static_cast<std::size_t>(rows.begin)];
+    const auto last = starts[static_cast<std::size_t>(rows.end)];
+    REQUIRE(part.nonzeros() == last - first);
+    for (std::int64_t r = 0; r <= rows.size(); ++r)
+      CHECK(part.sparse().outerIndexPtr()[r] == starts[static_cast<std::size_t>(rows.begin + r)] - first);
+    CHECK(std::equal(indices.begin() + first, indices.begin() + last, part.sparse().innerIndexPtr()));
+    CHECK(std::memcmp(values.data() + first, part.sparse().valuePtr(),
+                      sizeof(float) * static_cast<std::size_t>(last - first)) == 0);
+    CHECK(part.y == data->y.segment(rows.begin, rows.size()));
+    CHECK(model::restricted_nonzeros(*data, features, rows, threads) == part.nonzeros());
+  }
+  // The count a node admits before it copies, on rows with more entries than one piece counts.
+  const auto wide = shardopt::test::random_problem(39, 60000, d, 2, true);
+  const model::row_range most{17, 59999};
+  const auto wide_nonzeros = model::restrict_columns(*wide, features, most, 1).nonzeros();
+  CHECK(wide_nonzeros > 4 * 65536);
+  for (const unsigned threads : {0u, 1u, 2u, 5u})
+    CHECK(model::restricted_nonzeros(*wide, features, most, threads) == wide_nonzeros);
   const auto dense = shardopt::test::random_problem(38, 300, 7, 2);
-  const auto dense_part = model::restrict_columns(*dense, {0, 3, 6}, {100, 250});
+  const auto dense_part = model::restrict_columns(*dense, {0, 3, 6}, {100, 250}, 2);
+  CHECK(model::restricted_nonzeros(*dense, {0, 3, 6}, {100, 250}, 2) == 0);
   REQUIRE(dense_part.rows() == 150);
   for (std::int64_t r = 0; r < 150; ++r)
     for (const auto& [from, to] : {std::pair{0, 0}, std::pair{3, 1}, std::pair{6, 2}})
