@@ -120,12 +120,12 @@ sharded_objective::restriction sharded_objective::through_this(std::vector<Eigen
   };
   auto full = std::make_shared<buffers>();
   restriction out{std::move(entries), 0, {}};
-  out.evaluate = [this, full, entries = out.entries](const Eigen::VectorXd& theta,
-                                                     Eigen::VectorXd& grad) -> result<double> {
-    full->theta.setZero(dimension());
+  out.evaluate = [state = impl_.get(), full, entries = out.entries](const Eigen::VectorXd& theta,
+                                                                     Eigen::VectorXd& grad) -> result<double> {
+    full->theta.setZero(state->shape.dimension());
     for (std::size_t k = 0; k < entries.size(); ++k)
       full->theta[entries[k]] = theta[static_cast<Eigen::Index>(k)];
-    auto value = evaluate(full->theta, full->grad);
+    auto value = evaluate_at(*state, full->theta, full->grad, nullptr);
     if (!value)
       return value;
     grad.resize(static_cast<Eigen::Index>(entries.size()));
@@ -153,17 +153,16 @@ double sharded_objective::round_seconds() const {
 }
 
 result<double> sharded_objective::evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
-  return evaluate_at(theta, grad, nullptr);
+  return evaluate_at(*impl_, theta, grad, nullptr);
 }
 
 result<double> sharded_objective::evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
                                                     Eigen::VectorXd& diagonal) {
-  return evaluate_at(theta, grad, &diagonal);
+  return evaluate_at(*impl_, theta, grad, &diagonal);
 }
 
-result<double> sharded_objective::evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+result<double> sharded_objective::evaluate_at(impl& s, const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
                                               Eigen::VectorXd* diagonal) {
-  auto& s = *impl_;
   const auto dimension = s.shape.dimension();
   if (theta.size() != dimension)
     return fail_invalid("theta has " + std::to_string(theta.size()) + " entries, the model expects "

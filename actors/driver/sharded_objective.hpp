@@ -122,7 +122,10 @@ public:
   const impl& state() const { return *impl_; }
 
 private:
-  result<double> evaluate_at(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd* diagonal);
+  /// An evaluation over the shards of `s` alone (static: a restriction through this objective holds
+  /// its state, which stays where it is when the objective moves).
+  static result<double> evaluate_at(impl& s, const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+                                    Eigen::VectorXd* diagonal);
 
   /// A restriction to `entries` that evaluates this objective with its other entries at 0.
   restriction through_this(std::vector<Eigen::Index> entries);

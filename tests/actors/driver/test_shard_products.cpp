@@ -210,6 +210,33 @@ TEST_CASE("OWL-QN with shrinking over local shard actors gives the local objecti
     CHECK(std::memcmp(x_sharded.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
     CHECK(run_sharded->nonzeros < 30 * 3);
   }
+  // With no data on the driver and no compact objective to be had (node-local data with every
+  // node gone), a restriction evaluates through the objective itself, the other weights at 0: the
+  // local restriction's bits, also once the objective has moved.
+  auto through = actors::sharded_objective::local(rt, shape, 1e-4, data, {{0, 250}, {250, 600}}, 30s);
+  through.restrict_through(nullptr, [](model::model_shape, const std::vector<std::int64_t>&,
+                                       const actors::sharded_objective::columns_fn&) {
+    return shardopt::result<actors::sharded_objective>{shardopt::fail_invalid("no node can take it")};
+  });
+  const std::vector<Eigen::Index> wanted{2, 30 + 7, 60 + 29, 90 + 1};  // and a bias
+  const auto fallback = through.restrict(wanted);
+  REQUIRE(fallback.ok());
+  CHECK(fallback->nonzeros == 0);
+  const auto moved = std::make_unique<actors::sharded_objective>(std::move(through));
+  model::local_objective local{shape, data, 1e-4, {{0, 250}, {250, 600}}};
+  const auto theirs = local.restrict(wanted);
+  REQUIRE(theirs.ok());
+  CHECK(fallback->entries == theirs->entries);
+  const Eigen::VectorXd compact = Eigen::VectorXd::LinSpaced(static_cast<Eigen::Index>(theirs->entries.size()), -0.5, 0.5);
+  Eigen::VectorXd g_mine, g_theirs;
+  const auto f_mine = fallback->evaluate(compact, g_mine);
+  REQUIRE(f_mine.ok());
+  const double f_theirs = theirs->evaluate(compact, g_theirs);
+  CHECK(std::memcmp(&*f_mine, &f_theirs, sizeof(double)) == 0);
+  REQUIRE(g_mine.size() == g_theirs.size());
+  CHECK(std::memcmp(g_mine.data(), g_theirs.data(), sizeof(double) * g_mine.size()) == 0);
+  CHECK(moved->dimension() == shape.dimension());
+
   // A network's objective cannot restrict itself, and says so.
   const model::model_shape net{model::model_kind::softmax, 30, 3, {4}};
   auto network = actors::sharded_objective::local(rt, net, 0.0, data, {{0, 600}}, 30s);
