@@ -128,7 +128,7 @@ dataset restrict_columns(const dataset& data, const std::vector<std::int64_t>& f
     return out;
   }
   // CSR arrays of its own, filled in place (an Eigen sparse matrix has no move: a dataset holding
-  // one copies it whenever it moves), on this process's threads, a range of rows each: per-row
+  // one copies it whenever it moves), on `threads` threads, a range of rows each: per-row
   // counts, their prefix sums, then the entries.
   const auto x = data.sparse();
   const auto rows = range.size();

@@ -122,8 +122,9 @@ public:
   const impl& state() const { return *impl_; }
 
 private:
-  /// An evaluation over the shards of `s` alone (static: a restriction through this objective holds
-  /// its state, which stays where it is when the objective moves).
+  /// An evaluation over the shards of `s` alone (static: a restriction through this objective
+  /// points to its state, which stays where it is when the objective moves; the restriction must
+  /// not outlive the objective).
   static result<double> evaluate_at(impl& s, const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
                                     Eigen::VectorXd* diagonal);
 

@@ -324,6 +324,7 @@ TEST_CASE("node-local data: a node killed mid-run has its parts re-read by a sur
   REQUIRE(result.exit_code == 0);
   const auto remote = json::parse(result.out);
   CHECK(remote["recreated_shards"].get<int>() >= 1);
+  CHECK(remote["iterations"].get<int>() > 10);  // killed at 10: the run went on past the kill
   // A binary dataset's parts are row ranges, the same rows as local shards: equal to the bit.
   std::vector<std::string> local_args{shardopt_binary()};
   local_args.insert(local_args.end(), common.begin(), common.end());
