@@ -54,7 +54,10 @@ TEST_CASE("--l1: OWL-QN on Fashion-MNIST, sparser as the L1 weight grows, counte
     last = json::parse(line);
   CHECK(rows == elastic["iterations"].get<int>());
   CHECK(last["nonzero_weights"] == nonzero);
-  CHECK(last["objective"] == elastic["objective"]);
+  // The row has the working set's objective at the last iterate, the summary the full objective's
+  // evaluation there that ends the round: equal to rounding (their grids may differ in the last
+  // bits, and did in an -O2 build: 0.6413188312631588 against 0.641318831263159).
+  CHECK(last["objective"].get<double>() == doctest::Approx(elastic["objective"].get<double>()).epsilon(1e-14));
 
   // The model predicts as the run did, from a file far smaller than a dense one.
   const auto evaluated = run_json({"eval", "--model-file", saved, "--data", "fashion-mnist", "--limit", "1000", "--json"});
