@@ -445,4 +445,21 @@ void define_commands(CLI::App& app, command_line& o) {
   add_generate_command(app, o.generate);
   add_convert_command(app, o.convert);
 }
+
+reusable_parser::reusable_parser() {
+  define_commands(app_, values_);
+  defaults_ = values_;
+}
+
+void reusable_parser::parse(const std::vector<std::string>& args) {
+  values_ = defaults_;  // CLI::App::parse clears its own state (counts, subcommands) first
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  app_.parse(reversed);
+}
+
+reusable_parser& thread_parser() {
+  thread_local reusable_parser parser;
+  return parser;
+}
+
 } // namespace shardopt::apps

@@ -212,12 +212,9 @@ result<std::vector<std::string>> config_text_arguments(const std::string& text, 
 
 result<std::vector<std::string>> option_arguments(const std::string& command, const std::string& key,
                                                   const toml::value& value, const std::string& noun) {
-  // A fresh parser per key: unknown keys and bad values are caught here, one at a time.
-  command_line scratch;
-  CLI::App app;
-  define_commands(app, scratch);
-  auto* sub = app.get_subcommand(command);
-  const auto* option = sub->get_option_no_throw("--" + key);
+  // A parse per key, from the defaults: unknown keys and bad values are caught here, one at a time.
+  auto& parser = thread_parser();
+  const auto* option = parser.app().get_subcommand(command)->get_option_no_throw("--" + key);
   if (!option || option->get_positional())
     return fail_invalid("unknown " + noun + " '" + key + "' (`shardopt " + command + "` has no option --" + key + ")");
   auto converted = value_arguments(key, value, *option);
@@ -226,8 +223,7 @@ result<std::vector<std::string>> option_arguments(const std::string& command, co
   std::vector<std::string> probe{command};
   probe.insert(probe.end(), converted->begin(), converted->end());
   try {
-    std::vector<std::string> reversed(probe.rbegin(), probe.rend());
-    app.parse(reversed);
+    parser.parse(probe);
   } catch (const CLI::RequiredError&) {
     // Other required options are missing from this one-key probe; the value itself is fine.
   } catch (const CLI::ParseError& e) {

@@ -14,10 +14,8 @@ std::string option_name(const std::string& keyword_name) {
 }
 
 bool is_train_option(const std::string& keyword_name) {
-  command_line scratch;
-  CLI::App app;
-  define_commands(app, scratch);
-  const auto* option = app.get_subcommand("train")->get_option_no_throw("--" + option_name(keyword_name));
+  const auto* option =
+    thread_parser().app().get_subcommand("train")->get_option_no_throw("--" + option_name(keyword_name));
   return option && !option->get_positional();
 }
 
@@ -29,16 +27,13 @@ result<train_options> train_options_from(const std::vector<keyword>& keywords) {
       return converted.error();
     args.insert(args.end(), converted->begin(), converted->end());
   }
-  command_line parsed;
-  CLI::App app;
-  define_commands(app, parsed);
+  auto& parser = thread_parser();
   try {
-    std::vector<std::string> reversed(args.rbegin(), args.rend());
-    app.parse(reversed);
+    parser.parse(args);
   } catch (const CLI::ParseError& e) {
     return fail_invalid(e.what());
   }
-  return parsed.train;
+  return parser.values().train;
 }
 
 } // namespace shardopt::apps

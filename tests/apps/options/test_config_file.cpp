@@ -4,6 +4,7 @@
 
 #include "apps/options/cli.hpp"
 #include "apps/options/config_file.hpp"
+#include "apps/options/keywords.hpp"
 #include "apps/experiments/experiments.hpp"
 #include "support/process.hpp"
 #include "support/small_disk.hpp"
@@ -163,4 +164,49 @@ TEST_CASE("configs the TOML parser cannot take are refused with the file and lin
   auto plan = apps::plan_sweep(file, 0);
   REQUIRE(!plan.ok());
   CHECK(plan.error().message().find(file + ":3: " + deep) == 0);
+}
+
+TEST_CASE("the reused parser starts every parse where a fresh definition starts, also after a refused one") {
+  // Keywords and configuration keys are parsed by one definition per thread (apps::thread_parser):
+  // no value may outlive the parse that set it.
+  apps::command_line fresh;
+  CLI::App definitions;
+  apps::define_commands(definitions, fresh);
+  const auto defaults = fresh.train;
+  REQUIRE(defaults.lambda != 0.5);
+  REQUIRE(!defaults.no_bias);
+
+  const auto first = apps::train_options_from(
+    {{"lambda", toml::value(0.5)}, {"l1", toml::value(1e-3)}, {"hidden", toml::value("32,16")},
+     {"no_bias", toml::value(true)}, {"categorical", toml::value("word")}, {"max_iter", toml::value(7)}});
+  REQUIRE(first);
+  CHECK(first->lambda == 0.5);
+  CHECK(first->l1 == 1e-3);
+  CHECK(first->hidden == "32,16");
+  CHECK(first->no_bias);
+  CHECK(first->data.categorical == std::vector<std::string>{"word"});
+
+  const auto second = apps::train_options_from({{"max_iter", toml::value(3)}});
+  REQUIRE(second);
+  CHECK(second->lambda == defaults.lambda);
+  CHECK(second->l1 == defaults.l1);
+  CHECK(second->hidden == defaults.hidden);
+  CHECK(second->no_bias == defaults.no_bias);
+  CHECK(second->data.categorical == defaults.data.categorical);
+  CHECK(second->lbfgs.max_iterations == 3);
+
+  // Refused midway: the value before the bad one was written, and must not stay.
+  auto& parser = apps::thread_parser();
+  CHECK_THROWS_AS(parser.parse({"train", "--lambda", "0.25", "--max-iter", "many"}), CLI::ParseError);
+  CHECK(!apps::train_options_from({{"shards", toml::value("two")}}));
+  const auto third = apps::train_options_from({});
+  REQUIRE(third);
+  CHECK(third->lambda == defaults.lambda);
+  CHECK(third->lbfgs.max_iterations == defaults.lbfgs.max_iterations);
+  CHECK(third->shards == defaults.shards);
+
+  // A configuration key is checked by a parse of its own, which leaves nothing behind either.
+  REQUIRE(apps::option_arguments("train", "lambda", toml::value(0.75), "key"));
+  parser.parse({"train"});
+  CHECK(parser.values().train.lambda == defaults.lambda);
 }
