@@ -27,6 +27,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 # Blocks that cannot run here, by file and the start of their first line, with the reason.
 NOT_RUN = {
@@ -132,6 +133,7 @@ def main():
             skipped += 1
             continue
         script = adapted(block, binary, build)
+        started = time.monotonic()
         with tempfile.TemporaryDirectory(prefix="shardopt-docs-") as folder:
             prepare(pathlib.Path(folder), root, binary, build)
             process = subprocess.Popen(["/bin/bash", "-e", "-c", script], cwd=folder, stdout=subprocess.PIPE,
@@ -149,7 +151,7 @@ def main():
                     pass
         ran += 1
         status = "ok" if process.returncode == 0 else f"FAILED (exit {process.returncode})"
-        print(f"{name}: '{first[:60]}': {status}")
+        print(f"{name}: '{first[:60]}': {status} ({time.monotonic() - started:.1f} s)")
         if process.returncode != 0:
             failed += 1
             print("--- script ---\n" + script + "\n--- output (end) ---\n" + out[-4000:])

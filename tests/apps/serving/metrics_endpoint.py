@@ -167,7 +167,9 @@ def test_hostile_requests_leave_the_node_serving():
 
 def test_counters_move_and_a_draining_node_finishes_its_driver():
     node, address, node_base = start_node("--drain-seconds", "120")
-    driver = train(address, "--limit", "30000", "--test-limit", "500", "--solver", "lbfgs",
+    # After its third iteration the run goes on for about 6 s (alone); the checks up to
+    # `driver.poll()` below take 0.2 s of that.
+    driver = train(address, "--limit", "15000", "--test-limit", "500", "--solver", "lbfgs",
                    "--max-iter", "250", metrics=True)
     driver_base = read_until(driver, driver.stderr, r"metrics on (http://127\.0\.0\.1:\d+)/metrics").group(1)
     first = wait_for(lambda: (lambda s: s if s.get("shardopt_driver_iteration", 0) >= 3 else None)(
@@ -176,7 +178,7 @@ def test_counters_move_and_a_draining_node_finishes_its_driver():
     assert get(driver_base + "/readyz")[0] == 200
     assert first["shardopt_driver_ready"] == 1
     assert node_first["shardopt_node_drivers"] == 1 and node_first["shardopt_node_shards"] >= 1
-    assert node_first["shardopt_node_held_bytes"] > 30000 * 784 * 4
+    assert node_first["shardopt_node_held_bytes"] > 15000 * 784 * 4
     later = wait_for(lambda: (lambda s: s if s["shardopt_driver_iteration"] >= first["shardopt_driver_iteration"] + 2
                               else None)(scrape(driver_base)), "two more iterations")
     node_later = scrape(node_base)

@@ -1,8 +1,8 @@
 // The seeds' network through the binary on Fashion-MNIST: 784-100-10 with ReLU and a softmax output.
 // Parameter-server training as in TensorFlow's example (Adam, lr 1e-3, batches of 100, 2 synchronous
-// workers over 2 PSs, 5 epochs), asynchronous with 4 workers, and sharded L-BFGS, each reaching 0.86
-// test accuracy (PyTorch on the same network: 0.866 after 5 epochs); the same network on node
-// processes; its model file and `eval`; options that do not make a network are refused.
+// workers over 2 PSs, 5 epochs), asynchronous with 4 workers, and sharded L-BFGS (on 40,000 images),
+// each reaching 0.86 test accuracy (PyTorch on the same network: 0.866 after 5 epochs); the same
+// network on node processes; its model file and `eval`; options that do not make a network are refused.
 
 #include "support/datasets.hpp"
 #include "support/node_process.hpp"
@@ -75,8 +75,11 @@ TEST_CASE("sharded L-BFGS on the seeds' network reaches 0.86, and its model file
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
   const auto model_path = (dir / "mlp.model").string();
-  const auto summary = run_quietly(with(seeds_network, {"--shards", "2", "--max-iter", "200", "--lambda", "1e-4",
-                                                     "--save", model_path}));
+  // 40,000 of the 60,000 training images, for two thirds of the time: 0.8728 after 200 iterations
+  // (seeds 1 and 2: 0.8728, 0.8688; all 60,000 images: 0.871, docs/benchmarks.md). 30,000 images
+  // were too few: 0.8665, 0.8646 and 0.8607 for seeds 1 to 3.
+  const auto summary = run_quietly(with(seeds_network, {"--limit", "40000", "--shards", "2", "--max-iter", "200",
+                                                     "--lambda", "1e-4", "--save", model_path}));
   MESSAGE("L-BFGS test accuracy " << summary["test_accuracy"] << " after " << summary["iterations"] << " iterations");
   CHECK(summary["test_accuracy"].get<double>() >= 0.86);
   CHECK(summary["iterations"] == 200);
