@@ -89,7 +89,8 @@ struct owlqn_shrinking {
 /// OWL-QN with shrinking. Each round evaluates F in full at x and takes as its working set the
 /// entries free there (unpenalised, not 0, or whose pseudo-gradient is not 0: a zero weight whose
 /// gradient exceeds its penalty), restricts f to them (`restrict`), and runs OWL-QN on that
-/// compact problem from x (fresh pairs) for at most `refresh` iterations, or until its
+/// compact problem from x (fresh pairs; its F and gradient there are the full evaluation's, so a
+/// round costs no evaluation at its start) for at most `refresh` iterations, or until its
 /// pseudo-gradient falls to `tolerance` times the full one. Only full evaluations decide a
 /// stop at the gradient tests; the iteration limit, the hook and the objective-change test count
 /// every inner iteration (the hook sees the compact problem's figures: its F is the full one's, its

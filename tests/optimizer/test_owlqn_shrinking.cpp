@@ -66,14 +66,21 @@ std::shared_ptr<const model::dataset> sparse_labelled(std::int64_t n, std::int64
 /// A local objective that counts what its evaluations cost: the non-zeros of the columns each
 /// one reads (every column for a full evaluation, the working set's for a restricted one).
 struct counting {
+  counting(model::local_objective& objective, std::int64_t nonzeros) : f(objective), all(nonzeros) {}
+
   model::local_objective& f;
   std::int64_t all;           // the data's non-zeros
   double nonzeros_read = 0;   // over every evaluation
   std::vector<std::size_t> set_sizes;
+  int full = 0, restricted = 0;  // evaluations of each kind
+  int at_round_start = 0;        // restricted ones at the point of the full evaluation before them
+  Eigen::VectorXd last_full;
 
   std::int64_t dimension() const { return f.dimension(); }
   double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
     nonzeros_read += static_cast<double>(all);
+    ++full;
+    last_full = theta;
     return f.evaluate(theta, grad);
   }
   bool can_restrict() const { return f.can_restrict(); }
@@ -83,8 +90,17 @@ struct counting {
       return made;
     set_sizes.push_back(made->entries.size());
     const auto read = static_cast<double>(made->nonzeros);
-    made->evaluate = [this, read, inner = std::move(made->evaluate)](const Eigen::VectorXd& t, Eigen::VectorXd& g) {
+    made->evaluate = [this, read, entries = made->entries, first = true,
+                      inner = std::move(made->evaluate)](const Eigen::VectorXd& t, Eigen::VectorXd& g) mutable {
       nonzeros_read += read;
+      ++restricted;
+      if (first) {
+        first = false;
+        bool same = true;
+        for (std::size_t k = 0; k < entries.size(); ++k)
+          same = same && t[static_cast<Eigen::Index>(k)] == last_full[entries[k]];
+        at_round_start += same;
+      }
       return inner(t, g);
     };
     return made;
@@ -112,7 +128,7 @@ TEST_CASE("OWL-QN with shrinking ends at plain OWL-QN's optimum, optimal on ever
   const model::model_shape shape{model::model_kind::logistic, d, 1};
   model::local_objective f{shape, data, 0.0};
   const Eigen::VectorXd c = 0.02 * model::weight_mask(shape);
-  counting counted{f, data->nonzeros(), 0, {}};
+  counting counted{f, data->nonzeros()};
   Eigen::VectorXd shrunk = Eigen::VectorXd::Zero(shape.dimension());
   const auto r = *opt::minimize_owlqn(counted, shrunk, tight(), c);
   Eigen::VectorXd whole = Eigen::VectorXd::Zero(shape.dimension());
@@ -135,6 +151,26 @@ TEST_CASE("OWL-QN with shrinking ends at plain OWL-QN's optimum, optimal on ever
   CHECK(counted.set_sizes.back() < static_cast<std::size_t>(d / 5));
 }
 
+TEST_CASE("each round of OWL-QN with shrinking starts from the full evaluation before it, and counts only what it evaluates") {
+  const std::int64_t d = 2000;
+  const auto data = sparse_labelled(1000, d, 15);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  model::local_objective f{shape, data, 1e-4};
+  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  counting counted{f, data->nonzeros()};
+  opt::owlqn_shrinking s;
+  s.refresh = 4;  // many rounds
+  Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+  const auto r = *opt::minimize_owlqn(counted, theta, tight(), c, {}, {}, s);
+  CHECK(r.reason == opt::stop_reason::converged);
+  REQUIRE(counted.set_sizes.size() >= 3);
+  // A round's first restricted evaluation is its first trial step, never its start point again.
+  CHECK(counted.at_round_start == 0);
+  CHECK(r.evaluations == counted.full + counted.restricted);
+  // One full evaluation to start and one to end each round.
+  CHECK(counted.full == static_cast<int>(counted.set_sizes.size()) + 1);
+}
+
 TEST_CASE("OWL-QN with shrinking reads fewer non-zeros than plain OWL-QN to the same objective") {
   const std::int64_t d = 3000;
   const auto data = sparse_labelled(1500, d, 12, true);
@@ -148,7 +184,7 @@ TEST_CASE("OWL-QN with shrinking reads fewer non-zeros than plain OWL-QN to the 
   double read[2] = {0, 0};
   for (const bool shrink : {false, true}) {
     model::local_objective f{shape, data, 0.0};
-    counting counted{f, data->nonzeros(), 0, {}};
+    counting counted{f, data->nonzeros()};
     Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
     auto s = plain();
     s.enabled = shrink;
