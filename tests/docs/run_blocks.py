@@ -13,7 +13,7 @@ changes:
   build's module, `python3` is Debian's;
 - small sizes: Fashion-MNIST runs read 3,000 training and 500 test images (`--limit`, in commands,
   TOML files and Python calls), `--max-iter`/`max-iter` at most 20, `--last-step` at most 200,
-  `--rows` at most 20,000;
+  `--rows` at most 20,000, WordNet's nouns (`/usr/share/wordnet/data.noun`) their first 20,000 lines;
 - the ports 2222-2229 become free ones.
 Whatever a block leaves running is killed when it ends.
 """
@@ -88,6 +88,7 @@ def adapted(block, binary, build):
     block = block.replace("build/apps/shardopt", binary)
     block = re.sub(r"(?m)(^|[\s;&|(])shardopt ", lambda m: m.group(1) + binary + " ", block)
     block = block.replace("PYTHONPATH=build/python", f"PYTHONPATH={build}/python")
+    block = block.replace(WORDNET_NOUNS, "wordnet-nouns")  # prepare()'s first lines of it
     block = re.sub(r"(?<![/\w.-])python3 ", "/usr/bin/python3 ", block)
     return block
 
@@ -101,6 +102,13 @@ def prepare(folder, root, binary, build):
     (folder / "build" / "apps").mkdir(parents=True)
     os.symlink(binary, folder / "build" / "apps" / "shardopt")
     os.symlink(pathlib.Path(build) / "python", folder / "build" / "python")
+    if os.path.exists(WORDNET_NOUNS):
+        with open(WORDNET_NOUNS, encoding="latin-1") as nouns:
+            head = [line for _, line in zip(range(20000), nouns)]
+        (folder / "wordnet-nouns").write_text("".join(head), encoding="latin-1")
+
+
+WORDNET_NOUNS = "/usr/share/wordnet/data.noun"
 
 
 # An indented line that is a shardopt command with concrete arguments (no PLACEHOLDER, as in a
