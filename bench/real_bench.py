@@ -277,6 +277,13 @@ def main():
     options = parser.parse_args()
     if options.repeat < 1:
         parser.error("--repeat must be 1 or more")
+    known = REAL + list(GENERATED)
+    for name in options.sets.split(","):
+        if name not in known:
+            parser.error(f"--sets: unknown set '{name}' (expected some of {', '.join(known)})")
+    for reg in options.reg.split(","):
+        if reg not in REGULARISATION:
+            parser.error(f"--reg: unknown regularisation '{reg}' (expected weak or strong, or both: weak,strong)")
     if options.liblinear_eps is not None and not options.l1:
         parser.error("--liblinear-eps takes --l1 (the L2 runs are timed to LIBLINEAR's default objective)")
     if options.liblinear_eps is not None and not options.liblinear_eps > 0:

@@ -140,3 +140,19 @@ def test_a_set_is_written_as_libsvm_with_its_description(monkeypatch):
     for line in lines:
         indices = [int(pair.split(":")[0]) for pair in line.split()[1:]]
         assert indices == sorted(set(indices)) and all(1 <= i <= 1024 for i in indices)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--sets", "debian"], "--sets: unknown set 'debian' (expected some of spam, wordnet, debian-en"),
+    (["--sets", "spam,", "--l1"], "--sets: unknown set ''"),
+    (["--reg", "medium"], "--reg: unknown regularisation 'medium'"),
+])
+def test_the_benchmark_refuses_unknown_sets_and_regularisations_before_any_run(arguments, message):
+    import subprocess
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "real_bench.py")
+    with tempfile.TemporaryDirectory() as data:
+        done = subprocess.run([sys.executable, script, "/nonexistent/shardopt", "--data", data, *arguments],
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, done.stderr
+        assert message in done.stderr
+        assert os.listdir(data) == []  # nothing built or run
