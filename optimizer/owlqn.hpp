@@ -96,8 +96,9 @@ struct owlqn_shrinking {
 /// every inner iteration (the hook sees the compact problem's figures: its F is the full one's, its
 /// pseudo-gradient the working set's). A run stopped by the hook or a failure inside a round reports
 /// the working set's pseudo-gradient norms; every other stop, the full one's. A round that takes no
-/// step ends the run (`line_search_failed`), and entries that do not increase or lie outside
-/// theta fail it.
+/// step, or whose steps do not lower the full F (at machine precision, where the compact problem's
+/// sums and the full one's differ in the last bits), ends the run (`line_search_failed`), and
+/// entries that do not increase or lie outside theta fail it.
 /// Sessions hand out states at full evaluations only (no pairs: a round starts without them), so
 /// a run resumed from one ends bit for bit as the uninterrupted one. The iteration limit ends a
 /// round, with one more full evaluation for its last state: a run continued from that state with

@@ -147,6 +147,7 @@ private:
         inner.max_iterations = std::min(inner.max_iterations, o_.max_iterations - info_.iteration);
       std::optional<run_stop> outer_stop;
       const int base_iterations = info_.iteration, base_evaluations = info_.evaluations - start.evaluations;
+      const double round_start = fx_;
       const iteration_hook forward = [&](const iteration_info& at) {
         info_ = at;
         info_.iteration = base_iterations + at.iteration;
@@ -186,6 +187,13 @@ private:
                         round->message.empty() ? "a round on the working set took no step" : round->message};
       if (auto stop = evaluate_full(x))
         return *stop;
+      // The round's steps lowered the compact problem's F, which may differ from the full one's in
+      // the last bits (another order of sums): a round that did not lower the full F is at machine
+      // precision, and every round after it would repeat it.
+      if (!(fx_ < round_start) && !finished(x))
+        return run_stop{stop_reason::line_search_failed,
+                        "a round on the working set did not lower the objective (it may be at machine "
+                        "precision; consider a larger epsilon)"};
     }
   }
 
