@@ -205,6 +205,19 @@ TEST_CASE("the reused parser starts every parse where a fresh definition starts,
   CHECK(third->lbfgs.max_iterations == defaults.lbfgs.max_iterations);
   CHECK(third->shards == defaults.shards);
 
+  // Choices, and a flag an each() callback sets, in another command.
+  parser.parse({"train", "--mode", "ps", "--solver", "lbfgs"});
+  CHECK(parser.values().train.mode == apps::train_mode::ps);
+  CHECK(parser.values().train.solver == apps::solver_kind::lbfgs);
+  parser.parse({"train"});
+  CHECK(parser.values().train.mode == defaults.mode);
+  CHECK(parser.values().train.solver == defaults.solver);
+  parser.parse({"generate", "-o", "x.svm", "--nonzeros", "5"});
+  CHECK(parser.values().generate.nonzeros_given);
+  parser.parse({"generate", "-o", "x.svm"});
+  CHECK(!parser.values().generate.nonzeros_given);
+  CHECK(parser.values().generate.spec.nonzeros == fresh.generate.spec.nonzeros);
+
   // A configuration key is checked by a parse of its own, which leaves nothing behind either.
   REQUIRE(apps::option_arguments("train", "lambda", toml::value(0.75), "key"));
   parser.parse({"train"});
