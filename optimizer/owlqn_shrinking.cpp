@@ -185,15 +185,24 @@ private:
         return run_stop{round->reason == stop_reason::line_search_failed ? round->reason
                                                                            : stop_reason::line_search_failed,
                         round->message.empty() ? "a round on the working set took no step" : round->message};
+      g_.swap(g_start_);  // the round's start gradient, kept in case the round is undone below
+      g_.resize(n);
       if (auto stop = evaluate_full(x))
         return *stop;
       // The round's steps lowered the compact problem's F, which may differ from the full one's in
       // the last bits (another order of sums): a round that did not lower the full F is at machine
-      // precision, and every round after it would repeat it.
-      if (!(fx_ < round_start) && !finished(x))
+      // precision, and every round after it would repeat it. The run ends at the round's start,
+      // the last state handed out (its iterations count what the round did).
+      if (!(fx_ < round_start) && !finished(x)) {
+        for (Eigen::Index k = 0; k < m; ++k)
+          x[entries[static_cast<std::size_t>(k)]] = start.theta[k];
+        g_.swap(g_start_);
+        fx_ = round_start;
+        figures(x);
         return run_stop{stop_reason::line_search_failed,
                         "a round on the working set did not lower the objective (it may be at machine "
                         "precision; consider a larger epsilon)"};
+      }
     }
   }
 
@@ -218,7 +227,7 @@ private:
   iteration_info info_;
   std::vector<double> ring_;
   double fx_ = 0;
-  Eigen::VectorXd g_, pg_;
+  Eigen::VectorXd g_, pg_, g_start_;
   std::vector<Eigen::Index> wanted_;
 };
 

@@ -372,31 +372,52 @@ TEST_CASE("OWL-QN with shrinking at machine precision stops on its own (epsilon 
   // compared with the full evaluation's F, and a compact problem whose sums sit below it (here by
   // 1e-12) accepts a step that lowers nothing, round after round, unless a round that did not lower
   // the full F ends the run (without that check: 5,000 iterations, the limit).
-  for (const std::uint32_t seed : {16u, 17u, 18u})
+  for (const std::uint32_t seed : {16u, 17u, 18u}) {
+    CAPTURE(seed);
+    const std::int64_t d = 600;
+    const auto data = sparse_labelled(500, d, seed);
+    const model::model_shape shape{model::model_kind::logistic, d, 1};
+    model::local_objective f{shape, data, 1e-4};
+    const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+    // Where plain OWL-QN ends on the true objective.
+    Eigen::VectorXd plain_theta = Eigen::VectorXd::Zero(shape.dimension());
+    const auto p = *opt::minimize_owlqn(f, plain_theta, tight(), c, {}, {}, plain());
     for (const double below : {0.0, 1e-12}) {
-      CAPTURE(seed);
       CAPTURE(below);
-      const std::int64_t d = 600;
-      const auto data = sparse_labelled(500, d, seed);
-      const model::model_shape shape{model::model_kind::logistic, d, 1};
-      model::local_objective f{shape, data, 1e-4};
       lower_compact shifted{f, below};
-      const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
       auto o = tight();
       o.epsilon = 0;
       o.max_iterations = 5000;
       opt::owlqn_shrinking s;
       s.refresh = 4;
+      std::vector<opt::lbfgs_state> states;
       Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
-      const auto r = *opt::minimize_owlqn(shifted, theta, o, c, {}, {}, s);
+      const auto r = *opt::minimize_owlqn(shifted, theta, o, c, {}, shardopt::test::keep_states(states), s);
       CAPTURE(r.message);
       CHECK(r.reason == opt::stop_reason::line_search_failed);
       CHECK(r.iterations < 2000);
-      if (below > 0)
-        CHECK(r.message.find("did not lower the objective") != std::string::npos);
-      // Where plain OWL-QN ends on the true objective.
-      Eigen::VectorXd plain_theta = Eigen::VectorXd::Zero(shape.dimension());
-      const auto p = *opt::minimize_owlqn(f, plain_theta, tight(), c, {}, {}, plain());
       CHECK(r.f == doctest::Approx(p.f).epsilon(1e-10));
+      if (below == 0)
+        continue;
+      CHECK(r.message.find("did not lower the objective") != std::string::npos);
+      // It ends where the round that did not lower F started: the last state handed out.
+      REQUIRE(!states.empty());
+      CHECK(shardopt::test::same_bits(theta, states.back().theta));
+      CHECK(shardopt::test::same_bits(&r.f, &states.back().f, 1));
+      // Resumed from that state, it ends the same way, bit for bit.
+      opt::lbfgs_session resuming;
+      resuming.resume = &states.back();
+      Eigen::VectorXd resumed = Eigen::VectorXd::Zero(shape.dimension());
+      const auto again = *opt::minimize_owlqn(shifted, resumed, o, c, {}, resuming, s);
+      CHECK(again.reason == r.reason);
+      CHECK(again.iterations == r.iterations);
+      CHECK(shardopt::test::same_bits(resumed, theta));
+      // With the iteration limit at that round's end, the limit is the stop.
+      auto limited = o;
+      limited.max_iterations = r.iterations;
+      Eigen::VectorXd capped = Eigen::VectorXd::Zero(shape.dimension());
+      const auto at_limit = *opt::minimize_owlqn(shifted, capped, limited, c, {}, {}, s);
+      CHECK(at_limit.reason == opt::stop_reason::max_iterations);
     }
+  }
 }
