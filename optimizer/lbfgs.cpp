@@ -98,6 +98,9 @@ std::optional<run_stop> hand_out(const lbfgs_session& session, lbfgs_state& stat
     state.s.push_back(*s);
     state.y.push_back(*y);
   }
+  // A state the session does not want now is not assembled (its pairs are kept above for later ones).
+  if (!last && session.due && !session.due(log.info().iteration, log.seconds()))
+    return std::nullopt;
   state.theta = x;
   state.grad = grad;
   state.f = f;

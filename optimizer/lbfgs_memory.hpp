@@ -28,7 +28,8 @@ void resume_memory(const lbfgs_state& saved, Eigen::VectorXd& x, double& f, Eige
 
 /// Hands the session the state after an iteration (nothing without `on_state`): `state` gains the
 /// pair (s, y) when `s` is given (the oldest dropped beyond `history`) and x, grad, f with the
-/// log's counts. A failed save is the run's stop.
+/// log's counts, unless the state is not `last` and the session's `due` says it is not wanted now.
+/// A failed save is the run's stop.
 std::optional<run_stop> hand_out(const lbfgs_session& session, lbfgs_state& state, const Eigen::VectorXd* s,
                                  const Eigen::VectorXd* y, int history, const Eigen::VectorXd& x,
                                  const Eigen::VectorXd& grad, double f, const run_log& log, bool last);
