@@ -62,7 +62,7 @@ result<void> check_options(const lbfgs_options& options, Eigen::Index n);
 /// Checks that a state fits a problem of dimension `n` under `options` (vector sizes, pair count,
 /// `past` ring, finite values); the failure (invalid) names the first misfit.
 /// `without_pairs`: a state past its first iteration may hold none (OWL-QN's shrinking hands out
-/// states at the start of its rounds, which start without pairs).
+/// states at the start of its rounds, which start from one pair at most).
 result<void> check_state(const lbfgs_state& state, Eigen::Index n, const lbfgs_options& options,
                          bool without_pairs = false);
 

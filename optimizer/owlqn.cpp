@@ -292,7 +292,7 @@ result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::Vect
     return ok.error();
   if (session.resume) {
     const auto& saved = *session.resume;
-    auto ok = check_state(saved, theta.size(), options, true);  // a shrinking run's states hold no pairs
+    auto ok = check_state(saved, theta.size(), options, true);  // a shrinking run's first state holds none
     for (std::size_t i = 0; ok && i < saved.s.size(); ++i)
       if (!(sparse_bfgs::curvature(saved.s[i], saved.y[i]) > 0))  // summed as the loop sums it
         ok = fail_invalid("a correction pair has no positive curvature");

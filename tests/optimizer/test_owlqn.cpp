@@ -3,6 +3,7 @@
 // the same bits for K shards as for one, runs resumed from any saved state, and misfit options.
 
 #include "model/local_objective.hpp"
+#include "optimizer/lbfgs.hpp"
 #include "optimizer/owlqn.hpp"
 #include "optimizer/vector_pool.hpp"
 
@@ -13,8 +14,10 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace opt = shardopt::optimizer;
@@ -114,7 +117,9 @@ TEST_CASE("OWL-QN on softmax data: optimal, biases unpenalised, and K shards giv
   const model::model_shape shape{model::model_kind::softmax, 13, 4};
   const auto data = shardopt::test::random_problem(20261125, 600, 13, 4, true);
   model::local_objective one{shape, data, 1e-3};
-  model::local_objective three{shape, data, 1e-3, {{0, 150}, {150, 420}, {420, 600}}};
+  // Shards of whole canonical blocks (9 rows for 600: exact_sum.hpp), as the actors cut them: at 150
+  // and 420 the blocks' loss sums group otherwise and F differs in its last bits.
+  model::local_objective three{shape, data, 1e-3, {{0, 153}, {153, 423}, {423, 600}}};
   const Eigen::VectorXd c = 0.02 * model::weight_mask(shape);
   auto o = tight();
   o.epsilon = 1e-8;
@@ -237,6 +242,45 @@ TEST_CASE("a plain OWL-QN run resumed from any saved state ends bit for bit wher
   const auto refused = opt::minimize_owlqn(f, x, o, c, {}, resuming, plain);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.error().message().find("no positive curvature") != std::string::npos);
+}
+
+TEST_CASE("a session's due says which states OWL-QN and L-BFGS assemble, and the last one still holds every pair") {
+  opt::owlqn_shrinking plain;
+  plain.enabled = false;
+  const model::model_shape shape{model::model_kind::softmax, 13, 4};
+  model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
+  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  auto o = tight();
+  o.epsilon = 1e-6;
+  o.history = 5;
+  for (const bool l1 : {true, false}) {
+    CAPTURE(l1);
+    const auto run = [&](std::vector<opt::lbfgs_state>& states, bool every) {
+      auto session = shardopt::test::keep_states(states);
+      if (!every)
+        session.due = [](int iterations, double) { return iterations == 3; };
+      Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
+      return l1 ? *opt::minimize_owlqn(f, x, o, c, {}, session, plain) : *opt::minimize(f, x, o, {}, session);
+    };
+    std::vector<opt::lbfgs_state> all, due;
+    const auto whole = run(all, true);
+    const auto some = run(due, false);
+    REQUIRE(whole.reason == opt::stop_reason::converged);  // a last state
+    REQUIRE(whole.iterations >= 8);
+    CHECK(some.iterations == whole.iterations);
+    // The state due at iteration 3 and the last one: the same pairs as the run that saw every state.
+    REQUIRE(due.size() == 2);
+    for (const auto& [seen, kept] : {std::pair{&due[0], &all[2]}, std::pair{&due[1], &all.back()}}) {
+      CHECK(seen->iterations == kept->iterations);
+      REQUIRE(seen->s.size() == kept->s.size());
+      CHECK(seen->s.size() == std::min<std::size_t>(static_cast<std::size_t>(seen->iterations), 5));
+      for (std::size_t p = 0; p < seen->s.size(); ++p) {
+        CHECK(shardopt::test::same_bits(seen->s[p], kept->s[p]));
+        CHECK(shardopt::test::same_bits(seen->y[p], kept->y[p]));
+      }
+      CHECK(shardopt::test::same_bits(seen->theta, kept->theta));
+    }
+  }
 }
 
 TEST_CASE("OWL-QN refuses L1 weights that do not fit, negative ones, and bounds, naming them") {

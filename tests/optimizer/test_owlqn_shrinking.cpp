@@ -194,9 +194,10 @@ TEST_CASE("OWL-QN with shrinking reads fewer non-zeros than plain OWL-QN to the 
   }
   CAPTURE(read[0]);
   CAPTURE(read[1]);
-  // In full passes' worth of non-zeros: measured 98.5 against 225 (a shrinking that read every
-  // column would read more than plain OWL-QN, its rounds starting without pairs).
-  CHECK(read[1] < 0.7 * read[0]);
+  // In full passes' worth of non-zeros: measured 79.5 against 225, and 98.5 with rounds that start
+  // without the last round's pair (steepest descent, halved from 1 / ||pg||: the bound fails), a
+  // shrinking that read every column would read more than plain OWL-QN.
+  CHECK(read[1] < 0.4 * read[0]);
 }
 
 TEST_CASE("OWL-QN with shrinking: K shards give the bits of one, for softmax with biases unpenalised") {
@@ -246,7 +247,13 @@ TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends
   REQUIRE(states.size() >= 4);
   for (const std::size_t k : {std::size_t{0}, std::size_t{1}, states.size() / 2, states.size() - 2}) {
     CAPTURE(k);
-    CHECK(states[k].s.empty());
+    // Before the first round no pair; then the last round's last pair, which the next one starts
+    // from, on theta's entries.
+    CHECK(states[k].s.size() == (k == 0 ? 0u : 1u));
+    if (k > 0) {
+      REQUIRE(states[k].s[0].size() == shape.dimension());
+      CHECK(states[k].s[0].dot(states[k].y[0]) > 0);
+    }
     opt::lbfgs_session resuming;
     resuming.resume = &states[k];
     Eigen::VectorXd resumed = Eigen::VectorXd::Ones(shape.dimension());  // ignored: the state's theta

@@ -167,7 +167,8 @@ TEST_CASE("OWL-QN (--l1 --no-shrinking) killed with SIGKILL and started again en
 }
 
 TEST_CASE("OWL-QN with shrinking (--l1) killed with SIGKILL and started again ends bit for bit as an uninterrupted run (local)") {
-  // States come at the start of its rounds only (no pairs), and the last where the limit stops it.
+  // States come at the start of its rounds only (with the one pair a round starts from), and the
+  // last where the limit stops it.
   check_kill_and_resume({"--l1", "1e-3"}, resume_case{"owlqn", "1e-4", 60, "max_iterations", 20, 0,
                                                       {"lbfgs-000000000060.txt"}});
 }
