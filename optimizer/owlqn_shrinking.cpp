@@ -160,8 +160,10 @@ private:
       from_full.due = [](int, double) { return false; };  // only the last state
       lbfgs_options inner = o_;
       // Until the set's pseudo-gradient falls to a tenth of the full one's, or to the run's own
-      // threshold (||x|| is the same on the set: the rest is 0): a full evaluation decides then.
+      // epsilon (the full evaluation after the round decides). Not to epsilon_rel ||x||: the set's
+      // norms sum in another order, and a round met at its start would take no step.
       inner.epsilon = std::max(shrink_.tolerance * pg_.norm(), o_.epsilon);
+      inner.epsilon_rel = 0;
       inner.past = 0;
       inner.max_iterations = shrink_.refresh;
       if (o_.max_iterations > 0)
