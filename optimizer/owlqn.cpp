@@ -57,6 +57,7 @@ public:
 
   /// Runs from x (or the session's state), leaving x at the last accepted iterate.
   run_stop run(Eigen::VectorXd& x);
+  const sparse_bfgs& memory() const { return bfgs_; }
 
 private:
   using chunk_sums = std::array<double, 2>;
@@ -256,7 +257,10 @@ run_stop owlqn_loop::run(Eigen::VectorXd& x) {
     // pair without positive curvature would break the matrix, so it is left out.
     const bool kept = sy > 0;
     if (auto stop = finished(x)) {
-      // A run with a higher limit would add this pair and go on: hand out that state.
+      // A run with a higher limit would add this pair and go on: hand out that state (and keep
+      // the pair, the newest a caller may ask for).
+      if (kept)
+        bfgs_.commit();
       if (auto failed = hand_out(x, kept, true))
         return *failed;
       return *stop;
@@ -288,11 +292,19 @@ result<void> check_owlqn(const lbfgs_options& options, const Eigen::VectorXd& l1
 result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::VectorXd& theta,
                                          const lbfgs_options& options, const Eigen::VectorXd& l1,
                                          const iteration_hook& hook, const lbfgs_session& session) {
+  detail::sparse_pair newest;
+  return detail::minimize_owlqn_keeping_newest(f, theta, options, l1, hook, session, newest);
+}
+
+result<run_result> detail::minimize_owlqn_keeping_newest(const evaluate_function& f, Eigen::VectorXd& theta,
+                                                         const lbfgs_options& options, const Eigen::VectorXd& l1,
+                                                         const iteration_hook& hook, const lbfgs_session& session,
+                                                         sparse_pair& newest) {
   if (auto ok = detail::check_owlqn(options, l1, theta.size()); !ok)
     return ok.error();
   if (session.resume) {
     const auto& saved = *session.resume;
-    auto ok = check_state(saved, theta.size(), options, true);  // a shrinking run's first state holds none
+    auto ok = check_state(saved, theta.size(), options, true);  // a shrinking run's states hold one at most
     for (std::size_t i = 0; ok && i < saved.s.size(); ++i)
       if (!(sparse_bfgs::curvature(saved.s[i], saved.y[i]) > 0))  // summed as the loop sums it
         ok = fail_invalid("a correction pair has no positive curvature");
@@ -302,6 +314,7 @@ result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::Vect
   run_log log{hook, options.past, options.delta};
   owlqn_loop loop{f, log, options, l1, session};
   auto stop = loop.run(theta);
+  loop.memory().newest(newest.index, newest.s, newest.y);
   return log.finish(std::move(stop));
 }
 

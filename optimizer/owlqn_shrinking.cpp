@@ -59,7 +59,7 @@ private:
 
   /// Hands the session the state at x, with the pair the next round starts from (if any).
   std::optional<run_stop> hand_out(const Eigen::VectorXd& x, bool last) {
-    if (!session_.on_state)
+    if (!session_.on_state || (!last && session_.due && !session_.due(info_.iteration, seconds())))
       return std::nullopt;
     lbfgs_state state;
     if (!carried_.index.empty()) {
@@ -104,7 +104,7 @@ private:
       ring_ = saved.f_history;
       // The pair a round starts from; a plain OWL-QN state's newest.
       if (!saved.s.empty())
-        carry(saved.s.back(), saved.y.back(), nullptr);
+        carry(saved.s.back(), saved.y.back());
       figures(x);
     } else {
       g_.resize(n);
@@ -151,13 +151,6 @@ private:
       start_pair(entries, start);
       lbfgs_session from_full;
       from_full.resume = &start;
-      // The round's last pair, carried to the next round's start.
-      from_full.on_state = [&](const lbfgs_state& at, bool last) -> result<void> {
-        if (last && !at.s.empty())
-          carry(at.s.back(), at.y.back(), &entries);
-        return {};
-      };
-      from_full.due = [](int, double) { return false; };  // only the last state
       lbfgs_options inner = o_;
       // Until the set's pseudo-gradient falls to a tenth of the full one's, or to the run's own
       // epsilon (the full evaluation after the round decides). Not to epsilon_rel ||x||: the set's
@@ -169,7 +162,8 @@ private:
       if (o_.max_iterations > 0)
         inner.max_iterations = std::min(inner.max_iterations, o_.max_iterations - info_.iteration);
       std::optional<run_stop> outer_stop;
-      const int base_iterations = info_.iteration, base_evaluations = info_.evaluations - start.evaluations;
+      const int base_iterations = info_.iteration;
+      int base_evaluations = info_.evaluations - start.evaluations;
       const double round_start = fx_;
       const iteration_hook forward = [&](const iteration_info& at) {
         info_ = at;
@@ -186,9 +180,29 @@ private:
         }
         return true;
       };
-      auto round = minimize_owlqn_erased(restricted->evaluate, xc, inner, cc, forward, from_full);
+      auto round = detail::minimize_owlqn_keeping_newest(restricted->evaluate, xc, inner, cc, forward, from_full,
+                                                         newest_);
+      // A round that took no step from the carried pair (a pair whose curvature on this set is
+      // badly scaled can make every trial too long) runs again without it, as rounds ran before:
+      // decided by the round's start alone, so a resume repeats it.
+      if (round && !outer_stop && round->iterations == 0 && round->reason == stop_reason::line_search_failed
+          && !start.s.empty()) {
+        base_evaluations += round->evaluations - start.evaluations;
+        info_.evaluations = base_evaluations + start.evaluations;
+        start.s.clear();
+        start.y.clear();
+        xc = start.theta;
+        round = detail::minimize_owlqn_keeping_newest(restricted->evaluate, xc, inner, cc, forward, from_full,
+                                                      newest_);
+      }
       if (!round)
         return run_stop{stop_reason::evaluation_failed, round.error().message()};
+      // The round's newest pair (the one it started from if it kept none), for the next round.
+      carried_.index.clear();
+      for (const auto k : newest_.index)
+        carried_.index.push_back(entries[static_cast<std::size_t>(k)]);
+      carried_.s.swap(newest_.s);
+      carried_.y.swap(newest_.y);
       for (Eigen::Index k = 0; k < m; ++k)
         x[entries[static_cast<std::size_t>(k)]] = xc[k];
       info_.evaluations = base_evaluations + round->evaluations;
@@ -202,6 +216,14 @@ private:
       }
       if (round->reason == stop_reason::evaluation_failed)
         return run_stop{round->reason, round->message};
+      // A round met at its start: the set's pseudo-gradient is the full one's, its norm summed in
+      // another order, and the full one is at the threshold to rounding.
+      if (round->iterations == 0 && round->reason == stop_reason::converged
+          && pg_.norm() <= o_.epsilon * (1 + 1e-9)) {
+        if (auto failed = hand_out(x, true))
+          return *failed;
+        return run_stop{stop_reason::converged, ""};
+      }
       // A round that took no step on the set of every free entry (its line search failed, or a
       // restriction that left out a free entry): no round after it would take one.
       if (round->iterations == 0)
@@ -229,15 +251,15 @@ private:
     }
   }
 
-  /// Keeps the pair (s, y) on `entries` (all of theta's without) for the next round's start: its
-  /// entries where s or y is not 0.
-  void carry(const Eigen::VectorXd& s, const Eigen::VectorXd& y, const std::vector<Eigen::Index>* entries) {
+  /// Keeps the pair (s, y) of theta's entries for the next round's start: its entries where s or y
+  /// is not 0.
+  void carry(const Eigen::VectorXd& s, const Eigen::VectorXd& y) {
     carried_.index.clear();
     carried_.s.clear();
     carried_.y.clear();
     for (Eigen::Index k = 0; k < s.size(); ++k)
       if (s[k] != 0 || y[k] != 0) {
-        carried_.index.push_back(entries ? (*entries)[static_cast<std::size_t>(k)] : k);
+        carried_.index.push_back(k);
         carried_.s.push_back(s[k]);
         carried_.y.push_back(y[k]);
       }
@@ -292,10 +314,8 @@ private:
   double fx_ = 0;
   Eigen::VectorXd g_, pg_, g_start_;
   std::vector<Eigen::Index> wanted_;
-  struct {
-    std::vector<Eigen::Index> index;  // increasing
-    std::vector<double> s, y;
-  } carried_;  // the last round's last pair, on theta's entries
+  detail::sparse_pair carried_;  // the last round's newest pair, on theta's entries
+  detail::sparse_pair newest_;   // the same on the round's entries
 };
 
 } // namespace

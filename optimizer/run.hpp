@@ -129,7 +129,7 @@ private:
 /// had never stopped); a failure it returns ends the run (`evaluation_failed`, with its message).
 /// With `resume`, the run continues from that state instead of starting at `theta`.
 /// `due(iterations, seconds)`, when set, says whether a state that is not `last` is wanted at
-/// all: a solver whose state is costly to assemble (Newton-CG) asks it first.
+/// all: the solvers ask it first and assemble no state it does not want.
 template <class State>
 struct solver_session {
   const State* resume = nullptr;

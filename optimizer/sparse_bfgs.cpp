@@ -112,6 +112,22 @@ void sparse_bfgs::apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out
   }
 }
 
+void sparse_bfgs::newest(std::vector<Eigen::Index>& index, std::vector<double>& s, std::vector<double>& y) const {
+  index.clear();
+  s.clear();
+  y.clear();
+  if (count_ == 0)
+    return;
+  const int size = static_cast<int>(ring_.size());
+  const auto& p = ring_[static_cast<std::size_t>((next_ + size - 1) % size)];
+  for (std::size_t k = 0; k < p.s.size(); ++k)
+    if (p.s[k] != 0 || p.y[k] != 0) {  // a dense pair holds zeros too
+      index.push_back(p.dense ? static_cast<Eigen::Index>(k) : p.index[k]);
+      s.push_back(p.s[k]);
+      y.push_back(p.y[k]);
+    }
+}
+
 std::int64_t sparse_bfgs::stored() const {
   std::int64_t total = 0;
   int j = next_;

@@ -35,6 +35,9 @@ public:
   /// out = a H v, H the inverse Hessian approximation (a v without pairs).
   void apply(const Eigen::VectorXd& v, double a, Eigen::VectorXd& out);
   int pairs() const { return count_; }
+  /// The newest pair on its support (the entries where s or y is not zero, increasing) into
+  /// `index`, `s`, `y`; all three empty without pairs.
+  void newest(std::vector<Eigen::Index>& index, std::vector<double>& s, std::vector<double>& y) const;
   /// Entries the pairs store, over all of them (for the tests; dense pairs count the dimension).
   std::int64_t stored() const;
 

@@ -194,7 +194,7 @@ TEST_CASE("OWL-QN with shrinking reads fewer non-zeros than plain OWL-QN to the 
   }
   CAPTURE(read[0]);
   CAPTURE(read[1]);
-  // In full passes' worth of non-zeros: measured 79.5 against 225, and 98.5 with rounds that start
+  // In full passes' worth of non-zeros: measured 79.5 against 225, and 96.8 with rounds that start
   // without the last round's pair (steepest descent, halved from 1 / ||pg||: the bound fails), a
   // shrinking that read every column would read more than plain OWL-QN.
   CHECK(read[1] < 0.4 * read[0]);
