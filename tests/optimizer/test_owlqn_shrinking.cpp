@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -282,6 +283,105 @@ TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends
   CHECK(rest.iterations > 6);
   CHECK(rest.f == doctest::Approx(full.f).epsilon(1e-10));
   CHECK(rest.nonzeros == full.nonzeros);
+}
+
+TEST_CASE("OWL-QN with shrinking resumed from a plain OWL-QN state starts its first round from the state's newest pair") {
+  const std::int64_t d = 800;
+  const auto data = sparse_labelled(700, d, 14);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  model::local_objective f{shape, data, 1e-4};
+  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  auto o = tight();
+  o.epsilon = 1e-6;
+  std::vector<opt::lbfgs_state> states;
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
+  auto limited = o;
+  limited.max_iterations = 8;
+  REQUIRE(opt::minimize_owlqn(f, x, limited, c, {}, shardopt::test::keep_states(states), plain())->reason
+          == opt::stop_reason::max_iterations);
+  const auto& saved = states.back();
+  REQUIRE(saved.s.size() >= 3);
+  // The same state with its newest pair alone, and with none.
+  auto newest = saved;
+  newest.s.erase(newest.s.begin(), newest.s.end() - 1);
+  newest.y.erase(newest.y.begin(), newest.y.end() - 1);
+  auto none = saved;
+  none.s.clear();
+  none.y.clear();
+  Eigen::VectorXd ends[3];
+  opt::run_result runs[3];
+  const opt::lbfgs_state* from[3] = {&saved, &newest, &none};
+  for (int k = 0; k < 3; ++k) {
+    opt::lbfgs_session resuming;
+    resuming.resume = from[k];
+    ends[k] = Eigen::VectorXd::Zero(shape.dimension());
+    runs[k] = *opt::minimize_owlqn(f, ends[k], o, c, {}, resuming);
+    CHECK(runs[k].reason == opt::stop_reason::converged);
+  }
+  CHECK(runs[0].evaluations == runs[1].evaluations);
+  CHECK(shardopt::test::same_bits(ends[0], ends[1]));
+  // Without the pair the first round starts from steepest descent: another path, the same optimum.
+  CHECK(!shardopt::test::same_bits(ends[0], ends[2]));
+  CHECK(runs[0].f == doctest::Approx(runs[2].f).epsilon(1e-10));
+  Eigen::VectorXd g;
+  f.evaluate(ends[0], g);
+  CHECK(kkt_violation(ends[0], g, c) <= 1e-5);
+}
+
+/// A local objective whose second restriction's first `refused` evaluations return an infinite
+/// F: the line search of the round's start fails from whatever direction it takes.
+struct refusing_second_round {
+  model::local_objective& f;
+  int refused = 0;
+  int restrictions = 0;
+
+  std::int64_t dimension() const { return f.dimension(); }
+  double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) { return f.evaluate(theta, grad); }
+  bool can_restrict() const { return f.can_restrict(); }
+  shardopt::result<model::local_objective::restriction> restrict(const std::vector<Eigen::Index>& wanted) {
+    auto made = f.restrict(wanted);
+    if (!made || ++restrictions != 2)
+      return made;
+    made->evaluate = [left = refused, inner = std::move(made->evaluate)](const Eigen::VectorXd& t,
+                                                                         Eigen::VectorXd& g) mutable {
+      const double value = inner(t, g);
+      return left-- > 0 ? std::numeric_limits<double>::infinity() : value;
+    };
+    return made;
+  }
+};
+
+TEST_CASE("a shrinking round whose line search fails from the carried pair runs again without it") {
+  const std::int64_t d = 800;
+  const auto data = sparse_labelled(700, d, 14);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  model::local_objective f{shape, data, 1e-4};
+  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  auto o = tight();
+  o.epsilon = 1e-6;
+  o.max_linesearch = 3;
+  opt::owlqn_shrinking s;
+  s.refresh = 4;  // many rounds: the second starts from the first one's pair
+  Eigen::VectorXd reference = Eigen::VectorXd::Zero(shape.dimension());
+  const auto plain_run = *opt::minimize_owlqn(f, reference, o, c, {}, {}, plain());
+  REQUIRE(plain_run.reason == opt::stop_reason::converged);
+  {
+    // The pair's 3 trials are refused; the round runs again from steepest descent and steps.
+    refusing_second_round g{f, 3};
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
+    const auto run = *opt::minimize_owlqn(g, x, o, c, {}, {}, s);
+    CAPTURE(run.message);
+    CHECK(run.reason == opt::stop_reason::converged);
+    CHECK(g.restrictions >= 3);
+    CHECK(run.f == doctest::Approx(plain_run.f).epsilon(1e-9));
+  }
+  // Refused for both attempts: the run ends at that round, naming it.
+  refusing_second_round g{f, 6};
+  Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
+  const auto run = *opt::minimize_owlqn(g, x, o, c, {}, {}, s);
+  CHECK(run.reason == opt::stop_reason::line_search_failed);
+  CHECK(run.message.find("no step along the orthant-wise direction") != std::string::npos);
+  CHECK(g.restrictions == 2);
 }
 
 TEST_CASE("OWL-QN with shrinking where every weight stays 0: rounds on the biases alone") {
