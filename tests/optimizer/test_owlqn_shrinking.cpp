@@ -108,6 +108,13 @@ struct counting {
   }
 };
 
+/// An elastic-net problem of 700 rows and 800 features (L2 1e-4, L1 0.01) that takes several rounds.
+struct elastic_net {
+  model::model_shape shape{model::model_kind::logistic, 800, 1};
+  model::local_objective f{shape, sparse_labelled(700, 800, 14), 1e-4};
+  Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+};
+
 opt::lbfgs_options tight() {
   opt::lbfgs_options o;
   o.epsilon = 1e-8;
@@ -230,11 +237,10 @@ TEST_CASE("OWL-QN with shrinking: K shards give the bits of one, for softmax wit
 }
 
 TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends bit for bit") {
-  const std::int64_t d = 800;
-  const auto data = sparse_labelled(700, d, 14);
-  const model::model_shape shape{model::model_kind::logistic, d, 1};
-  model::local_objective f{shape, data, 1e-4};  // elastic net
-  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  elastic_net problem;
+  auto& f = problem.f;
+  const auto& shape = problem.shape;
+  const auto& c = problem.c;
   auto o = tight();
   o.epsilon = 1e-6;
   o.past = 3;
@@ -286,11 +292,10 @@ TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends
 }
 
 TEST_CASE("OWL-QN with shrinking resumed from a plain OWL-QN state starts its first round from the state's newest pair") {
-  const std::int64_t d = 800;
-  const auto data = sparse_labelled(700, d, 14);
-  const model::model_shape shape{model::model_kind::logistic, d, 1};
-  model::local_objective f{shape, data, 1e-4};
-  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  elastic_net problem;
+  auto& f = problem.f;
+  const auto& shape = problem.shape;
+  const auto& c = problem.c;
   auto o = tight();
   o.epsilon = 1e-6;
   std::vector<opt::lbfgs_state> states;
@@ -352,11 +357,10 @@ struct refusing_second_round {
 };
 
 TEST_CASE("a shrinking round whose line search fails from the carried pair runs again without it") {
-  const std::int64_t d = 800;
-  const auto data = sparse_labelled(700, d, 14);
-  const model::model_shape shape{model::model_kind::logistic, d, 1};
-  model::local_objective f{shape, data, 1e-4};
-  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  elastic_net problem;
+  auto& f = problem.f;
+  const auto& shape = problem.shape;
+  const auto& c = problem.c;
   auto o = tight();
   o.epsilon = 1e-6;
   o.max_linesearch = 3;
