@@ -25,12 +25,12 @@ struct sparse_pair {
   std::vector<double> s, y;
 };
 
-/// minimize_owlqn_erased, with the newest pair of the run's memory at its end into `newest` (empty
-/// without pairs): OWL-QN's shrinking starts its next round from it.
+/// minimize_owlqn_erased, with the newest pair of the run's memory at its end into `newest` when
+/// given (empty without pairs): OWL-QN's shrinking starts its next round from it.
 result<run_result> minimize_owlqn_keeping_newest(const evaluate_function& f, Eigen::VectorXd& theta,
                                                  const lbfgs_options& options, const Eigen::VectorXd& l1,
                                                  const iteration_hook& hook, const lbfgs_session& session,
-                                                 sparse_pair& newest);
+                                                 sparse_pair* newest);
 
 /// Continues a saved run: its iterate, objective and gradient into x, f, grad, its pairs replayed
 /// through `add_pair`, oldest first, into the loop's matrix (the same bits of direction as the run

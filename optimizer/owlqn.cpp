@@ -292,14 +292,13 @@ result<void> check_owlqn(const lbfgs_options& options, const Eigen::VectorXd& l1
 result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::VectorXd& theta,
                                          const lbfgs_options& options, const Eigen::VectorXd& l1,
                                          const iteration_hook& hook, const lbfgs_session& session) {
-  detail::sparse_pair newest;
-  return detail::minimize_owlqn_keeping_newest(f, theta, options, l1, hook, session, newest);
+  return detail::minimize_owlqn_keeping_newest(f, theta, options, l1, hook, session, nullptr);
 }
 
 result<run_result> detail::minimize_owlqn_keeping_newest(const evaluate_function& f, Eigen::VectorXd& theta,
                                                          const lbfgs_options& options, const Eigen::VectorXd& l1,
                                                          const iteration_hook& hook, const lbfgs_session& session,
-                                                         sparse_pair& newest) {
+                                                         sparse_pair* newest) {
   if (auto ok = detail::check_owlqn(options, l1, theta.size()); !ok)
     return ok.error();
   if (session.resume) {
@@ -314,7 +313,8 @@ result<run_result> detail::minimize_owlqn_keeping_newest(const evaluate_function
   run_log log{hook, options.past, options.delta};
   owlqn_loop loop{f, log, options, l1, session};
   auto stop = loop.run(theta);
-  loop.memory().newest(newest.index, newest.s, newest.y);
+  if (newest)
+    loop.memory().newest(newest->index, newest->s, newest->y);
   return log.finish(std::move(stop));
 }
 

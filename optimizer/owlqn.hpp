@@ -89,17 +89,21 @@ struct owlqn_shrinking {
 /// OWL-QN with shrinking. Each round evaluates F in full at x and takes as its working set the
 /// entries free there (unpenalised, not 0, or whose pseudo-gradient is not 0: a zero weight whose
 /// gradient exceeds its penalty), restricts f to them (`restrict`), and runs OWL-QN on that
-/// compact problem from x (with one pair, the last round's last, on the set's entries when its
+/// compact problem from x (with one pair, the last round's newest, on the set's entries when its
 /// curvature there is positive; its F and gradient there are the full evaluation's, so a round
 /// costs no evaluation at its start) for at most `refresh` iterations, or until its
-/// pseudo-gradient falls to `tolerance` times the full one or to the run's own threshold. Only full evaluations decide a
-/// stop at the gradient tests; the iteration limit, the hook and the objective-change test count
-/// every inner iteration (the hook sees the compact problem's figures: its F is the full one's, its
+/// pseudo-gradient falls to `tolerance` times the full one or to the run's threshold at the
+/// round's start (max(epsilon, epsilon_rel ||x||)). Only full evaluations decide a stop at the
+/// gradient tests; the iteration limit, the hook and the objective-change test count every inner
+/// iteration (the hook sees the compact problem's figures: its F is the full one's, its
 /// pseudo-gradient the working set's). A run stopped by the hook or a failure inside a round reports
-/// the working set's pseudo-gradient norms; every other stop, the full one's. A round that takes no
-/// step, or whose steps do not lower the full F (at machine precision, where the compact problem's
-/// sums and the full one's differ in the last bits), ends the run (`line_search_failed`), and
-/// entries that do not increase or lie outside theta fail it.
+/// the working set's pseudo-gradient norms; every other stop, the full one's. A round whose line
+/// search fails from the pair before any step runs again without it. A round met at its start
+/// (the full pseudo-gradient within 1e-9 relative of the threshold: the set's norm sums in another
+/// order) ends the run converged. A round that takes no step otherwise, or whose steps do not
+/// lower the full F (at machine precision, where the compact problem's sums and the full one's
+/// differ in the last bits), ends the run (`line_search_failed`), and entries that do not
+/// increase or lie outside theta fail it.
 /// Sessions hand out states at full evaluations only (with the pair the next round starts from, on
 /// theta's entries), so a run resumed from one ends bit for bit as the uninterrupted one. The iteration limit ends a
 /// round, with one more full evaluation for its last state: a run continued from that state with

@@ -153,9 +153,9 @@ private:
       from_full.resume = &start;
       lbfgs_options inner = o_;
       // Until the set's pseudo-gradient falls to a tenth of the full one's, or to the run's own
-      // epsilon (the full evaluation after the round decides). Not to epsilon_rel ||x||: the set's
-      // norms sum in another order, and a round met at its start would take no step.
-      inner.epsilon = std::max(shrink_.tolerance * pg_.norm(), o_.epsilon);
+      // threshold at the round's start (the full evaluation after the round decides).
+      const double threshold = std::max(o_.epsilon, o_.epsilon_rel * x.norm());
+      inner.epsilon = std::max(shrink_.tolerance * pg_.norm(), threshold);
       inner.epsilon_rel = 0;
       inner.past = 0;
       inner.max_iterations = shrink_.refresh;
@@ -181,7 +181,7 @@ private:
         return true;
       };
       auto round = detail::minimize_owlqn_keeping_newest(restricted->evaluate, xc, inner, cc, forward, from_full,
-                                                         newest_);
+                                                         &newest_);
       // A round that took no step from the carried pair (a pair whose curvature on this set is
       // badly scaled can make every trial too long) runs again without it, as rounds ran before:
       // decided by the round's start alone, so a resume repeats it.
@@ -193,10 +193,20 @@ private:
         start.y.clear();
         xc = start.theta;
         round = detail::minimize_owlqn_keeping_newest(restricted->evaluate, xc, inner, cc, forward, from_full,
-                                                      newest_);
+                                                      &newest_);
       }
       if (!round)
         return run_stop{stop_reason::evaluation_failed, round.error().message()};
+      // A round met at its start: the set's pseudo-gradient is the full one's, its norm summed in
+      // another order, and the full one is at the threshold to rounding (a restriction that left
+      // out free entries is not: it ends below). The last state is the one handed out at the start.
+      if (!outer_stop && round->iterations == 0 && round->reason == stop_reason::converged
+          && pg_.norm() <= threshold * (1 + 1e-9)) {
+        info_.evaluations = base_evaluations + round->evaluations;
+        if (auto failed = hand_out(x, true))
+          return *failed;
+        return run_stop{stop_reason::converged, ""};
+      }
       // The round's newest pair (the one it started from if it kept none), for the next round.
       carried_.index.clear();
       for (const auto k : newest_.index)
@@ -216,14 +226,6 @@ private:
       }
       if (round->reason == stop_reason::evaluation_failed)
         return run_stop{round->reason, round->message};
-      // A round met at its start: the set's pseudo-gradient is the full one's, its norm summed in
-      // another order, and the full one is at the threshold to rounding.
-      if (round->iterations == 0 && round->reason == stop_reason::converged
-          && pg_.norm() <= o_.epsilon * (1 + 1e-9)) {
-        if (auto failed = hand_out(x, true))
-          return *failed;
-        return run_stop{stop_reason::converged, ""};
-      }
       // A round that took no step on the set of every free entry (its line search failed, or a
       // restriction that left out a free entry): no round after it would take one.
       if (round->iterations == 0)

@@ -254,8 +254,8 @@ TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends
   REQUIRE(states.size() >= 4);
   for (const std::size_t k : {std::size_t{0}, std::size_t{1}, states.size() / 2, states.size() - 2}) {
     CAPTURE(k);
-    // Before the first round no pair; then the last round's last pair, which the next one starts
-    // from, on theta's entries.
+    // Before the first round no pair; then (in this run) the last round's newest pair, which the
+    // next one starts from, on theta's entries.
     CHECK(states[k].s.size() == (k == 0 ? 0u : 1u));
     if (k > 0) {
       REQUIRE(states[k].s[0].size() == shape.dimension());
@@ -339,6 +339,7 @@ struct refusing_second_round {
   model::local_objective& f;
   int refused = 0;
   int restrictions = 0;
+  std::shared_ptr<int> second_round_calls = std::make_shared<int>(0);
 
   std::int64_t dimension() const { return f.dimension(); }
   double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) { return f.evaluate(theta, grad); }
@@ -347,8 +348,9 @@ struct refusing_second_round {
     auto made = f.restrict(wanted);
     if (!made || ++restrictions != 2)
       return made;
-    made->evaluate = [left = refused, inner = std::move(made->evaluate)](const Eigen::VectorXd& t,
-                                                                         Eigen::VectorXd& g) mutable {
+    made->evaluate = [left = refused, calls = second_round_calls,
+                      inner = std::move(made->evaluate)](const Eigen::VectorXd& t, Eigen::VectorXd& g) mutable {
+      ++*calls;
       const double value = inner(t, g);
       return left-- > 0 ? std::numeric_limits<double>::infinity() : value;
     };
@@ -377,6 +379,7 @@ TEST_CASE("a shrinking round whose line search fails from the carried pair runs 
     CAPTURE(run.message);
     CHECK(run.reason == opt::stop_reason::converged);
     CHECK(g.restrictions >= 3);
+    CHECK(*g.second_round_calls > 3);
     CHECK(run.f == doctest::Approx(plain_run.f).epsilon(1e-9));
   }
   // Refused for both attempts: the run ends at that round, naming it.
@@ -386,6 +389,7 @@ TEST_CASE("a shrinking round whose line search fails from the carried pair runs 
   CHECK(run.reason == opt::stop_reason::line_search_failed);
   CHECK(run.message.find("no step along the orthant-wise direction") != std::string::npos);
   CHECK(g.restrictions == 2);
+  CHECK(*g.second_round_calls == 6);  // 3 trials from the pair, 3 from steepest descent
 }
 
 TEST_CASE("OWL-QN with shrinking where every weight stays 0: rounds on the biases alone") {
