@@ -46,6 +46,13 @@ opt::lbfgs_options tight() {
   return o;
 }
 
+/// Softmax over 400 rows of 13 features and 4 classes, L2 1e-4 and L1 0.01 on the weights.
+struct softmax_l1 {
+  model::model_shape shape{model::model_kind::softmax, 13, 4};
+  model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
+  Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+};
+
 } // namespace
 
 TEST_CASE("the pseudo-gradient takes the one-sided derivative that descends, 0 inside the subdifferential") {
@@ -195,9 +202,10 @@ TEST_CASE("OWL-QN's passes over the dimension on a pool of threads give the bits
 TEST_CASE("a plain OWL-QN run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
   opt::owlqn_shrinking plain;  // every state, with its pairs (shrinking: test_owlqn_shrinking.cpp)
   plain.enabled = false;
-  const model::model_shape shape{model::model_kind::softmax, 13, 4};
-  model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
-  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  softmax_l1 problem;
+  const auto& shape = problem.shape;
+  auto& f = problem.f;
+  const auto& c = problem.c;
   auto o = tight();
   o.epsilon = 1e-9;
   o.history = 5;
@@ -247,9 +255,10 @@ TEST_CASE("a plain OWL-QN run resumed from any saved state ends bit for bit wher
 TEST_CASE("a session's due says which states OWL-QN and L-BFGS assemble, and the last one still holds every pair") {
   opt::owlqn_shrinking plain;
   plain.enabled = false;
-  const model::model_shape shape{model::model_kind::softmax, 13, 4};
-  model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
-  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  softmax_l1 problem;
+  const auto& shape = problem.shape;
+  auto& f = problem.f;
+  const auto& c = problem.c;
   auto o = tight();
   o.epsilon = 1e-6;
   o.history = 5;

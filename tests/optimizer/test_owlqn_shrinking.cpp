@@ -108,13 +108,6 @@ struct counting {
   }
 };
 
-/// An elastic-net problem of 700 rows and 800 features (L2 1e-4, L1 0.01) that takes several rounds.
-struct elastic_net {
-  model::model_shape shape{model::model_kind::logistic, 800, 1};
-  model::local_objective f{shape, sparse_labelled(700, 800, 14), 1e-4};
-  Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
-};
-
 opt::lbfgs_options tight() {
   opt::lbfgs_options o;
   o.epsilon = 1e-8;
@@ -127,6 +120,19 @@ opt::owlqn_shrinking plain() {
   s.enabled = false;
   return s;
 }
+
+/// An elastic-net problem of 700 rows and 800 features (L2 1e-4, L1 0.01) that takes several
+/// rounds, with the options its tests start from.
+struct elastic_net {
+  model::model_shape shape{model::model_kind::logistic, 800, 1};
+  model::local_objective f{shape, sparse_labelled(700, 800, 14), 1e-4};
+  Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  opt::lbfgs_options o = [] {
+    auto options = tight();
+    options.epsilon = 1e-6;
+    return options;
+  }();
+};
 
 } // namespace
 
@@ -238,11 +244,7 @@ TEST_CASE("OWL-QN with shrinking: K shards give the bits of one, for softmax wit
 
 TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends bit for bit") {
   elastic_net problem;
-  auto& f = problem.f;
-  const auto& shape = problem.shape;
-  const auto& c = problem.c;
-  auto o = tight();
-  o.epsilon = 1e-6;
+  auto& [shape, f, c, o] = problem;
   o.past = 3;
   o.delta = 1e-300;  // the ring is kept and saved, the test never fires
   opt::owlqn_shrinking s;
@@ -293,11 +295,7 @@ TEST_CASE("an OWL-QN run with shrinking resumed from any state it hands out ends
 
 TEST_CASE("OWL-QN with shrinking resumed from a plain OWL-QN state starts its first round from the state's newest pair") {
   elastic_net problem;
-  auto& f = problem.f;
-  const auto& shape = problem.shape;
-  const auto& c = problem.c;
-  auto o = tight();
-  o.epsilon = 1e-6;
+  auto& [shape, f, c, o] = problem;
   std::vector<opt::lbfgs_state> states;
   Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
   auto limited = o;
@@ -360,11 +358,7 @@ struct refusing_second_round {
 
 TEST_CASE("a shrinking round whose line search fails from the carried pair runs again without it") {
   elastic_net problem;
-  auto& f = problem.f;
-  const auto& shape = problem.shape;
-  const auto& c = problem.c;
-  auto o = tight();
-  o.epsilon = 1e-6;
+  auto& [shape, f, c, o] = problem;
   o.max_linesearch = 3;
   opt::owlqn_shrinking s;
   s.refresh = 4;  // many rounds: the second starts from the first one's pair
