@@ -47,10 +47,21 @@ opt::lbfgs_options tight() {
 }
 
 /// Softmax over 400 rows of 13 features and 4 classes, L2 1e-4 and L1 0.01 on the weights.
+/// With plain OWL-QN (every state with its pairs) and 5 pairs.
 struct softmax_l1 {
   model::model_shape shape{model::model_kind::softmax, 13, 4};
   model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
   Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  opt::owlqn_shrinking plain = [] {
+    opt::owlqn_shrinking s;
+    s.enabled = false;
+    return s;
+  }();
+  opt::lbfgs_options o = [] {
+    auto options = tight();
+    options.history = 5;
+    return options;
+  }();
 };
 
 } // namespace
@@ -200,15 +211,9 @@ TEST_CASE("OWL-QN's passes over the dimension on a pool of threads give the bits
 }
 
 TEST_CASE("a plain OWL-QN run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
-  opt::owlqn_shrinking plain;  // every state, with its pairs (shrinking: test_owlqn_shrinking.cpp)
-  plain.enabled = false;
-  softmax_l1 problem;
-  const auto& shape = problem.shape;
-  auto& f = problem.f;
-  const auto& c = problem.c;
-  auto o = tight();
+  softmax_l1 problem;  // plain OWL-QN: every state, with its pairs (shrinking: test_owlqn_shrinking.cpp)
+  auto& [shape, f, c, plain, o] = problem;
   o.epsilon = 1e-9;
-  o.history = 5;
   o.past = 3;
   o.delta = 1e-300;  // the ring is kept and saved, the test never fires
   std::vector<opt::lbfgs_state> states;
@@ -253,21 +258,15 @@ TEST_CASE("a plain OWL-QN run resumed from any saved state ends bit for bit wher
 }
 
 TEST_CASE("a session's due says which states OWL-QN and L-BFGS assemble, and the last one still holds every pair") {
-  opt::owlqn_shrinking plain;
-  plain.enabled = false;
   softmax_l1 problem;
-  const auto& shape = problem.shape;
-  auto& f = problem.f;
-  const auto& c = problem.c;
-  auto o = tight();
-  o.epsilon = 1e-6;
-  o.history = 5;
+  problem.o.epsilon = 1e-6;
   for (const bool l1 : {true, false}) {
     CAPTURE(l1);
     const auto run = [&](std::vector<opt::lbfgs_state>& states, bool every) {
       auto session = shardopt::test::keep_states(states);
       if (!every)
         session.due = [](int iterations, double) { return iterations == 3; };
+      auto& [shape, f, c, plain, o] = problem;
       Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
       return l1 ? *opt::minimize_owlqn(f, x, o, c, {}, session, plain) : *opt::minimize(f, x, o, {}, session);
     };
