@@ -110,6 +110,11 @@ public:
     std::vector<Eigen::Index> entries;  ///< theta's entries, in the compact problem's order
     std::int64_t nonzeros = 0;          ///< the compact data's (what an evaluation reads)
     std::function<double(const Eigen::VectorXd&, Eigen::VectorXd&)> evaluate;
+    /// The compact objective's Hessian-vector products, evaluation with the diagonal and line
+    /// values (orthant-wise Newton-CG's shrinking).
+    std::function<result<void>(const Eigen::VectorXd&, Eigen::VectorXd&)> hessian;
+    std::function<double(const Eigen::VectorXd&, Eigen::VectorXd&, Eigen::VectorXd&)> diagonal;
+    std::function<result<void>(const std::vector<double>&, std::vector<double>&)> line;
   };
 
   /// Restricts to the features of the entries `wanted` (increasing), every output's weights on
@@ -130,6 +135,15 @@ public:
     return restriction{entries_of_features(shape_, features), compact->data_->nonzeros(),
                        [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
                          return compact->evaluate(theta, grad);
+                       },
+                       [compact](const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+                         return compact->hessian_vector(v, hv);
+                       },
+                       [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
+                         return compact->evaluate_diagonal(theta, grad, diagonal);
+                       },
+                       [compact](const std::vector<double>& alphas, std::vector<double>& values) {
+                         return compact->line_values(alphas, values);
                        }};
   }
 

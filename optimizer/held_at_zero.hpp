@@ -91,6 +91,25 @@ public:
             grad[p] = 0;
         return f;
       };
+      if constexpr (has_restricted_hessian<std::decay_t<decltype(*made)>>::value) {
+        if (made->hessian)
+          made->hessian = [inner = std::move(made->hessian), positions](const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
+            auto done = inner(v, hv);
+            if (hv.size() == v.size())
+              for (const auto p : positions)
+                hv[p] = 0;
+            return done;
+          };
+        if (made->diagonal)
+          made->diagonal = [inner = std::move(made->diagonal), positions](const Eigen::VectorXd& theta,
+                                                                          Eigen::VectorXd& grad, Eigen::VectorXd& d) {
+            auto f = inner(theta, grad, d);
+            if (grad.size() == theta.size() && d.size() == theta.size())
+              for (const auto p : positions)
+                grad[p] = d[p] = 0;
+            return f;
+          };
+      }
     }
     return made;
   }

@@ -6,6 +6,7 @@
 // default; trust_region.hpp, steihaug.hpp).
 
 #include "optimizer/objective.hpp"
+#include "optimizer/owlqn.hpp"
 #include "optimizer/run.hpp"
 #include "optimizer/vector_pool.hpp"
 
@@ -143,13 +144,37 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
                                           const newton_options& options, const iteration_hook& hook = {},
                                           const newton_session& session = {});
 
-/// Minimises any objective with Hessian-vector products (see objective.hpp) from `theta`.
+/// Orthant-wise Newton-CG (`options.l1` set) with shrinking, as OWL-QN's (owlqn.hpp): each round
+/// evaluates F in full at x, takes as its working set the entries free there (unpenalised, not 0,
+/// or whose pseudo-gradient is not 0), restricts f to them (`restrict`, whose answer must carry
+/// the compact problem's Hessian-vector products) and runs orthant-wise Newton-CG on that compact
+/// problem from x for at most `refresh` iterations, or until its pseudo-gradient falls to
+/// `tolerance` times the full one or to the run's threshold at the round's start. Only full
+/// evaluations decide a stop at the gradient tests; the iteration limit, the hook and the
+/// objective-change test count every inner iteration. Sessions hand out states at full
+/// evaluations only (a round starts from x and the full evaluation alone), so a run resumed from
+/// one ends bit for bit as the uninterrupted one. A round that takes no step, or whose steps do not
+/// lower the full F, ends the run (`line_search_failed`).
+result<run_result> minimize_orthant_shrinking_erased(const newton_objective& objective,
+                                                     const restrict_function& restrict, Eigen::VectorXd& theta,
+                                                     const newton_options& options, const owlqn_shrinking& shrinking,
+                                                     const iteration_hook& hook = {},
+                                                     const newton_session& session = {});
+
+/// Minimises any objective with Hessian-vector products (see objective.hpp) from `theta`: with an
+/// L1 term, by shrinking rounds when `shrinking.enabled` and the objective can restrict itself.
 template <class F>
 result<run_result> minimize_newton(F& objective, Eigen::VectorXd& theta, const newton_options& options,
-                                   const iteration_hook& hook = {}, const newton_session& session = {}) {
-  return minimize_newton_erased(newton_objective{erase_objective(objective), erase_hessian(objective),
-                                                 erase_diagonal(objective), erase_line(objective)},
-                                theta, options, hook, session);
+                                   const iteration_hook& hook = {}, const newton_session& session = {},
+                                   const owlqn_shrinking& shrinking = {}) {
+  newton_objective erased{erase_objective(objective), erase_hessian(objective), erase_diagonal(objective),
+                          erase_line(objective)};
+  if constexpr (has_restrict<F>::value) {
+    if (options.l1.size() > 0 && shrinking.enabled && objective.can_restrict())
+      return minimize_orthant_shrinking_erased(erased, restrict_of(objective), theta, options, shrinking, hook,
+                                               session);
+  }
+  return minimize_newton_erased(erased, theta, options, hook, session);
 }
 
 } // namespace shardopt::optimizer

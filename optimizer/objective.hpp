@@ -55,6 +55,14 @@ template <class F>
 struct has_restrict<F, std::void_t<decltype(std::declval<F&>().restrict(std::declval<const std::vector<Eigen::Index>&>())),
                                    decltype(std::declval<const F&>().can_restrict())>> : std::true_type {};
 
+/// Whether a restriction `R` carries the compact problem's `hessian`, `diagonal` and `line`.
+template <class R, class = void>
+struct has_restricted_hessian : std::false_type {};
+
+template <class R>
+struct has_restricted_hessian<R, std::void_t<decltype(std::declval<R&>().hessian), decltype(std::declval<R&>().diagonal),
+                                             decltype(std::declval<R&>().line)>> : std::true_type {};
+
 template <class F, class = void>
 struct has_dimension : std::false_type {};
 

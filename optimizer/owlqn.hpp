@@ -69,6 +69,11 @@ result<run_result> minimize_owlqn_erased(const evaluate_function& f, Eigen::Vect
 struct restricted_objective {
   std::vector<Eigen::Index> entries;
   evaluate_function evaluate;
+  /// The compact problem's second-order members, for orthant-wise Newton-CG's shrinking
+  /// (newton_cg.hpp): empty where the restriction has none.
+  hessian_function hessian;
+  diagonal_function diagonal;
+  line_function line;
 };
 
 /// Restricts an objective to (at least) the entries `wanted` (increasing): a linear model keeps
@@ -130,6 +135,22 @@ restrict_function restrict_of(F& f) {
                                                           Eigen::VectorXd& grad) -> result<double> {
       return evaluate(theta, grad);
     };
+    if constexpr (has_restricted_hessian<std::decay_t<decltype(*made)>>::value) {
+      if (made->hessian)
+        out.hessian = [hessian = std::move(made->hessian)](const Eigen::VectorXd& v, Eigen::VectorXd& hv) -> result<void> {
+          return hessian(v, hv);
+        };
+      if (made->diagonal)
+        out.diagonal = [diagonal = std::move(made->diagonal)](const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+                                                              Eigen::VectorXd& d) -> result<double> {
+          return diagonal(theta, grad, d);
+        };
+      if (made->line)
+        out.line = [line = std::move(made->line)](const std::vector<double>& alphas,
+                                                  std::vector<double>& values) -> result<void> {
+          return line(alphas, values);
+        };
+    }
     return out;
   };
 }

@@ -1,6 +1,7 @@
 // OWL-QN with shrinking (owlqn.hpp): rounds of plain OWL-QN (owlqn.cpp) on the compact problems
 // of working sets, each started from the full evaluation that ends the round before.
 
+#include "optimizer/l1_rounds.hpp"
 #include "optimizer/lbfgs_memory.hpp"
 #include "optimizer/owlqn.hpp"
 #include "optimizer/sparse_bfgs.hpp"
@@ -17,12 +18,13 @@ namespace shardopt::optimizer {
 namespace {
 
 /// OWL-QN's rounds on working sets (see minimize_owlqn_shrinking_erased).
-class shrinking_run {
+class shrinking_run : detail::l1_rounds {
 public:
   shrinking_run(const evaluate_function& f, const restrict_function& restrict, const lbfgs_options& o,
                 const Eigen::VectorXd& c, const owlqn_shrinking& shrinking, const iteration_hook& hook,
                 const lbfgs_session& session)
-    : f_(f), restrict_(restrict), o_(o), c_(c), shrink_(shrinking), hook_(hook), session_(session) {}
+    : l1_rounds(f, restrict, c, hook, {o.epsilon, o.epsilon_rel, o.max_iterations, o.past, o.delta}), o_(o),
+      shrink_(shrinking), session_(session) {}
 
   run_result run(Eigen::VectorXd& x) {
     auto stop = loop(x);
@@ -30,33 +32,6 @@ public:
   }
 
 private:
-  double seconds() const {
-    return earlier_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
-  /// F and f's gradient at x in full, with the figures the result reports.
-  std::optional<run_stop> evaluate_full(const Eigen::VectorXd& x) {
-    ++info_.evaluations;
-    auto value = f_(x, g_);
-    if (!value)
-      return evaluation_failed(value.error());
-    fx_ = *value + l1_term(x, c_);
-    if (!std::isfinite(fx_) || !g_.allFinite())
-      return run_stop{stop_reason::evaluation_failed, "objective or gradient is not finite"};
-    figures(x);
-    return std::nullopt;
-  }
-
-  /// The pseudo-gradient's figures at x from the kept g_ and fx_.
-  void figures(const Eigen::VectorXd& x) {
-    pg_ = pseudo_gradient(x, g_, c_);
-    info_.f = fx_;
-    info_.grad_norm = pg_.norm();
-    info_.grad_norm_inf = pg_.size() > 0 ? pg_.lpNorm<Eigen::Infinity>() : 0.0;
-    info_.nonzeros = nonzero_penalised(x, c_);
-    info_.seconds = seconds();
-  }
-
   /// Hands the session the state at x, with the pair the next round starts from (if any).
   std::optional<run_stop> hand_out(const Eigen::VectorXd& x, bool last) {
     if (!session_.on_state || (!last && session_.due && !session_.due(info_.iteration, seconds())))
@@ -82,30 +57,15 @@ private:
     return std::nullopt;
   }
 
-  std::optional<run_stop> finished(const Eigen::VectorXd& x) const {
-    const double norm = pg_.norm();
-    if (norm <= o_.epsilon || norm <= o_.epsilon_rel * x.norm())
-      return run_stop{stop_reason::converged, ""};
-    if (o_.max_iterations > 0 && info_.iteration >= o_.max_iterations)
-      return run_stop{stop_reason::max_iterations, ""};
-    return std::nullopt;
-  }
-
   run_stop loop(Eigen::VectorXd& x) {
     const auto n = x.size();
     if (session_.resume) {
       const auto& saved = *session_.resume;
       x = saved.theta;
-      g_ = saved.grad;
-      fx_ = saved.f;
-      info_.iteration = saved.iterations;
-      info_.evaluations = saved.evaluations;
-      earlier_ = saved.seconds;
-      ring_ = saved.f_history;
+      resume(x, saved.f, saved.grad, saved.iterations, saved.evaluations, 0, saved.seconds, saved.f_history);
       // The pair a round starts from; a plain OWL-QN state's newest.
       if (!saved.s.empty())
         carry(saved.s.back(), saved.y.back());
-      figures(x);
     } else {
       g_.resize(n);
       if (auto stop = evaluate_full(x))
@@ -119,19 +79,10 @@ private:
       }
       if (auto failed = hand_out(x, false))
         return *failed;
-      // The working set: the entries free at x.
-      wanted_.clear();
-      for (Eigen::Index i = 0; i < n; ++i)
-        if (!(c_[i] > 0) || x[i] != 0 || pg_[i] != 0)
-          wanted_.push_back(i);
-      auto restricted = restrict_(wanted_);
-      if (!restricted)
-        return evaluation_failed(restricted.error());
-      if (!restricted->evaluate)
-        return run_stop{stop_reason::evaluation_failed, "the objective cannot be restricted to a working set"};
-      const auto& entries = restricted->entries;
-      if (auto misfit = misfit_entries(entries, n))
-        return run_stop{stop_reason::evaluation_failed, "the objective's working set " + *misfit};
+      restricted_objective restricted;
+      if (auto stop = restrict_working_set(x, restricted))
+        return *stop;
+      const auto& entries = restricted.entries;
       const auto m = static_cast<Eigen::Index>(entries.size());
       Eigen::VectorXd xc(m), cc(m);
       // The round starts from the full evaluation at x, restricted, not from an evaluation of its
@@ -154,7 +105,7 @@ private:
       lbfgs_options inner = o_;
       // Until the set's pseudo-gradient falls to a tenth of the full one's, or to the run's own
       // threshold at the round's start (the full evaluation after the round decides).
-      const double threshold = std::max(o_.epsilon, o_.epsilon_rel * x.norm());
+      const double threshold = stop_threshold(x);
       inner.epsilon = std::max(shrink_.tolerance * pg_.norm(), threshold);
       inner.epsilon_rel = 0;
       inner.past = 0;
@@ -162,37 +113,22 @@ private:
       if (o_.max_iterations > 0)
         inner.max_iterations = std::min(inner.max_iterations, o_.max_iterations - info_.iteration);
       std::optional<run_stop> outer_stop;
-      const int base_iterations = info_.iteration;
-      int base_evaluations = info_.evaluations - start.evaluations;
+      begin_round(info_.evaluations - start.evaluations);
       const double round_start = fx_;
-      const iteration_hook forward = [&](const iteration_info& at) {
-        info_ = at;
-        info_.iteration = base_iterations + at.iteration;
-        info_.evaluations = base_evaluations + at.evaluations;
-        info_.seconds = seconds();
-        if (hook_ && !hook_(info_)) {
-          outer_stop = run_stop{stop_reason::stopped_by_hook, "stopped by the iteration hook"};
-          return false;
-        }
-        if (o_.past > 0 && objective_settled(ring_, o_.past, o_.delta, info_.iteration, info_.f)) {
-          outer_stop = run_stop{stop_reason::objective_converged, ""};
-          return false;
-        }
-        return true;
-      };
-      auto round = detail::minimize_owlqn_keeping_newest(restricted->evaluate, xc, inner, cc, forward, from_full,
+      const auto hook = forward(outer_stop);
+      auto round = detail::minimize_owlqn_keeping_newest(restricted.evaluate, xc, inner, cc, hook, from_full,
                                                          &newest_);
       // A round that took no step from the carried pair (a pair whose curvature on this set is
       // badly scaled can make every trial too long) runs again without it, as rounds ran before:
       // decided by the round's start alone, so a resume repeats it.
       if (round && !outer_stop && round->iterations == 0 && round->reason == stop_reason::line_search_failed
           && !start.s.empty()) {
-        base_evaluations += round->evaluations - start.evaluations;
-        info_.evaluations = base_evaluations + start.evaluations;
+        spent(round->evaluations - start.evaluations);
+        count_round(start.evaluations, 0);
         start.s.clear();
         start.y.clear();
         xc = start.theta;
-        round = detail::minimize_owlqn_keeping_newest(restricted->evaluate, xc, inner, cc, forward, from_full,
+        round = detail::minimize_owlqn_keeping_newest(restricted.evaluate, xc, inner, cc, hook, from_full,
                                                       &newest_);
       }
       if (!round)
@@ -202,7 +138,7 @@ private:
       // out free entries is not: it ends below). The last state is the one handed out at the start.
       if (!outer_stop && round->iterations == 0 && round->reason == stop_reason::converged
           && pg_.norm() <= threshold * (1 + 1e-9)) {
-        info_.evaluations = base_evaluations + round->evaluations;
+        count_round(round->evaluations, 0);
         if (auto failed = hand_out(x, true))
           return *failed;
         return run_stop{stop_reason::converged, ""};
@@ -215,7 +151,7 @@ private:
       carried_.y.swap(newest_.y);
       for (Eigen::Index k = 0; k < m; ++k)
         x[entries[static_cast<std::size_t>(k)]] = xc[k];
-      info_.evaluations = base_evaluations + round->evaluations;
+      count_round(round->evaluations, 0);
       if (outer_stop) {
         // The objective-change test ends the run on its own: report the full pseudo-gradient,
         // as plain OWL-QN does. (A hook's stop and a failure report the working set's.)
@@ -232,24 +168,8 @@ private:
         return run_stop{round->reason == stop_reason::line_search_failed ? round->reason
                                                                            : stop_reason::line_search_failed,
                         round->message.empty() ? "a round on the working set took no step" : round->message};
-      g_.swap(g_start_);  // the round's start gradient, kept in case the round is undone below
-      g_.resize(n);
-      if (auto stop = evaluate_full(x))
+      if (auto stop = close_round(x, entries, start.theta, round_start))
         return *stop;
-      // The round's steps lowered the compact problem's F, which may differ from the full one's in
-      // the last bits (another order of sums): a round that did not lower the full F is at machine
-      // precision, and every round after it would repeat it. The run ends at the round's start,
-      // the last state handed out (its iterations count what the round did).
-      if (!(fx_ < round_start) && !finished(x)) {
-        for (Eigen::Index k = 0; k < m; ++k)
-          x[entries[static_cast<std::size_t>(k)]] = start.theta[k];
-        g_.swap(g_start_);
-        fx_ = round_start;
-        figures(x);
-        return run_stop{stop_reason::line_search_failed,
-                        "a round on the working set did not lower the objective (it may be at machine "
-                        "precision; consider a larger epsilon)"};
-      }
     }
   }
 
@@ -293,29 +213,9 @@ private:
     }
   }
 
-  /// Why a restriction's entries do not fit theta's n entries (not increasing, out of range), if so.
-  static std::optional<std::string> misfit_entries(const std::vector<Eigen::Index>& entries, Eigen::Index n) {
-    for (std::size_t k = 0; k < entries.size(); ++k)
-      if (entries[k] < 0 || entries[k] >= n || (k > 0 && entries[k] <= entries[k - 1]))
-        return "has entry " + std::to_string(entries[k]) + " at position " + std::to_string(k)
-               + ": entries must increase and lie below " + std::to_string(n);
-    return std::nullopt;
-  }
-
-  const evaluate_function& f_;
-  const restrict_function& restrict_;
   const lbfgs_options& o_;
-  const Eigen::VectorXd& c_;
   const owlqn_shrinking& shrink_;
-  const iteration_hook& hook_;
   const lbfgs_session& session_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-  double earlier_ = 0;
-  iteration_info info_;
-  std::vector<double> ring_;
-  double fx_ = 0;
-  Eigen::VectorXd g_, pg_, g_start_;
-  std::vector<Eigen::Index> wanted_;
   detail::sparse_pair carried_;  // the last round's newest pair, on theta's entries
   detail::sparse_pair newest_;   // the same on the round's entries
 };

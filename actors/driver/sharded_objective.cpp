@@ -111,28 +111,66 @@ result<sharded_objective::restriction> sharded_objective::restrict(const std::ve
   return restriction{model::entries_of_features(shape, features), nonzeros,
                      [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
                        return compact->evaluate(theta, grad);
+                     },
+                     [compact](const Eigen::VectorXd& v, Eigen::VectorXd& hv) { return compact->hessian_vector(v, hv); },
+                     [compact](const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
+                       return compact->evaluate_diagonal(theta, grad, diagonal);
+                     },
+                     [compact](const std::vector<double>& alphas, std::vector<double>& values) {
+                       return compact->line_values(alphas, values);
                      }};
 }
 
 sharded_objective::restriction sharded_objective::through_this(std::vector<Eigen::Index> entries) {
   struct buffers {
-    Eigen::VectorXd theta, grad;
+    Eigen::VectorXd theta, grad, diagonal, v, hv;
   };
   auto full = std::make_shared<buffers>();
-  restriction out{std::move(entries), 0, {}};
-  out.evaluate = [state = impl_.get(), full, entries = out.entries](const Eigen::VectorXd& theta,
-                                                                     Eigen::VectorXd& grad) -> result<double> {
+  restriction out{std::move(entries), 0, {}, {}, {}, {}};
+  // f at the compact point made full (its other entries 0), and its gradient (and diagonal) on
+  // the entries; products and lines then run at those full evaluations.
+  const auto evaluate = [state = impl_.get(), full, entries = out.entries](const Eigen::VectorXd& theta,
+                                                                          Eigen::VectorXd& grad,
+                                                                          Eigen::VectorXd* diagonal) -> result<double> {
     full->theta.setZero(state->shape.dimension());
     for (std::size_t k = 0; k < entries.size(); ++k)
       full->theta[entries[k]] = theta[static_cast<Eigen::Index>(k)];
-    auto value = evaluate_at(*state, full->theta, full->grad, nullptr);
+    auto value = evaluate_at(*state, full->theta, full->grad, diagonal ? &full->diagonal : nullptr);
     if (!value)
       return value;
     grad.resize(static_cast<Eigen::Index>(entries.size()));
     for (std::size_t k = 0; k < entries.size(); ++k)
       grad[static_cast<Eigen::Index>(k)] = full->grad[entries[k]];
+    if (diagonal) {
+      diagonal->resize(static_cast<Eigen::Index>(entries.size()));
+      for (std::size_t k = 0; k < entries.size(); ++k)
+        (*diagonal)[static_cast<Eigen::Index>(k)] = full->diagonal.size() > 0 ? full->diagonal[entries[k]] : 0.0;
+    }
     return value;
   };
+  out.evaluate = [evaluate](const Eigen::VectorXd& theta, Eigen::VectorXd& grad) {
+    return evaluate(theta, grad, nullptr);
+  };
+  if (model::has_hessian(impl_->shape)) {
+    out.diagonal = [evaluate](const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
+      return evaluate(theta, grad, &diagonal);
+    };
+    out.hessian = [state = impl_.get(), full, entries = out.entries](const Eigen::VectorXd& v,
+                                                                     Eigen::VectorXd& hv) -> result<void> {
+      full->v.setZero(state->shape.dimension());
+      for (std::size_t k = 0; k < entries.size(); ++k)
+        full->v[entries[k]] = v[static_cast<Eigen::Index>(k)];
+      if (auto done = hessian_at(*state, full->v, full->hv); !done)
+        return done;
+      hv.resize(static_cast<Eigen::Index>(entries.size()));
+      for (std::size_t k = 0; k < entries.size(); ++k)
+        hv[static_cast<Eigen::Index>(k)] = full->hv[entries[k]];
+      return {};
+    };
+    out.line = [state = impl_.get()](const std::vector<double>& alphas, std::vector<double>& values) {
+      return line_at(*state, alphas, values);
+    };
+  }
   return out;
 }
 
@@ -204,7 +242,10 @@ result<double> sharded_objective::evaluate_at(impl& s, const Eigen::VectorXd& th
 }
 
 result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
-  auto& s = *impl_;
+  return hessian_at(*impl_, v, hv);
+}
+
+result<void> sharded_objective::hessian_at(impl& s, const Eigen::VectorXd& v, Eigen::VectorXd& hv) {
   const auto dimension = s.shape.dimension();
   if (!model::has_hessian(s.shape))
     return fail_invalid("Hessian-vector products are defined for the linear models, not "
@@ -234,7 +275,10 @@ result<void> sharded_objective::hessian_vector(const Eigen::VectorXd& v, Eigen::
 }
 
 result<void> sharded_objective::line_values(const std::vector<double>& alphas, std::vector<double>& values) {
-  auto& s = *impl_;
+  return line_at(*impl_, alphas, values);
+}
+
+result<void> sharded_objective::line_at(impl& s, const std::vector<double>& alphas, std::vector<double>& values) {
   if (!model::has_hessian(s.shape))
     return fail_invalid("line values are defined for the linear models, not " + model::describe(s.shape));
   if (s.line.evaluated_theta.size() == 0 || s.line.previous_theta.size() == 0)

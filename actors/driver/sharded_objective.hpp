@@ -85,6 +85,11 @@ public:
     std::vector<Eigen::Index> entries;
     std::int64_t nonzeros = 0;  ///< the compact data's, when the driver made a copy (else 0)
     std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&)> evaluate;
+    /// The compact objective's products, evaluation with the diagonal and line values
+    /// (orthant-wise Newton-CG's shrinking).
+    std::function<result<void>(const Eigen::VectorXd&, Eigen::VectorXd&)> hessian;
+    std::function<result<double>(const Eigen::VectorXd&, Eigen::VectorXd&, Eigen::VectorXd&)> diagonal;
+    std::function<result<void>(const std::vector<double>&, std::vector<double>&)> line;
   };
 
   /// Restricts to the features of the entries `wanted` (increasing): every output's weights on
@@ -127,6 +132,9 @@ private:
   /// not outlive the objective).
   static result<double> evaluate_at(impl& s, const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
                                     Eigen::VectorXd* diagonal);
+  /// A Hessian-vector product and line values over the shards of `s` alone (static, as above).
+  static result<void> hessian_at(impl& s, const Eigen::VectorXd& v, Eigen::VectorXd& hv);
+  static result<void> line_at(impl& s, const std::vector<double>& alphas, std::vector<double>& values);
 
   /// A restriction to `entries` that evaluates this objective with its other entries at 0.
   restriction through_this(std::vector<Eigen::Index> entries);

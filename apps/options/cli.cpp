@@ -335,10 +335,10 @@ void add_train_command(CLI::App& app, train_options& o) {
                   "--mode lbfgs, linear models: fit no biases (they stay 0), as LIBLINEAR without -B "
                   "and scikit-learn's fit_intercept=False");
   train->add_flag("--no-shrinking", o.no_shrinking,
-                  "--l1 with OWL-QN: every evaluation over every column (plain OWL-QN). By default "
-                  "OWL-QN runs in rounds on the working set's columns (the free weights, as LIBLINEAR "
-                  "shrinks) with linear models, local or on nodes (each round the nodes restrict the "
-                  "shards they hold to its columns)");
+                  "--l1 with OWL-QN or Newton-CG: every evaluation and product over every column (plain "
+                  "OWL-QN, plain orthant-wise Newton-CG). By default both run in rounds on the working "
+                  "set's columns (the free weights, as LIBLINEAR shrinks) with linear models, local or on "
+                  "nodes (each round the nodes restrict the shards they hold to its columns)");
   add_choice(*train, "--solver", o.solver,
              "--mode lbfgs: auto (default: owlqn with --l1, else newton-cg for the linear models "
              "without bounds, lbfgs for networks and bounds), lbfgs (L-BFGS, L-BFGS-B with bounds; "

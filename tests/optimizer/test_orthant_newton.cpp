@@ -40,6 +40,9 @@ opt::newton_options l1_options(const Eigen::VectorXd& c, double lambda, double e
   return o;
 }
 
+/// Plain orthant-wise Newton-CG: every evaluation and product over every entry.
+const opt::owlqn_shrinking plain{false};
+
 } // namespace
 
 TEST_CASE("orthant-wise Newton-CG on a separable quadratic ends at the soft-thresholded point, its zeros exactly 0") {
@@ -68,15 +71,16 @@ TEST_CASE("orthant-wise Newton-CG on a separable quadratic ends at the soft-thre
   CHECK(run.iterations <= 3);  // a quadratic: Newton's step is exact once the orthant is right
 }
 
-TEST_CASE("orthant-wise Newton-CG meets the optimality conditions to 1e-8 on logistic and softmax data, "
-          "dense and sparse, L1 alone and the elastic net, biases unpenalised") {
+TEST_CASE("orthant-wise Newton-CG, plain and shrinking, meets the optimality conditions to 1e-8 on logistic and "
+          "softmax data, dense and sparse, L1 alone and the elastic net, biases unpenalised") {
   for (const auto& [kind, outputs] : std::vector<std::pair<model::model_kind, std::int64_t>>{
          {model::model_kind::logistic, 1}, {model::model_kind::softmax, 4}}) {
     for (const bool sparse : {false, true}) {
-      for (const double lambda : {0.0, 1e-3}) {
+      for (const double lambda : {0.0, 1e-3}) for (const bool shrinking : {false, true}) {
         CAPTURE(model::to_string(kind));
         CAPTURE(sparse);
         CAPTURE(lambda);
+        CAPTURE(shrinking);
         const model::model_shape shape{kind, 13, outputs};
         auto data = std::const_pointer_cast<model::dataset>(shardopt::test::random_problem(20261127, 600, 13, 4, sparse));
         if (outputs == 1)
@@ -85,7 +89,8 @@ TEST_CASE("orthant-wise Newton-CG meets the optimality conditions to 1e-8 on log
         model::local_objective f{shape, data, lambda};
         const Eigen::VectorXd c = 0.02 * model::weight_mask(shape);
         Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
-        const auto run = *opt::minimize_newton(f, x, l1_options(c, lambda, 1e-10));
+        const auto run = *opt::minimize_newton(f, x, l1_options(c, lambda, 1e-10), {}, {},
+                                               opt::owlqn_shrinking{shrinking});
         CHECK(run.reason == opt::stop_reason::converged);
         Eigen::VectorXd g;
         const double smooth = f.evaluate(x, g);
@@ -112,7 +117,7 @@ TEST_CASE("orthant-wise Newton-CG run past machine precision stops saying the ps
     Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
     auto o = l1_options(c, 0, epsilon);
     o.max_iterations = 0;
-    return *opt::minimize_newton(f, x, o);
+    return *opt::minimize_newton(f, x, o, {}, {}, plain);
   };
   // Without a threshold: both causes named. The run's path does not depend on epsilon, so a
   // threshold a tenth of where it ended fails at the same point, near that threshold.
@@ -138,7 +143,7 @@ TEST_CASE("orthant-wise Newton-CG run past machine precision stops saying the ps
   CHECK(far.message.find("--solver owlqn") != std::string::npos);
 }
 
-TEST_CASE("orthant-wise Newton-CG: K shards give the bits of one, on any number of threads") {
+TEST_CASE("orthant-wise Newton-CG, plain and shrinking: K shards give the bits of one, on any number of threads") {
   const model::model_shape shape{model::model_kind::softmax, 13, 4};
   const auto data = shardopt::test::random_problem(20261125, 600, 13, 4, true);
   model::local_objective one{shape, data, 1e-4};
@@ -147,21 +152,25 @@ TEST_CASE("orthant-wise Newton-CG: K shards give the bits of one, on any number 
   REQUIRE(rows * 7 < 600);
   model::local_objective three{shape, data, 1e-4, {{0, 2 * rows}, {2 * rows, 7 * rows}, {7 * rows, 600}}};
   const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
-  auto o = l1_options(c, 1e-4, 1e-9);
-  Eigen::VectorXd x1 = Eigen::VectorXd::Zero(shape.dimension());
-  Eigen::VectorXd x3 = x1;
-  const auto r1 = *opt::minimize_newton(one, x1, o);
-  opt::vector_pool pool{2};
-  o.pool = &pool;
-  const auto r3 = *opt::minimize_newton(three, x3, o);
-  CHECK(r1.reason == opt::stop_reason::converged);
-  CHECK(r3.iterations == r1.iterations);
-  CHECK(r3.products == r1.products);
-  CHECK(shardopt::test::same_bits(x1, x3));
-  CHECK(shardopt::test::same_bits(&r1.f, &r3.f, 1));
+  for (const bool shrinking : {false, true}) {
+    CAPTURE(shrinking);
+    auto o = l1_options(c, 1e-4, 1e-9);
+    Eigen::VectorXd x1 = Eigen::VectorXd::Zero(shape.dimension());
+    Eigen::VectorXd x3 = x1;
+    const auto r1 = *opt::minimize_newton(one, x1, o, {}, {}, opt::owlqn_shrinking{shrinking});
+    opt::vector_pool pool{2};
+    o.pool = &pool;
+    const auto r3 = *opt::minimize_newton(three, x3, o, {}, {}, opt::owlqn_shrinking{shrinking});
+    CHECK(r1.reason == opt::stop_reason::converged);
+    CHECK(r3.iterations == r1.iterations);
+    CHECK(r3.evaluations == r1.evaluations);
+    CHECK(r3.products == r1.products);
+    CHECK(shardopt::test::same_bits(x1, x3));
+    CHECK(shardopt::test::same_bits(&r1.f, &r3.f, 1));
+  }
 }
 
-TEST_CASE("orthant-wise Newton-CG over two vector chunks and a capped working set: K shards and threads give the bits of one") {
+TEST_CASE("plain orthant-wise Newton-CG over two vector chunks and a capped working set: K shards and threads give the bits of one") {
   // 40,000 sparse features (two of the pool's 2^15-entry chunks), 2,500 of them in the labels, and
   // an L1 weight small enough that far more than 1,024 weights would enter at the start.
   const std::int64_t n = 3000, d = 40000;
@@ -193,10 +202,13 @@ TEST_CASE("orthant-wise Newton-CG over two vector chunks and a capped working se
   o.max_iterations = 12;
   std::vector<std::int64_t> counts;
   Eigen::VectorXd x1 = Eigen::VectorXd::Zero(shape.dimension());
-  const auto r1 = *opt::minimize_newton(one, x1, o, [&](const opt::iteration_info& info) {
-    counts.push_back(info.nonzeros);
-    return true;
-  });
+  const auto r1 = *opt::minimize_newton(
+    one, x1, o,
+    [&](const opt::iteration_info& info) {
+      counts.push_back(info.nonzeros);
+      return true;
+    },
+    {}, plain);
   REQUIRE(counts.size() >= 2);
   CHECK(counts[0] <= 1024);            // the working set capped the first step's entering weights
   CHECK(counts[1] <= 2 * counts[0] + 1024);
@@ -204,7 +216,7 @@ TEST_CASE("orthant-wise Newton-CG over two vector chunks and a capped working se
   Eigen::VectorXd x3 = Eigen::VectorXd::Zero(shape.dimension());
   opt::vector_pool pool{2};
   o.pool = &pool;
-  const auto r3 = *opt::minimize_newton(three, x3, o);
+  const auto r3 = *opt::minimize_newton(three, x3, o, {}, {}, plain);
   CHECK(r3.iterations == r1.iterations);
   CHECK(r3.products == r1.products);
   CHECK(r3.nonzeros == r1.nonzeros);
@@ -212,7 +224,7 @@ TEST_CASE("orthant-wise Newton-CG over two vector chunks and a capped working se
   CHECK(shardopt::test::same_bits(&r1.f, &r3.f, 1));
 }
 
-TEST_CASE("an orthant-wise Newton-CG run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
+TEST_CASE("a plain orthant-wise Newton-CG run resumed from any saved state ends bit for bit where the uninterrupted run ends") {
   const model::model_shape shape{model::model_kind::softmax, 13, 4};
   model::local_objective f{shape, shardopt::test::random_problem(7, 400, 13, 4), 1e-4};
   const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
@@ -221,7 +233,7 @@ TEST_CASE("an orthant-wise Newton-CG run resumed from any saved state ends bit f
   o.delta = 1e-300;  // the ring is kept and saved, the test never fires
   std::vector<opt::newton_state> states;
   Eigen::VectorXd whole = Eigen::VectorXd::Zero(shape.dimension());
-  const auto full = *opt::minimize_newton(f, whole, o, {}, shardopt::test::keep_states(states));
+  const auto full = *opt::minimize_newton(f, whole, o, {}, shardopt::test::keep_states(states), plain);
   REQUIRE(full.iterations >= 4);
   REQUIRE(states.size() == static_cast<std::size_t>(full.iterations));
   for (const std::size_t k : {std::size_t{0}, std::size_t{1}, states.size() / 2, states.size() - 2}) {
@@ -229,9 +241,63 @@ TEST_CASE("an orthant-wise Newton-CG run resumed from any saved state ends bit f
     opt::newton_session resuming;
     resuming.resume = &states[k];
     Eigen::VectorXd resumed = Eigen::VectorXd::Ones(shape.dimension());  // ignored: the state's theta
-    const auto rest = *opt::minimize_newton(f, resumed, o, {}, resuming);
+    const auto rest = *opt::minimize_newton(f, resumed, o, {}, resuming, plain);
     CHECK(rest.reason == full.reason);
     CHECK(rest.iterations == full.iterations);
+    CHECK(rest.products == full.products);
+    CHECK(rest.nonzeros == full.nonzeros);
+    CHECK(shardopt::test::same_bits(&rest.f, &full.f, 1));
+    CHECK(shardopt::test::same_bits(resumed, whole));
+  }
+}
+
+TEST_CASE("orthant-wise Newton-CG with shrinking ends at plain's optimum, hands out states at its rounds' starts "
+          "alone, and resumed from any of them ends bit for bit") {
+  // Sparse softmax data with 600 features, most of them left at 0 by the penalty: the working
+  // sets are far smaller than theta.
+  const model::model_shape shape{model::model_kind::softmax, 600, 3};
+  const auto data = shardopt::test::random_problem(20261207, 500, 600, 3, true);
+  model::local_objective f{shape, data, 1e-4};
+  const Eigen::VectorXd c = 0.01 * model::weight_mask(shape);
+  auto o = l1_options(c, 1e-4, 1e-10);
+  o.past = 3;
+  o.delta = 1e-300;  // the ring is kept and saved, the test never fires
+  Eigen::VectorXd flat = Eigen::VectorXd::Zero(shape.dimension());
+  const auto plain_run = *opt::minimize_newton(f, flat, o, {}, {}, plain);
+  REQUIRE(plain_run.reason == opt::stop_reason::converged);
+  std::vector<opt::newton_state> states;
+  std::vector<int> iterations;
+  Eigen::VectorXd whole = Eigen::VectorXd::Zero(shape.dimension());
+  const opt::owlqn_shrinking rounds{true, 4, 0.1};  // short rounds: several states
+  const auto full = *opt::minimize_newton(
+    f, whole, o,
+    [&](const opt::iteration_info& info) {
+      iterations.push_back(info.iteration);
+      return true;
+    },
+    shardopt::test::keep_states(states), rounds);
+  REQUIRE(full.reason == opt::stop_reason::converged);
+  CHECK(std::abs(full.f - plain_run.f) <= 1e-9 * std::abs(plain_run.f));
+  CHECK(full.nonzeros == plain_run.nonzeros);
+  for (Eigen::Index i = 0; i < whole.size(); ++i)
+    CHECK((whole[i] == 0) == (flat[i] == 0));
+  // States at the rounds' starts only (the first after the first round, then at most 4 iterations
+  // apart), and the last.
+  REQUIRE(states.size() >= 3);
+  REQUIRE(states.size() < iterations.size());
+  CHECK(states.front().iterations <= 4);
+  CHECK(states.back().iterations == full.iterations);
+  for (std::size_t k = 1; k < states.size(); ++k)
+    CHECK(states[k].iterations - states[k - 1].iterations <= 4);
+  for (std::size_t k = 0; k + 1 < states.size(); ++k) {
+    CAPTURE(k);
+    opt::newton_session resuming;
+    resuming.resume = &states[k];
+    Eigen::VectorXd resumed = Eigen::VectorXd::Ones(shape.dimension());  // ignored: the state's theta
+    const auto rest = *opt::minimize_newton(f, resumed, o, {}, resuming, rounds);
+    CHECK(rest.reason == full.reason);
+    CHECK(rest.iterations == full.iterations);
+    CHECK(rest.evaluations == full.evaluations);
     CHECK(rest.products == full.products);
     CHECK(rest.nonzeros == full.nonzeros);
     CHECK(shardopt::test::same_bits(&rest.f, &full.f, 1));

@@ -23,7 +23,7 @@ struct solver_plan {
   optimizer::lbfgs_options lbfgs;
   optimizer::newton_options newton;
   Eigen::VectorXd l1;                     ///< --l1 at the weights, 0 at the biases (OWL-QN, Newton-CG)
-  optimizer::owlqn_shrinking shrinking;   ///< OWL-QN's (off with --no-shrinking)
+  optimizer::owlqn_shrinking shrinking;   ///< --l1's, OWL-QN's and Newton-CG's (off with --no-shrinking)
 };
 
 /// The plan `options` asks for, with the checks that need no data. With --l1, `auto` and `lbfgs`
@@ -88,13 +88,35 @@ public:
     if (stop_now())
       return fail_runtime("interrupted");
     auto made = f_.restrict(wanted);
-    if (made)
+    if (made) {
       made->evaluate = [this, inner = std::move(made->evaluate)](const Eigen::VectorXd& theta,
                                                                   Eigen::VectorXd& grad) -> result<double> {
         if (stop_now())
           return fail_runtime("interrupted");
         return inner(theta, grad);
       };
+      if (made->hessian)
+        made->hessian = [this, inner = std::move(made->hessian)](const Eigen::VectorXd& v,
+                                                                  Eigen::VectorXd& hv) -> result<void> {
+          if (stop_now())
+            return fail_runtime("interrupted");
+          return inner(v, hv);
+        };
+      if (made->diagonal)
+        made->diagonal = [this, inner = std::move(made->diagonal)](const Eigen::VectorXd& theta, Eigen::VectorXd& grad,
+                                                                    Eigen::VectorXd& d) -> result<double> {
+          if (stop_now())
+            return fail_runtime("interrupted");
+          return inner(theta, grad, d);
+        };
+      if (made->line)
+        made->line = [this, inner = std::move(made->line)](const std::vector<double>& alphas,
+                                                            std::vector<double>& values) -> result<void> {
+          if (stop_now())
+            return fail_runtime("interrupted");
+          return inner(alphas, values);
+        };
+    }
     return made;
   }
 
@@ -120,7 +142,7 @@ result<optimizer::run_result> run_solver(const solver_plan& plan, F& objective, 
                                          const optimizer::lbfgs_session& lbfgs_session,
                                          const optimizer::newton_session& newton_session) {
   if (plan.kind == solver_kind::newton_cg)
-    return optimizer::minimize_newton(objective, theta, plan.newton, hook, newton_session);
+    return optimizer::minimize_newton(objective, theta, plan.newton, hook, newton_session, plan.shrinking);
   if (plan.kind == solver_kind::owlqn)
     return optimizer::minimize_owlqn(objective, theta, plan.lbfgs, plan.l1, hook, lbfgs_session, plan.shrinking);
   return optimizer::minimize(objective, theta, plan.lbfgs, hook, lbfgs_session);

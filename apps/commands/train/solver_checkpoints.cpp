@@ -49,7 +49,7 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train_option
     settings.emplace_back("--no-bias", "true");
   // Only when given too: a checkpoint from before the option (plain OWL-QN's) is continued with
   // shrinking, another path to the same optimum (the CHANGELOG says so).
-  if (solver == solver_kind::owlqn && o.no_shrinking)
+  if ((solver == solver_kind::owlqn || (solver == solver_kind::newton_cg && o.l1 > 0)) && o.no_shrinking)
     settings.emplace_back("--no-shrinking", "true");
   if (solver == solver_kind::newton_cg) {
     settings.emplace_back("--newton-step", std::string{to_string(o.newton_step)});

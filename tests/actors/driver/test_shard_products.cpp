@@ -9,6 +9,7 @@
 #include "model/local_objective.hpp"
 #include "model/restriction.hpp"
 #include "optimizer/lbfgs.hpp"
+#include "optimizer/newton_cg.hpp"
 #include "optimizer/owlqn.hpp"
 
 #include <caf/binary_deserializer.hpp>
@@ -170,7 +171,7 @@ TEST_CASE("the objective, gradient and products are the same bits for K = 1..7 s
   }
 }
 
-TEST_CASE("OWL-QN with shrinking over local shard actors gives the local objective's bits, K = 1..4") {
+TEST_CASE("OWL-QN and orthant-wise Newton-CG with shrinking over local shard actors give the local objective's bits, K = 1..4") {
   actors::runtime rt{actors::runtime_options::local(2)};
   const model::model_shape shape{model::model_kind::softmax, 30, 3};
   const auto data = shardopt::test::random_problem(21, 600, 30, 3, true);
@@ -210,6 +211,21 @@ TEST_CASE("OWL-QN with shrinking over local shard actors gives the local objecti
     CHECK(run_sharded->iterations == run_local->iterations);
     CHECK(std::memcmp(x_sharded.data(), x_local.data(), sizeof(double) * x_local.size()) == 0);
     CHECK(run_sharded->nonzeros < 30 * 3);
+    // Orthant-wise Newton-CG's rounds: the compact objectives' products, diagonals and lines.
+    shardopt::optimizer::newton_options n;
+    n.l1 = c;
+    n.lambda = 1e-4;
+    n.epsilon = 1e-7;
+    Eigen::VectorXd n_sharded = Eigen::VectorXd::Zero(shape.dimension());
+    Eigen::VectorXd n_local = n_sharded;
+    const auto newton_sharded = shardopt::optimizer::minimize_newton(sharded, n_sharded, n);
+    const auto newton_local = shardopt::optimizer::minimize_newton(local, n_local, n);
+    REQUIRE(newton_sharded.ok());
+    REQUIRE(newton_local.ok());
+    CHECK(newton_sharded->reason == shardopt::optimizer::stop_reason::converged);
+    CHECK(newton_sharded->iterations == newton_local->iterations);
+    CHECK(newton_sharded->products == newton_local->products);
+    CHECK(std::memcmp(n_sharded.data(), n_local.data(), sizeof(double) * n_local.size()) == 0);
   }
   // With no data on the driver and no compact objective to be had (node-local data with every
   // node gone), a restriction evaluates through the objective itself, the other weights at 0: the
@@ -241,6 +257,35 @@ TEST_CASE("OWL-QN with shrinking over local shard actors gives the local objecti
   REQUIRE(g_mine.size() == static_cast<Eigen::Index>(entries.size()));
   for (std::size_t k = 0; k < entries.size(); ++k)
     CHECK(std::memcmp(&g_mine[static_cast<Eigen::Index>(k)], &g_full[entries[k]], sizeof(double)) == 0);
+  // ...and its diagonal, products and lines are the full objective's on the entries (Newton-CG's
+  // rounds run through it too).
+  REQUIRE(fallback->diagonal);
+  REQUIRE(fallback->hessian);
+  REQUIRE(fallback->line);
+  Eigen::VectorXd d_mine, d_full, g_again;
+  const auto f_diagonal = fallback->diagonal(compact, g_again, d_mine);
+  REQUIRE(f_diagonal.ok());
+  full.evaluate_diagonal(scattered, g_full, d_full);
+  REQUIRE(d_mine.size() == static_cast<Eigen::Index>(entries.size()));
+  const Eigen::VectorXd v = Eigen::VectorXd::LinSpaced(static_cast<Eigen::Index>(entries.size()), 1.0, -2.0);
+  Eigen::VectorXd v_full = Eigen::VectorXd::Zero(shape.dimension());
+  for (std::size_t k = 0; k < entries.size(); ++k)
+    v_full[entries[k]] = v[static_cast<Eigen::Index>(k)];
+  Eigen::VectorXd hv_mine, hv_full;
+  REQUIRE(fallback->hessian(v, hv_mine).ok());
+  REQUIRE(full.hessian_vector(v_full, hv_full).ok());
+  REQUIRE(hv_mine.size() == static_cast<Eigen::Index>(entries.size()));
+  for (std::size_t k = 0; k < entries.size(); ++k) {
+    CHECK(std::memcmp(&d_mine[static_cast<Eigen::Index>(k)], &d_full[entries[k]], sizeof(double)) == 0);
+    CHECK(std::memcmp(&hv_mine[static_cast<Eigen::Index>(k)], &hv_full[entries[k]], sizeof(double)) == 0);
+  }
+  // A line between the last two evaluations (the diagonal's point and the one before, twice the
+  // same point here: every value is f there).
+  std::vector<double> values;
+  REQUIRE(fallback->line({0.0, 0.5, 1.0}, values).ok());
+  REQUIRE(values.size() == 3);
+  for (const double value : values)
+    CHECK(value == doctest::Approx(f_full).epsilon(1e-12));
   CHECK(moved->dimension() == shape.dimension());
 
   // A network's objective cannot restrict itself, and says so.

@@ -132,7 +132,7 @@ TEST_CASE("a node killed with SIGKILL mid-run: its shards are recreated and the 
   CHECK(remote["iterations"] == local["iterations"]);
 }
 
-TEST_CASE("--l1 on 3 node processes: OWL-QN shrinks there too, and gives a local run's bits") {
+TEST_CASE("--l1 on 3 node processes: OWL-QN and orthant-wise Newton-CG shrink there too, and give a local run's bits") {
   shardopt::test::require_fashion_mnist();
   std::vector<std::unique_ptr<node_process>> nodes;
   for (int i = 0; i < 3; ++i)
@@ -163,6 +163,16 @@ TEST_CASE("--l1 on 3 node processes: OWL-QN shrinks there too, and gives a local
   CHECK(a_bytes.str() == b_bytes.str());
   // Shrinking took another path than plain OWL-QN (so this compares shrinking runs).
   CHECK(local["objective"].get<double>() != plain["objective"].get<double>());
+  // Orthant-wise Newton-CG's rounds restrict the shards there too: a local run's bits.
+  const auto newton_remote = l1_run({"--nodes", endpoints(nodes), "--solver", "newton-cg"}, "newton-nodes.model");
+  const auto newton_local = l1_run({"--shards", "3", "--solver", "newton-cg"}, "newton-local.model");
+  const auto newton_plain = l1_run({"--shards", "3", "--solver", "newton-cg", "--no-shrinking"}, "newton-plain.model");
+  CHECK(newton_remote["solver"] == "newton-cg");
+  CHECK(newton_remote["objective"].get<double>() == newton_local["objective"].get<double>());
+  CHECK(newton_remote["iterations"] == newton_local["iterations"]);
+  CHECK(newton_remote["hessian_products"] == newton_local["hessian_products"]);
+  CHECK(newton_remote["nonzero_weights"] == newton_local["nonzero_weights"]);
+  CHECK(newton_local["hessian_products"] != newton_plain["hessian_products"]);
 }
 
 TEST_CASE("when every node is gone the run stops with a clear error and saves the last theta") {

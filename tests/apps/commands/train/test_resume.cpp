@@ -195,10 +195,18 @@ TEST_CASE("OWL-QN with shrinking (--l1) killed with SIGKILL and started again en
   CHECK(on_nodes["objective"].get<double>() != json::parse(plain.out)["objective"].get<double>());
 }
 
-TEST_CASE("orthant-wise Newton-CG (--solver newton-cg --l1) killed with SIGKILL and started again ends bit for bit (local)") {
-  // Its states are Newton states holding F; the settings record --l1 and the solver.
-  check_kill_and_resume({"--l1", "1e-3"}, resume_case{"newton-cg", "1e-4", 30, "max_iterations", 8, 1,
-                                                      {"newton-cg-000000000028.txt", "newton-cg-000000000030.txt"}});
+TEST_CASE("plain orthant-wise Newton-CG (--solver newton-cg --l1 --no-shrinking) killed with SIGKILL and started again ends bit for bit (local)") {
+  // Its states are Newton states holding F; the settings record --l1, the solver and --no-shrinking.
+  check_kill_and_resume({"--l1", "1e-3", "--no-shrinking"},
+                        resume_case{"newton-cg", "1e-4", 30, "max_iterations", 8, 1,
+                                    {"newton-cg-000000000028.txt", "newton-cg-000000000030.txt"}});
+}
+
+TEST_CASE("orthant-wise Newton-CG with shrinking (--solver newton-cg --l1) killed with SIGKILL and started again ends bit for bit (local)") {
+  // States come at the start of its rounds only (here iteration 9's), from the full evaluation
+  // there: a resume evaluates nothing again. The last comes where the limit stops it.
+  check_kill_and_resume({"--l1", "1e-3"}, resume_case{"newton-cg", "1e-4", 30, "max_iterations", 12, 0,
+                                                      {"newton-cg-000000000030.txt"}});
 }
 
 TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name and nothing is trained") {
