@@ -104,7 +104,7 @@ public:
   bool can_restrict() const { return has_hessian(shape_); }
 
   /// A restriction of the objective to the entries of theta that weigh some of the features,
-  /// with the others held at 0 (OWL-QN's shrinking, optimizer/owlqn.hpp): the same objective over
+  /// with the others held at 0 (OWL-QN's and orthant-wise Newton-CG's shrinking, optimizer/owlqn.hpp): the same objective over
   /// the data's columns `features` alone (renumbered, restrict_columns), the same shards and rows.
   struct restriction {
     std::vector<Eigen::Index> entries;  ///< theta's entries, in the compact problem's order
@@ -118,8 +118,8 @@ public:
   };
 
   /// Restricts to the features of the entries `wanted` (increasing), every output's weights on
-  /// them and the biases. The evaluate function borrows a compact objective this one keeps until
-  /// the next restriction. Fails for networks.
+  /// them and the biases. Its functions borrow a compact objective this one keeps until the next
+  /// restriction. Fails for networks.
   result<restriction> restrict(const std::vector<Eigen::Index>& wanted) {
     if (!can_restrict())
       return fail_invalid("only the linear models can be restricted to some features, not " + describe(shape_));

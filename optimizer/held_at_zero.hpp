@@ -65,14 +65,14 @@ public:
     return f_.line_values(alphas, values);
   }
 
-  /// Whether the objective can restrict itself (OWL-QN's shrinking, owlqn.hpp).
+  /// Whether the objective can restrict itself (shrinking, owlqn.hpp).
   template <class G = F, std::enable_if_t<has_restrict<G>::value, int> = 0>
   bool can_restrict() const {
     return f_.can_restrict();
   }
 
   /// The objective's restriction, with the held entries among its `entries` zeroed in the compact
-  /// gradient too.
+  /// gradient, products and diagonal too.
   template <class G = F, std::enable_if_t<has_restrict<G>::value, int> = 0>
   auto restrict(const std::vector<Eigen::Index>& wanted) {
     auto made = f_.restrict(wanted);

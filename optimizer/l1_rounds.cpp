@@ -113,7 +113,7 @@ std::optional<run_stop> l1_rounds::close_round(Eigen::VectorXd& x, const std::ve
   // The round's steps lowered the compact problem's F, which may differ from the full one's in
   // the last bits (another order of sums): a round that did not lower the full F is at machine
   // precision, and every round after it would repeat it. The run ends at the round's start,
-  // the last state handed out (its iterations count what the round did).
+  // the last state handed out, if one was (its iterations count what the round did).
   if (!(fx_ < round_start) && !finished(x)) {
     for (std::size_t k = 0; k < entries.size(); ++k)
       x[entries[k]] = start[static_cast<Eigen::Index>(k)];

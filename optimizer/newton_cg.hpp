@@ -72,7 +72,8 @@ result<void> check_options(const newton_options& options);
 /// resumed from a state ends bit for bit where the uninterrupted run ends, given the same
 /// objective and options; it evaluates the iterate once more before its first product (the
 /// objective's products and its preconditioner refer to its last evaluation), so it counts one
-/// evaluation more.
+/// evaluation more (not a state of orthant-wise Newton-CG with shrinking, whose round starts from
+/// the state's evaluation and makes its own on the working set).
 struct newton_state {
   int iterations = 0;
   int evaluations = 0;
@@ -153,8 +154,11 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
 /// evaluations decide a stop at the gradient tests; the iteration limit, the hook and the
 /// objective-change test count every inner iteration. Sessions hand out states at full
 /// evaluations only (a round starts from x and the full evaluation alone), so a run resumed from
-/// one ends bit for bit as the uninterrupted one. A round that takes no step, or whose steps do not
-/// lower the full F, ends the run (`line_search_failed`).
+/// one ends bit for bit as the uninterrupted one (none at iteration 0, as plain Newton-CG). A round
+/// met at its start (the full pseudo-gradient within 1e-9 relative of the threshold) ends the run
+/// converged; one that takes no step otherwise, or whose steps do not lower the full F, ends it
+/// (`line_search_failed`, its message weighing the full pseudo-gradient against the run's
+/// threshold).
 result<run_result> minimize_orthant_shrinking_erased(const newton_objective& objective,
                                                      const restrict_function& restrict, Eigen::VectorXd& theta,
                                                      const newton_options& options, const owlqn_shrinking& shrinking,

@@ -162,6 +162,12 @@ private:
   cg_preconditioner preconditioner_;
 };
 
+/// Where a failed orthant-wise search stops, for its message (it starts "; the pseudo-gradient's
+/// norm is"): near the stopping threshold (epsilon, or epsilon_rel ||x|| where that is larger) the
+/// objective may be at machine precision, and a larger epsilon ends the run; far above it the
+/// orthant's steps have stalled (weights that cross 0 near the optimum), and OWL-QN may go further.
+std::string where(double pseudo_norm, const Eigen::VectorXd& x, const newton_options& o);
+
 /// The orthant-wise loop (orthant_newton.cpp): Newton-CG for the objective plus options.l1's term,
 /// from and updating the iterate x (or from the session's state); returns where it stops.
 run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_log& log, vector_pool& pool,

@@ -42,12 +42,14 @@ namespace shardopt::optimizer {
 ///   are affine in theta): a backtracking line search costs no passes. R as for
 ///   `hessian_vector`.
 ///
-/// Optional, and used by OWL-QN's shrinking where present (owlqn.hpp):
+/// Optional, and used by OWL-QN's and orthant-wise Newton-CG's shrinking where present (owlqn.hpp):
 ///
 /// - `bool can_restrict() const` and `result<T> restrict(const std::vector<Eigen::Index>& wanted)`
 ///   — the objective on (at least) the entries `wanted` of theta, the others held at 0: T has
 ///   `entries` (theta's entries the compact problem holds, increasing) and `evaluate(theta, grad)`
-///   over vectors of entries.size(), returning double or `shardopt::result<double>`.
+///   over vectors of entries.size(), returning double or `shardopt::result<double>`; for
+///   Newton-CG also `hessian`, `diagonal` and `line` functions, the compact problem's
+///   `hessian_vector`, `evaluate_diagonal` and `line_values`.
 template <class F, class = void>
 struct has_restrict : std::false_type {};
 

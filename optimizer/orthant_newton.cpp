@@ -17,12 +17,6 @@
 
 namespace shardopt::optimizer::detail {
 
-namespace {
-
-/// Where a failed search stops, for its message: near the stopping threshold (epsilon, or
-/// epsilon_rel ||x|| where that is larger) the objective may be at machine precision, and a larger
-/// epsilon ends the run; far above it the orthant's steps have stalled (weights that cross 0 near
-/// the optimum), and OWL-QN may go further.
 std::string where(double pseudo_norm, const Eigen::VectorXd& x, const newton_options& o) {
   const double threshold = std::max(o.epsilon, o.epsilon_rel * x.norm());
   std::ostringstream out;
@@ -39,8 +33,6 @@ std::string where(double pseudo_norm, const Eigen::VectorXd& x, const newton_opt
         << ": the orthant's steps have stalled; --solver owlqn may go further";
   return out.str();
 }
-
-} // namespace
 
 run_stop run_orthant(newton_run& newton, const newton_objective& objective, run_log& log, vector_pool& pool,
                      Eigen::VectorXd& x, const newton_options& o, const newton_session& session) {

@@ -3,6 +3,7 @@
 
 #include "optimizer/l1_rounds.hpp"
 #include "optimizer/newton_cg.hpp"
+#include "optimizer/newton_run.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -124,15 +125,20 @@ private:
             return *failed;
           return run_stop{stop_reason::converged, ""};
         }
-        // No step on the set of every free entry: no round after it would take one.
-        return run_stop{stop_reason::line_search_failed,
-                        round->message.empty() ? "a round on the working set took no step" : round->message};
+        // No step on the set of every free entry: no round after it would take one. The round's
+        // message weighs its pseudo-gradient against the round's threshold; the run's is told.
+        auto message = round->message.empty() ? std::string{"a round on the working set took no step"}
+                                              : round->message;
+        if (const auto at = message.find(note); at != std::string::npos)
+          message = message.substr(0, at) + detail::where(pg_.norm(), x, o_);
+        return run_stop{stop_reason::line_search_failed, std::move(message)};
       }
       if (auto stop = close_round(x, entries, start, round_start))
         return *stop;
     }
   }
 
+  static constexpr const char* note = "; the pseudo-gradient's norm is";
   const newton_options& o_;
   const owlqn_shrinking& shrink_;
   const newton_session& session_;

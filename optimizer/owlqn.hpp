@@ -81,8 +81,9 @@ struct restricted_objective {
 /// objective, and stays valid until the next restriction.
 using restrict_function = std::function<result<restricted_objective>(const std::vector<Eigen::Index>& wanted)>;
 
-/// Shrinking, as LIBLINEAR's solvers shrink: OWL-QN runs on a working set of entries at a time,
-/// the rest held at 0, and only the working set's columns cost a pass.
+/// Shrinking, as LIBLINEAR's solvers shrink: OWL-QN (and orthant-wise Newton-CG, newton_cg.hpp)
+/// runs on a working set of entries at a time, the rest held at 0, and only the working set's
+/// columns cost a pass.
 struct owlqn_shrinking {
   bool enabled = true;
   /// Inner iterations on one working set at most, before a full evaluation looks at every entry.
@@ -121,7 +122,8 @@ result<run_result> minimize_owlqn_shrinking_erased(const evaluate_function& f, c
                                                    const iteration_hook& hook = {},
                                                    const lbfgs_session& session = {});
 
-/// Wraps an objective's `restrict(wanted)` as a `restrict_function`. Its answer, a result, has `entries` and an `evaluate(theta, grad)` returning double or result<double>.
+/// Wraps an objective's `restrict(wanted)` as a `restrict_function`. Its answer, a result, has `entries` and an `evaluate(theta, grad)` returning double or result<double>,
+/// and may have `hessian`, `diagonal` and `line` (has_restricted_hessian), which it carries over.
 /// Borrows the objective.
 template <class F>
 restrict_function restrict_of(F& f) {

@@ -94,7 +94,7 @@ public:
   /// The objective recreates a lost shard: on its own node if that node still answers, else on the
   /// surviving node with the fewest shards (shipping its block again), and reports it through
   /// `log`; when no node is left, the evaluation fails with a message saying so.
-  /// The objective can restrict itself (OWL-QN's shrinking): its compact objective's shards, over
+  /// The objective can restrict itself (shrinking): its compact objective's shards, over
   /// the kept features' columns, are shipped to the nodes that hold its peers then, under a driver
   /// identity (and token) of their own, which ends, and releases them there, with that objective.
   result<sharded_objective> ship(model::model_shape shape, double lambda,

@@ -78,9 +78,9 @@ public:
   /// cluster::ship, cluster::read_on_nodes).
   bool can_restrict() const;
 
-  /// The objective on some entries of theta, the others held at 0 (OWL-QN's shrinking,
-  /// optimizer/owlqn.hpp): `entries` (theta's, in the compact problem's order) and `evaluate`, over
-  /// vectors of entries.size().
+  /// The objective on some entries of theta, the others held at 0 (OWL-QN's and orthant-wise
+  /// Newton-CG's shrinking, optimizer/owlqn.hpp): `entries` (theta's, in the compact problem's
+  /// order) and `evaluate`, `hessian`, `diagonal` and `line`, over vectors of entries.size().
   struct restriction {
     std::vector<Eigen::Index> entries;
     std::int64_t nonzeros = 0;  ///< the compact data's, when the driver made a copy (else 0)
@@ -99,7 +99,8 @@ public:
   /// the next restriction (or this objective's end): the same bits for any number of shards and
   /// any placement, as this objective's. When nodes holding their own data cannot make it (a
   /// node draining, its limits), the restriction evaluates through this objective, its other
-  /// entries at 0 (and says so through the maker's log): what plain OWL-QN costs, for that round.
+  /// entries at 0 (and says so through the maker's log): what a plain run costs, for that round;
+  /// its products and lines then run at those full evaluations.
   result<restriction> restrict(const std::vector<Eigen::Index>& wanted);
 
   /// The compact columns of a restriction, made on the driver when first asked for (the same

@@ -4,6 +4,8 @@
 // bit, a bound on its passes to a fixed objective, and misfit options refused by name.
 
 #include "model/local_objective.hpp"
+#include "model/restriction.hpp"
+#include "optimizer/held_at_zero.hpp"
 #include "optimizer/newton_cg.hpp"
 #include "optimizer/owlqn.hpp"
 
@@ -22,6 +24,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace opt = shardopt::optimizer;
@@ -289,6 +292,20 @@ TEST_CASE("orthant-wise Newton-CG with shrinking ends at plain's optimum, hands 
   CHECK(states.back().iterations == full.iterations);
   for (std::size_t k = 1; k < states.size(); ++k)
     CHECK(states[k].iterations - states[k - 1].iterations <= 4);
+  // The biases held at 0 (--no-bias): the compact products and diagonals hold them too, and the
+  // rounds end at plain's optimum with every bias 0.
+  const auto biases = model::entries_of_features(shape, {});
+  opt::held_at_zero<model::local_objective> held{f, biases};
+  Eigen::VectorXd held_plain = Eigen::VectorXd::Zero(shape.dimension());
+  Eigen::VectorXd held_rounds = held_plain;
+  const auto plain_held = *opt::minimize_newton(held, held_plain, o, {}, {}, plain);
+  const auto rounds_held = *opt::minimize_newton(held, held_rounds, o, {}, {}, rounds);
+  REQUIRE(plain_held.reason == opt::stop_reason::converged);
+  REQUIRE(rounds_held.reason == opt::stop_reason::converged);
+  CHECK(std::abs(rounds_held.f - plain_held.f) <= 1e-9 * std::abs(plain_held.f));
+  CHECK(rounds_held.f > full.f);  // without its biases the model fits worse
+  for (const auto b : biases)
+    CHECK(held_rounds[b] == 0);
   for (std::size_t k = 0; k + 1 < states.size(); ++k) {
     CAPTURE(k);
     opt::newton_session resuming;
@@ -327,7 +344,7 @@ TEST_CASE("orthant-wise Newton-CG reaches a fixed objective within a bound on it
   model::local_objective f{shape, data, 0.0};
   const Eigen::VectorXd c = 2e-3 * model::weight_mask(shape);
   Eigen::VectorXd best = Eigen::VectorXd::Zero(shape.dimension());
-  const auto optimum = *opt::minimize_newton(f, best, l1_options(c, 0, 1e-12));
+  const auto optimum = *opt::minimize_newton(f, best, l1_options(c, 0, 1e-12), {}, {}, plain);
   REQUIRE(optimum.reason == opt::stop_reason::converged);
   const double target = optimum.f + 1e-9 * std::abs(optimum.f);
   // Passes (evaluations and products) until F is within 1e-9 of the optimum.
@@ -342,6 +359,12 @@ TEST_CASE("orthant-wise Newton-CG reaches a fixed objective within a bound on it
   };
   const int newton = passes_to_target([&](const opt::iteration_hook& hook) {
     Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+    return opt::minimize_newton(f, theta, l1_options(c, 0, 1e-12), hook, {}, plain);
+  });
+  // With shrinking a pass is a full evaluation, or a compact one or a product over the working
+  // set's columns: counted alike here.
+  const int shrinking = passes_to_target([&](const opt::iteration_hook& hook) {
+    Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
     return opt::minimize_newton(f, theta, l1_options(c, 0, 1e-12), hook);
   });
   const int owlqn = passes_to_target([&](const opt::iteration_hook& hook) {
@@ -354,13 +377,17 @@ TEST_CASE("orthant-wise Newton-CG reaches a fixed objective within a bound on it
     return opt::minimize_owlqn(f, theta, o, c, hook, {}, plain);
   });
   CAPTURE(newton);
+  CAPTURE(shrinking);
   CAPTURE(owlqn);
   REQUIRE(newton > 0);
+  REQUIRE(shrinking > 0);
   REQUIRE(owlqn > 0);
-  // Measured: 29 passes (11 evaluations, 18 products), OWL-QN 14 on this small, well-conditioned
-  // problem (its advantage on such problems: docs/benchmarks.md). A solver that lost its Newton
-  // steps (steepest descent, or a step per entering weight) needs hundreds.
+  // Measured: 29 passes (11 evaluations, 18 products) plain, 36 with shrinking (its full
+  // evaluations between rounds on top), OWL-QN 14 on this small, well-conditioned problem (its
+  // advantage on such problems: docs/benchmarks.md). A solver that lost its Newton steps (steepest
+  // descent, or a step per entering weight) needs hundreds.
   CHECK(newton <= 40);
+  CHECK(shrinking <= 48);
 }
 
 TEST_CASE("orthant-wise Newton-CG refuses L1 weights that do not fit, negative ones, the trust region and pairs, naming them") {
@@ -382,4 +409,19 @@ TEST_CASE("orthant-wise Newton-CG refuses L1 weights that do not fit, negative o
   CHECK(message(o).find("an L1 term takes no preconditioner pairs") != std::string::npos);
   o.preconditioner_pairs = 0;
   CHECK(message(o) == "ran");
+  // Shrinking's limits, with an objective that can restrict itself.
+  const model::model_shape shape{model::model_kind::logistic, 3, 1};
+  auto data = std::const_pointer_cast<model::dataset>(shardopt::test::random_problem(5, 50, 3, 2));
+  for (Eigen::Index i = 0; i < data->y.size(); ++i)
+    data->y[i] = data->y[i] > 0 ? 1.0 : -1.0;
+  model::local_objective local{shape, data, 0.0};
+  o.l1 = 0.01 * model::weight_mask(shape);
+  for (const auto& [refresh, tolerance] : std::vector<std::pair<int, double>>{{0, 0.1}, {100, 1.0}, {100, -0.1}}) {
+    CAPTURE(refresh);
+    CAPTURE(tolerance);
+    Eigen::VectorXd x = Eigen::VectorXd::Zero(shape.dimension());
+    auto run = opt::minimize_newton(local, x, o, {}, {}, opt::owlqn_shrinking{true, refresh, tolerance});
+    REQUIRE_FALSE(run.ok());
+    CHECK(run.error().message().find("shrinking needs refresh >= 1 and 0 <= tolerance < 1") != std::string::npos);
+  }
 }

@@ -69,7 +69,7 @@ struct train_options {
   double lambda = 1e-4;
   double l1 = 0;                   ///< L1 penalty on the weights (OWL-QN); with lambda, the elastic net
   bool no_bias = false;            ///< --mode lbfgs, linear models: biases held at 0
-  bool no_shrinking = false;       ///< --l1 with OWL-QN: every evaluation over every column
+  bool no_shrinking = false;       ///< --l1 with OWL-QN or Newton-CG: every pass over every column
   std::int64_t classes = 0;        ///< 0 = from the training labels
   int shards = 0;                  ///< 0 = one per hardware thread (or the nodes' threads)
   std::string nodes;               ///< "host:port,...": shards on node processes

@@ -279,13 +279,38 @@ TEST_CASE("OWL-QN and orthant-wise Newton-CG with shrinking over local shard act
     CHECK(std::memcmp(&d_mine[static_cast<Eigen::Index>(k)], &d_full[entries[k]], sizeof(double)) == 0);
     CHECK(std::memcmp(&hv_mine[static_cast<Eigen::Index>(k)], &hv_full[entries[k]], sizeof(double)) == 0);
   }
-  // A line between the last two evaluations (the diagonal's point and the one before, twice the
-  // same point here: every value is f there).
+  // A line between the last two evaluations: from `compact` (alpha 0) to `halved` (alpha 1), and
+  // halfway, f at three quarters of `compact`.
+  const Eigen::VectorXd halved = 0.5 * compact;
+  REQUIRE(fallback->evaluate(halved, g_again).ok());
   std::vector<double> values;
   REQUIRE(fallback->line({0.0, 0.5, 1.0}, values).ok());
   REQUIRE(values.size() == 3);
-  for (const double value : values)
-    CHECK(value == doctest::Approx(f_full).epsilon(1e-12));
+  const auto f_at = [&](double scale) {
+    Eigen::VectorXd g;
+    return full.evaluate(scale * scattered, g);
+  };
+  CHECK(values[0] == doctest::Approx(f_at(1.0)).epsilon(1e-12));
+  CHECK(values[1] == doctest::Approx(f_at(0.75)).epsilon(1e-12));
+  CHECK(values[2] == doctest::Approx(f_at(0.5)).epsilon(1e-12));
+  CHECK(values[0] != doctest::Approx(values[2]).epsilon(1e-6));
+  // A whole orthant-wise Newton-CG run through it: the local shrinking run's optimum.
+  {
+    shardopt::optimizer::newton_options n;
+    n.l1 = c;
+    n.lambda = 1e-4;
+    n.epsilon = 1e-9;
+    Eigen::VectorXd x_through = Eigen::VectorXd::Zero(shape.dimension());
+    Eigen::VectorXd x_local = x_through;
+    model::local_objective local{shape, data, 1e-4, {{0, 250}, {250, 600}}};
+    const auto run_through = shardopt::optimizer::minimize_newton(*moved, x_through, n);
+    const auto run_local = shardopt::optimizer::minimize_newton(local, x_local, n);
+    REQUIRE(run_through.ok());
+    REQUIRE(run_local.ok());
+    CHECK(run_through->reason == shardopt::optimizer::stop_reason::converged);
+    CHECK(run_through->f == doctest::Approx(run_local->f).epsilon(1e-10));
+    CHECK(run_through->nonzeros == run_local->nonzeros);
+  }
   CHECK(moved->dimension() == shape.dimension());
 
   // A network's objective cannot restrict itself, and says so.
