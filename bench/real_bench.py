@@ -137,8 +137,11 @@ def run_to(command, metrics, target, stop=False):
             if stop and not killed and any(reaches(row, target) for row in read_rows(metrics)):
                 child, _ = launched_report(report.name)
                 if child:
-                    os.kill(child, signal.SIGKILL)  # the launcher then reports its peak and exits
-                    killed = True
+                    try:
+                        os.kill(child, signal.SIGKILL)  # the launcher then reports its peak and exits
+                        killed = True
+                    except ProcessLookupError:
+                        pass  # it ended on its own as the target came: its summary stands
         seconds = time.monotonic() - started
         out.seek(0)
         err.seek(0)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -53,11 +54,26 @@ double l1_rounds::stop_threshold(const Eigen::VectorXd& x) const {
   return std::max(stops_.epsilon, stops_.epsilon_rel * x.norm());
 }
 
-std::optional<run_stop> l1_rounds::restrict_working_set(const Eigen::VectorXd& x, restricted_objective& out) {
+std::optional<run_stop> l1_rounds::restrict_working_set(const Eigen::VectorXd& x, restricted_objective& out,
+                                                        std::int64_t entering) {
   const auto n = x.size();
+  // Entries at 0 enter when their |pseudo-gradient| reaches `least` (0: all that are not 0).
+  double least = 0;
+  if (entering > 0) {
+    magnitudes_.clear();
+    for (Eigen::Index i = 0; i < n; ++i)
+      if (c_[i] > 0 && x[i] == 0 && pg_[i] != 0)
+        magnitudes_.push_back(std::abs(pg_[i]));
+    const auto cap = static_cast<std::size_t>(entering);
+    if (magnitudes_.size() > cap) {
+      std::nth_element(magnitudes_.begin(), magnitudes_.begin() + static_cast<std::ptrdiff_t>(cap - 1),
+                       magnitudes_.end(), std::greater<>());
+      least = magnitudes_[cap - 1];
+    }
+  }
   wanted_.clear();
   for (Eigen::Index i = 0; i < n; ++i)
-    if (!(c_[i] > 0) || x[i] != 0 || pg_[i] != 0)
+    if (!(c_[i] > 0) || x[i] != 0 || (pg_[i] != 0 && std::abs(pg_[i]) >= least))
       wanted_.push_back(i);
   auto restricted = restrict_(wanted_);
   if (!restricted)

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -52,8 +53,11 @@ protected:
   double stop_threshold(const Eigen::VectorXd& x) const;
 
   /// The restriction to the working set at x (the entries unpenalised, not 0, or whose
-  /// pseudo-gradient is not 0), its entries checked against x's size; else the stop.
-  std::optional<run_stop> restrict_working_set(const Eigen::VectorXd& x, restricted_objective& out);
+  /// pseudo-gradient is not 0), its entries checked against x's size; else the stop. With
+  /// `entering` > 0, at most that many of the entries at 0 enter the set, those of the largest
+  /// |pseudo-gradient| (ties all enter).
+  std::optional<run_stop> restrict_working_set(const Eigen::VectorXd& x, restricted_objective& out,
+                                               std::int64_t entering = 0);
 
   /// A round starts at the run's current iterations and products, and at `evaluations` (the run's
   /// count less those the round counts again: OWL-QN's round counts the full evaluation it starts
@@ -89,6 +93,7 @@ protected:
   double fx_ = 0;
   Eigen::VectorXd g_, pg_, g_start_;
   std::vector<Eigen::Index> wanted_;
+  std::vector<double> magnitudes_;
 
 private:
   int base_iterations_ = 0;

@@ -19,6 +19,9 @@ namespace shardopt::optimizer::detail {
 /// An iterate x of F = f + sum_i c_i |x_i|, seen from its orthant. Every loop over the dimension
 /// runs on the pool in its fixed chunks and every sum adds the chunks in order: the same bits on
 /// any number of threads.
+/// A step lets at most as many weights enter from 0 as are non-zero, and at least this many.
+constexpr std::int64_t min_entering = 1024;
+
 class orthant {
 public:
   /// `c`, the L1 weights, and `pool` outlive this.
@@ -72,7 +75,6 @@ private:
   std::vector<double> entering_;      ///< |v| of the weights at 0 that could enter
   double l1_ = 0;
   std::int64_t nonzeros_ = 0;
-  static constexpr std::int64_t min_entering = 1024;
 };
 
 } // namespace shardopt::optimizer::detail

@@ -173,6 +173,83 @@ TEST_CASE("orthant-wise Newton-CG, plain and shrinking: K shards give the bits o
   }
 }
 
+namespace {
+
+/// A local objective that records the size of every working set it is restricted to.
+struct recording_restrictions {
+  model::local_objective& f;
+  std::vector<std::size_t> sizes;
+
+  std::int64_t dimension() const { return f.dimension(); }
+  double evaluate(const Eigen::VectorXd& theta, Eigen::VectorXd& grad) { return f.evaluate(theta, grad); }
+  double evaluate_diagonal(const Eigen::VectorXd& theta, Eigen::VectorXd& grad, Eigen::VectorXd& diagonal) {
+    return f.evaluate_diagonal(theta, grad, diagonal);
+  }
+  shardopt::result<void> hessian_vector(const Eigen::VectorXd& v, Eigen::VectorXd& hv) { return f.hessian_vector(v, hv); }
+  shardopt::result<void> line_values(const std::vector<double>& alphas, std::vector<double>& values) {
+    return f.line_values(alphas, values);
+  }
+  bool can_restrict() const { return f.can_restrict(); }
+  auto restrict(const std::vector<Eigen::Index>& wanted) {
+    sizes.push_back(wanted.size());
+    return f.restrict(wanted);
+  }
+};
+
+} // namespace
+
+TEST_CASE("orthant-wise Newton-CG with shrinking lets at most max(1,024, 4 x the non-zeros) weights at 0 into a round's "
+          "set, and ends at plain's optimum") {
+  // 40,000 sparse features, 2,500 of them in the labels, and an L1 weight small enough that
+  // thousands of weights at 0 could enter at the start.
+  const std::int64_t n = 3000, d = 40000;
+  std::mt19937 rng{43};
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<std::int64_t> column(0, d - 1);
+  std::vector<Eigen::Triplet<float>> entries;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double score = 0;
+    for (int k = 0; k < 30; ++k) {
+      const auto j = column(rng);
+      const float value = normal(rng);
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(j), value);
+      score += j % 16 == 0 ? (j % 32 == 0 ? 1.0 : -1.0) * value : 0.0;
+    }
+    data->y[i] = score + 0.3 * normal(rng) > 0 ? 1.0 : -1.0;
+  }
+  model::sparse_features x(n, d);
+  x.setFromTriplets(entries.begin(), entries.end());
+  data->x = std::move(x);
+  const model::model_shape shape{model::model_kind::logistic, d, 1};
+  model::local_objective f{shape, data, 0.0};
+  const Eigen::VectorXd c = 3e-4 * model::weight_mask(shape);
+  const auto o = l1_options(c, 0, 1e-9);
+  Eigen::VectorXd flat = Eigen::VectorXd::Zero(shape.dimension());
+  const auto plain_run = *opt::minimize_newton(f, flat, o, {}, {}, plain);
+  REQUIRE(plain_run.reason == opt::stop_reason::converged);
+  recording_restrictions recorded{f, {}};
+  Eigen::VectorXd theta = Eigen::VectorXd::Zero(shape.dimension());
+  std::vector<std::int64_t> nonzeros{0};  // at each round's start: the first's, then after each iteration
+  const auto run = *opt::minimize_newton(recorded, theta, o, [&](const opt::iteration_info& info) {
+    nonzeros.push_back(info.nonzeros);
+    return true;
+  });
+  REQUIRE(run.reason == opt::stop_reason::converged);
+  CHECK(std::abs(run.f - plain_run.f) <= 1e-9 * std::abs(plain_run.f));
+  CHECK(run.nonzeros == plain_run.nonzeros);
+  CAPTURE(plain_run.nonzeros);
+  // The start: far more than 1,024 could enter (the plain run's support alone is larger), 1,024
+  // did, with the bias; later sets hold the non-zeros and at most 4 x as many more.
+  REQUIRE(recorded.sizes.size() >= 2);
+  CHECK(plain_run.nonzeros > 1024);
+  CHECK(recorded.sizes.front() == 1024 + 1);
+  const auto most = std::max<std::int64_t>(1024, 4 * *std::max_element(nonzeros.begin(), nonzeros.end()));
+  for (const auto size : recorded.sizes)
+    CHECK(static_cast<std::int64_t>(size) <= most + *std::max_element(nonzeros.begin(), nonzeros.end()) + 1);
+}
+
 TEST_CASE("plain orthant-wise Newton-CG over two vector chunks and a capped working set: K shards and threads give the bits of one") {
   // 40,000 sparse features (two of the pool's 2^15-entry chunks), 2,500 of them in the labels, and
   // an L1 weight small enough that far more than 1,024 weights would enter at the start.
