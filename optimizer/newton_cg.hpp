@@ -147,7 +147,8 @@ result<run_result> minimize_newton_erased(const newton_objective& objective, Eig
 
 /// Orthant-wise Newton-CG (`options.l1` set) with shrinking, as OWL-QN's (owlqn.hpp): each round
 /// evaluates F in full at x, takes as its working set the entries free there (unpenalised, not 0,
-/// or whose pseudo-gradient is not 0), restricts f to them (`restrict`, whose answer must carry
+/// or at 0 with a pseudo-gradient that is not 0: of these, the max(1,024, 4 x the non-zeros) of
+/// the largest magnitude, ties all taken), restricts f to them (`restrict`, whose answer must carry
 /// the compact problem's Hessian-vector products) and runs orthant-wise Newton-CG on that compact
 /// problem from x for at most `refresh` iterations, or until its pseudo-gradient falls to
 /// `tolerance` times the full one or to the run's threshold at the round's start. Only full
