@@ -59,6 +59,7 @@ std::optional<run_stop> l1_rounds::restrict_working_set(const Eigen::VectorXd& x
   const auto n = x.size();
   // Entries at 0 enter when their |pseudo-gradient| reaches `least` (0: all that are not 0).
   double least = 0;
+  capped_ = false;
   if (entering > 0) {
     magnitudes_.clear();
     for (Eigen::Index i = 0; i < n; ++i)
@@ -69,6 +70,8 @@ std::optional<run_stop> l1_rounds::restrict_working_set(const Eigen::VectorXd& x
       std::nth_element(magnitudes_.begin(), magnitudes_.begin() + static_cast<std::ptrdiff_t>(cap - 1),
                        magnitudes_.end(), std::greater<>());
       least = magnitudes_[cap - 1];
+      capped_ = least > 0 && std::any_of(magnitudes_.begin() + static_cast<std::ptrdiff_t>(cap), magnitudes_.end(),
+                                         [least](double m) { return m < least; });
     }
   }
   wanted_.clear();

@@ -54,8 +54,8 @@ protected:
 
   /// The restriction to the working set at x (the entries unpenalised, not 0, or whose
   /// pseudo-gradient is not 0), its entries checked against x's size; else the stop. With
-  /// `entering` > 0, at most that many of the entries at 0 enter the set, those of the largest
-  /// |pseudo-gradient| (ties all enter).
+  /// `entering` > 0, of the entries at 0 those of the `entering` largest |pseudo-gradient| enter
+  /// the set (ties at the last all enter), and `capped_` says whether any was left out.
   std::optional<run_stop> restrict_working_set(const Eigen::VectorXd& x, restricted_objective& out,
                                                std::int64_t entering = 0);
 
@@ -94,6 +94,7 @@ protected:
   Eigen::VectorXd g_, pg_, g_start_;
   std::vector<Eigen::Index> wanted_;
   std::vector<double> magnitudes_;
+  bool capped_ = false;  ///< the last working set left out entries that could enter
 
 private:
   int base_iterations_ = 0;

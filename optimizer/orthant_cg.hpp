@@ -16,12 +16,12 @@
 
 namespace shardopt::optimizer::detail {
 
-/// An iterate x of F = f + sum_i c_i |x_i|, seen from its orthant. Every loop over the dimension
-/// runs on the pool in its fixed chunks and every sum adds the chunks in order: the same bits on
-/// any number of threads.
 /// A step lets at most as many weights enter from 0 as are non-zero, and at least this many.
 constexpr std::int64_t min_entering = 1024;
 
+/// An iterate x of F = f + sum_i c_i |x_i|, seen from its orthant. Every loop over the dimension
+/// runs on the pool in its fixed chunks and every sum adds the chunks in order: the same bits on
+/// any number of threads.
 class orthant {
 public:
   /// `c`, the L1 weights, and `pool` outlive this.
