@@ -175,6 +175,32 @@ TEST_CASE("orthant-wise Newton-CG, plain and shrinking: K shards give the bits o
 
 namespace {
 
+/// 3,000 rows of 30 normal values among 40,000 features; the labels (+-1) follow the 2,500 features
+/// whose index is a multiple of 16, with noise.
+std::shared_ptr<model::dataset> forty_thousand_features(std::uint32_t seed) {
+  const std::int64_t n = 3000, d = 40000;
+  std::mt19937 rng{seed};
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<std::int64_t> column(0, d - 1);
+  std::vector<Eigen::Triplet<float>> entries;
+  auto data = std::make_shared<model::dataset>();
+  data->y.resize(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    double score = 0;
+    for (int k = 0; k < 30; ++k) {
+      const auto j = column(rng);
+      const float value = normal(rng);
+      entries.emplace_back(static_cast<int>(i), static_cast<int>(j), value);
+      score += j % 16 == 0 ? (j % 32 == 0 ? 1.0 : -1.0) * value : 0.0;
+    }
+    data->y[i] = score + 0.3 * normal(rng) > 0 ? 1.0 : -1.0;
+  }
+  model::sparse_features x(n, d);
+  x.setFromTriplets(entries.begin(), entries.end());
+  data->x = std::move(x);
+  return data;
+}
+
 /// A local objective that records the size of every working set it is restricted to, and the
 /// non-zero count the hook saw last before it.
 struct recording_restrictions {
@@ -204,28 +230,9 @@ struct recording_restrictions {
 
 TEST_CASE("orthant-wise Newton-CG with shrinking lets at most max(1,024, 4 x the non-zeros) weights at 0 into a round's "
           "set, and ends at plain's optimum") {
-  // 40,000 sparse features, 2,500 of them in the labels, and an L1 weight small enough that
-  // thousands of weights at 0 could enter at the start.
-  const std::int64_t n = 3000, d = 40000;
-  std::mt19937 rng{43};
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<std::int64_t> column(0, d - 1);
-  std::vector<Eigen::Triplet<float>> entries;
-  auto data = std::make_shared<model::dataset>();
-  data->y.resize(n);
-  for (std::int64_t i = 0; i < n; ++i) {
-    double score = 0;
-    for (int k = 0; k < 30; ++k) {
-      const auto j = column(rng);
-      const float value = normal(rng);
-      entries.emplace_back(static_cast<int>(i), static_cast<int>(j), value);
-      score += j % 16 == 0 ? (j % 32 == 0 ? 1.0 : -1.0) * value : 0.0;
-    }
-    data->y[i] = score + 0.3 * normal(rng) > 0 ? 1.0 : -1.0;
-  }
-  model::sparse_features x(n, d);
-  x.setFromTriplets(entries.begin(), entries.end());
-  data->x = std::move(x);
+  // An L1 weight small enough that thousands of weights at 0 could enter at the start.
+  const std::int64_t d = 40000;
+  const auto data = forty_thousand_features(43);
   const model::model_shape shape{model::model_kind::logistic, d, 1};
   model::local_objective f{shape, data, 0.0};
   const Eigen::VectorXd c = 3e-4 * model::weight_mask(shape);
@@ -293,28 +300,10 @@ TEST_CASE("orthant-wise Newton-CG with shrinking runs a round again without the 
 }
 
 TEST_CASE("plain orthant-wise Newton-CG over two vector chunks and a capped working set: K shards and threads give the bits of one") {
-  // 40,000 sparse features (two of the pool's 2^15-entry chunks), 2,500 of them in the labels, and
-  // an L1 weight small enough that far more than 1,024 weights would enter at the start.
+  // Two of the pool's 2^15-entry chunks, and an L1 weight small enough that far more than 1,024
+  // weights would enter at the start.
   const std::int64_t n = 3000, d = 40000;
-  std::mt19937 rng{42};
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<std::int64_t> column(0, d - 1);
-  std::vector<Eigen::Triplet<float>> entries;
-  auto data = std::make_shared<model::dataset>();
-  data->y.resize(n);
-  for (std::int64_t i = 0; i < n; ++i) {
-    double score = 0;
-    for (int k = 0; k < 30; ++k) {
-      const auto j = column(rng);
-      const float value = normal(rng);
-      entries.emplace_back(static_cast<int>(i), static_cast<int>(j), value);
-      score += j % 16 == 0 ? (j % 32 == 0 ? 1.0 : -1.0) * value : 0.0;
-    }
-    data->y[i] = score + 0.3 * normal(rng) > 0 ? 1.0 : -1.0;
-  }
-  model::sparse_features x(n, d);
-  x.setFromTriplets(entries.begin(), entries.end());
-  data->x = std::move(x);
+  const auto data = forty_thousand_features(42);
   const model::model_shape shape{model::model_kind::logistic, d, 1};
   const auto rows = model::block_rows_for(n);
   model::local_objective one{shape, data, 0.0};
