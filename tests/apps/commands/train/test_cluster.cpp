@@ -138,10 +138,11 @@ TEST_CASE("--l1 on 3 node processes: OWL-QN and orthant-wise Newton-CG shrink th
   for (int i = 0; i < 3; ++i)
     nodes.push_back(std::make_unique<node_process>());
   temp_dir dir;
-  auto l1_run = [&](const std::vector<std::string>& where, const std::string& model) {
+  auto l1_run = [&](const std::vector<std::string>& where, const std::string& model,
+                    const std::string& iterations = "80") {
     std::vector<std::string> args{shardopt_binary()};
     args.insert(args.end(), training.begin(), training.end());
-    args.insert(args.end(), {"--l1", "1e-3", "--max-iter", "80", "--save", (dir / model).string()});
+    args.insert(args.end(), {"--l1", "1e-3", "--max-iter", iterations, "--save", (dir / model).string()});
     args.insert(args.end(), where.begin(), where.end());
     const auto result = run(args);
     INFO("stderr: " << result.err);
@@ -163,10 +164,12 @@ TEST_CASE("--l1 on 3 node processes: OWL-QN and orthant-wise Newton-CG shrink th
   CHECK(a_bytes.str() == b_bytes.str());
   // Shrinking took another path than plain OWL-QN (so this compares shrinking runs).
   CHECK(local["objective"].get<double>() != plain["objective"].get<double>());
-  // Orthant-wise Newton-CG's rounds restrict the shards there too: a local run's bits.
-  const auto newton_remote = l1_run({"--nodes", endpoints(nodes), "--solver", "newton-cg"}, "newton-nodes.model");
-  const auto newton_local = l1_run({"--shards", "3", "--solver", "newton-cg"}, "newton-local.model");
-  const auto newton_plain = l1_run({"--shards", "3", "--solver", "newton-cg", "--no-shrinking"}, "newton-plain.model");
+  // Orthant-wise Newton-CG's rounds restrict the shards there too: a local run's bits (20
+  // iterations: several rounds, each a restriction on the nodes).
+  const auto newton_remote = l1_run({"--nodes", endpoints(nodes), "--solver", "newton-cg"}, "newton-nodes.model", "20");
+  const auto newton_local = l1_run({"--shards", "3", "--solver", "newton-cg"}, "newton-local.model", "20");
+  const auto newton_plain =
+    l1_run({"--shards", "3", "--solver", "newton-cg", "--no-shrinking"}, "newton-plain.model", "20");
   CHECK(newton_remote["solver"] == "newton-cg");
   CHECK(newton_remote["objective"].get<double>() == newton_local["objective"].get<double>());
   CHECK(newton_remote["iterations"] == newton_local["iterations"]);
