@@ -44,7 +44,7 @@ std::string contents(const std::string& path) {
   return {std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
 }
 
-bool starts_with(const std::string& text, const std::string& prefix) {
+bool begins_with(const std::string& text, const std::string& prefix) {
   return text.rfind(prefix, 0) == 0;
 }
 
@@ -121,19 +121,19 @@ TEST_CASE("model_file: missing, garbage and truncated files fail with the file's
     const auto path = dir.write("garbage.model", "hello world\nthis is not a model\n");
     auto r = io::load_model(path);
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": not a shardopt model file"));
+    CHECK(begins_with(r.error().message(), path + ": not a shardopt model file"));
   }
   SUBCASE("empty") {
     const auto path = dir.write("empty.model", "");
     auto r = io::load_model(path);
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": not a shardopt model file"));
+    CHECK(begins_with(r.error().message(), path + ": not a shardopt model file"));
   }
   SUBCASE("another Boost archive") {
     const auto path = dir.write("other.model", "22 serialization::archive 19 5 hello 1\n");
     auto r = io::load_model(path);
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": not a shardopt model file"));
+    CHECK(begins_with(r.error().message(), path + ": not a shardopt model file"));
   }
   SUBCASE("truncated in the middle") {
     const auto full = dir.file("full.model");
@@ -142,7 +142,7 @@ TEST_CASE("model_file: missing, garbage and truncated files fail with the file's
     const auto path = dir.write("half.model", text.substr(0, text.size() / 2));
     auto r = io::load_model(path);
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": truncated or corrupt model file"));
+    CHECK(begins_with(r.error().message(), path + ": truncated or corrupt model file"));
   }
   SUBCASE("truncated anywhere") {
     const auto full = dir.file("full.model");
@@ -156,7 +156,7 @@ TEST_CASE("model_file: missing, garbage and truncated files fail with the file's
       dir.write("cut.model", text.substr(0, size));
       auto r = io::load_model(path);
       REQUIRE_FALSE(r.ok());
-      CHECK(starts_with(r.error().message(), path + ": "));
+      CHECK(begins_with(r.error().message(), path + ": "));
     }
   }
 }
@@ -199,7 +199,7 @@ TEST_CASE("model_file: hostile small files declaring huge lengths are refused wi
     const auto path = dir.write(file.name, file.bytes);
     auto r = io::load_model(path);
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": " + file.expected));
+    CHECK(begins_with(r.error().message(), path + ": " + file.expected));
   }
   const auto growth = test::peak_rss_bytes() - before;
   MESSAGE("peak RSS growth reading hostile model files: " << growth / 1024 << " KiB");
@@ -246,7 +246,7 @@ TEST_CASE("model_file: hostile architectures are refused without allocating what
     const auto path = dir.write(name, bytes);
     auto r = io::load_model(path);
     REQUIRE_FALSE(r.ok());
-    CHECK(starts_with(r.error().message(), path + ": "));
+    CHECK(begins_with(r.error().message(), path + ": "));
     if (name == "future.model")
       CHECK(r.error().message() == path + ": model file format version 5 is not supported (this build reads "
                                           "versions 1 to 4)");
@@ -273,11 +273,11 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
   auto loaded = io::load_model(sparse_path);
   REQUIRE_MESSAGE(loaded.ok(), loaded.error().message());
   CHECK(same_bits(loaded->theta, m.theta));
-  auto dense = m;
-  dense.theta.setConstant(0.5);
+  auto dense_model = m;
+  dense_model.theta.setConstant(0.5);
   const auto dense_path = dir.file("dense.model");
-  REQUIRE(io::save_model(dense_path, dense).ok());
-  CHECK(same_bits(io::load_model(dense_path)->theta, dense.theta));
+  REQUIRE(io::save_model(dense_path, dense_model).ok());
+  CHECK(same_bits(io::load_model(dense_path)->theta, dense_model.theta));
   // Four non-zero entries take a few numbers, not 10,001 zeros.
   CHECK(std::filesystem::file_size(sparse_path) < 400);
 
@@ -305,7 +305,7 @@ TEST_CASE("model_file: a mostly-zero theta (an L1 model) is stored by its non-ze
     if (name == "negative.model")
       CHECK(r.error().message().find("corrupt model file: the L1 weight -1") != std::string::npos);
     else
-      CHECK(starts_with(r.error().message(), path + ": truncated or corrupt model file: theta: "));
+      CHECK(begins_with(r.error().message(), path + ": truncated or corrupt model file: theta: "));
   }
   // The L1 weight round-trips (eval adds its term to the objective).
   m.l1 = 1e-3;

@@ -34,7 +34,7 @@ std::string name_of(const network_case& c) {
   return describe(model_shape{c.head, 7, c.head == model_kind::softmax ? 3 : 1, c.hidden, c.act});
 }
 
-std::vector<network_case> all_cases() {
+std::vector<network_case> network_cases() {
   std::vector<network_case> out;
   for (const auto& hidden : std::vector<std::vector<std::int64_t>>{{5}, {6, 4}})
     for (const auto act : {activation::relu, activation::tanh})
@@ -136,7 +136,7 @@ double sum_of(const model_shape& shape, const dataset& data, const row_selection
 
 TEST_CASE("network losses equal a loop-by-loop forward pass, and gradients central differences") {
   std::mt19937_64 rng{11};
-  for (const auto& c : all_cases()) {
+  for (const auto& c : network_cases()) {
     CAPTURE(name_of(c));
     const auto shape = shape_of(c, 7);
     const auto p = random_problem(shape, 30, rng);
@@ -180,7 +180,7 @@ TEST_CASE("network losses equal a loop-by-loop forward pass, and gradients centr
 
 TEST_CASE("network sums over K = 1..7 random blocks (and index lists) equal the whole to 1e-12") {
   std::mt19937_64 rng{5};
-  for (const auto& c : all_cases()) {
+  for (const auto& c : network_cases()) {
     CAPTURE(name_of(c));
     const auto shape = shape_of(c, 7);
     const auto p = random_problem(shape, 600, rng);  // more than two chunks of 256 rows

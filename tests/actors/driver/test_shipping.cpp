@@ -28,7 +28,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const model::model_shape& shape = shardopt::test::hostile_shape;
+using shardopt::test::hostile_shape;
 
 /// The shards `node` holds, by `shardopt status --json`.
 /// A count from `node`'s `shardopt status --json` ("shards": held now, "restrictions": made so far).
@@ -178,11 +178,11 @@ TEST_CASE("shards shipped in pieces of 2 KiB give the bits of shards shipped in 
       shardopt::test::traffic_meter meter{
         {static_cast<std::uint16_t>(first.port), static_cast<std::uint16_t>(second.port)}};
       meter.start();
-      auto objective = cluster->ship(shape, 1e-3, data, shardopt::io::partition_blocks(600, 4),
+      auto objective = cluster->ship(hostile_shape, 1e-3, data, shardopt::io::partition_blocks(600, 4),
                                      {0, 0, 1, 1}, 30s, {});
       REQUIRE_MESSAGE(objective.ok(), objective.error().message());
       shipped.push_back(static_cast<double>(meter.moved()));
-      const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(shape.dimension(), -0.3, 0.2);
+      const Eigen::VectorXd theta = Eigen::VectorXd::LinSpaced(hostile_shape.dimension(), -0.3, 0.2);
       Eigen::VectorXd grad;
       auto f = objective->evaluate(theta, grad);
       REQUIRE_MESSAGE(f.ok(), f.error().message());

@@ -39,7 +39,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const model::model_shape& shape = shardopt::test::hostile_shape;
+using shardopt::test::hostile_shape;
 
 /// A node-local request for part `part` of `parts` of `spec`.
 actors::part_message part_of(const std::string& spec, std::int64_t part = 0, std::int64_t parts = 1) {
@@ -95,7 +95,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
     auto shards = actors::shards_of(honest);
     for (const auto& tree_root : actors::tree_roots_of(honest))
       shards.push_back(caf::actor_cast<actors::shard_actor>(tree_root));
-    const actors::dense_vector theta{Eigen::VectorXd::Zero(shape.dimension())};
+    const actors::dense_vector theta{Eigen::VectorXd::Zero(hostile_shape.dimension())};
     switch (k) {
       case 1: {  // Exit and kill messages, to the node and to the honest driver's shards.
         for (auto reason : {caf::exit_reason::kill, caf::exit_reason::user_shutdown}) {
@@ -115,11 +115,11 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
       }
       case 2: {  // Requests to another driver's shards, without its token.
         for (const auto& shard : shards) {
-          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, actors::encode_grid(std::vector<int>(static_cast<std::size_t>(shape.dimension()), -40)), theta));
+          refusals.push_back(error_of(self, shard, actors::eval_atom::value, token, std::uint64_t{1}, actors::encode_grid(std::vector<int>(static_cast<std::size_t>(hostile_shape.dimension()), -40)), theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));
           refusals.push_back(error_of(self, shard, actors::quality_atom::value, token, std::uint64_t{1}, theta));
           CHECK(contains(refusals.back(), "belongs to another driver"));
-          const actors::tree_slice slice{0, 0, 0, 1, static_cast<std::uint64_t>(shape.dimension()), 0, 0, -40};
+          const actors::tree_slice slice{0, 0, 0, 1, static_cast<std::uint64_t>(hostile_shape.dimension()), 0, 0, -40};
           refusals.push_back(error_of(self, shard, actors::part_atom::value, token, std::uint64_t{1}, slice,
                                       actors::exact_grid{}, theta, actors::dense_vector{}));
           CHECK(contains(refusals.back(), "belongs to another driver"));
@@ -222,7 +222,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         break;
       }
       case 6: {  // A spawn flood: per-driver, total and byte limits.
-        const actors::shard_spec small{shape, actors::data_block{data, {0, 20}}, {}};
+        const actors::shard_spec small{hostile_shape, actors::data_block{data, {0, 20}}, {}};
         int created = 0;
         std::string refused;
         for (int i = 0; i < 20 && refused.empty(); ++i) {
@@ -236,7 +236,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         CHECK(contains(refused, "6 shards per driver"));
         // Another driver fills the node up to its 11 shards: the honest driver holds 4 (a star) or 2.
         caf::scoped_actor second{rt.system()};
-        const actors::shard_spec tiny{shape, actors::data_block{data, {0, 2}}, {}};
+        const actors::shard_spec tiny{hostile_shape, actors::data_block{data, {0, 2}}, {}};
         int more = 0;
         std::string full;
         for (int i = 0; i < 11 && full.empty(); ++i) {
@@ -251,7 +251,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         const auto big_data = shardopt::test::random_problem(2, 4000, 20, 3);
         caf::scoped_actor third{rt.system()};
         evil.reset();  // this driver goes away: the node frees its 6 shards
-        const actors::shard_spec big{shape, actors::data_block{big_data, {0, 4000}}, {}};
+        const actors::shard_spec big{hostile_shape, actors::data_block{big_data, {0, 4000}}, {}};
         std::string big_text;
         for (int attempt = 0; attempt < 500; ++attempt) {  // until the node has noticed
           big_text = error_of(third, target, actors::spawn_atom::value, std::uint64_t{1}, token, big);
@@ -292,7 +292,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         CHECK(contains(append(20, 10, data, {10, 20}, token), "no data is arriving"));  // the refusal dropped rows 0-9
         CHECK(append(20, 0, data, {0, 10}, token) == "received 10");
         CHECK(contains(append(20, 10, data, {10, 20}, other), "belongs to another token"));
-        const actors::shard_spec received{shape, actors::data_block{data, {10, 10}}, {}};
+        const actors::shard_spec received{hostile_shape, actors::data_block{data, {10, 10}}, {}};
         refusals.push_back(error_of(stager, target, actors::spawn_atom::value, std::uint64_t{1}, token, received));
         CHECK(contains(refusals.back(), "its data is incomplete, 10 of 20 rows arrived"));
         CHECK(append(20, 10, data, {10, 20}, token) == "received 20");
@@ -306,13 +306,13 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
                  // columns out of order or out of range, to another kind, a network or an absurd
                  // model; a copy made with the token ends when its source is released.
         refusals.push_back(error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
-                                    actors::shard_restriction{shards.front(), token, {shape.kind, 2, shape.outputs},
+                                    actors::shard_restriction{shards.front(), token, {hostile_shape.kind, 2, hostile_shape.outputs},
                                                               {0, 1}, {}}));
         CHECK(contains(refusals.back(), "not a shard here that answers the token given"));
         // A shard of the attacker's own, which it may restrict.
         actors::shard_actor own;
         self->request(target, 10s, actors::spawn_atom::value, std::uint64_t{1}, token,
-                      actors::shard_spec{shape, actors::data_block{data, {0, 20}}, {}})
+                      actors::shard_spec{hostile_shape, actors::data_block{data, {0, 20}}, {}})
           .receive([&](std::uint64_t, actors::shard_actor made) { own = std::move(made); }, [](caf::error&) {});
         REQUIRE(own);
         auto restrict = [&](model::model_shape compact, std::vector<std::int64_t> columns,
@@ -320,16 +320,16 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
           return error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
                           actors::shard_restriction{own, with, std::move(compact), std::move(columns), {}});
         };
-        const model::model_shape two{shape.kind, 2, shape.outputs};
+        const model::model_shape two{hostile_shape.kind, 2, hostile_shape.outputs};
         for (auto [compact, columns, why] : std::vector<std::tuple<model::model_shape, std::vector<std::int64_t>, std::string>>{
                {two, {3, 1}, "the columns must increase"},
                {two, {1, 1}, "the columns must increase"},
                {two, {-1, 4}, "the columns must increase and stay below the source's 20 features"},
                {two, {4, 20}, "the columns must increase and stay below the source's 20 features"},
                {{model::model_kind::logistic, 2, 1}, {0, 1}, "only a linear model, to the same kind and outputs"},
-               {{shape.kind, 2, shape.outputs, {4}, model::activation::relu}, {0, 1}, "only a linear model"},
-               {{shape.kind, 3, shape.outputs}, {0, 1}, "2 columns for a model of 3 features"},
-               {{shape.kind, std::int64_t{1} << 62, shape.outputs}, {0, 1}, "exceeds this node's limit"}}) {
+               {{hostile_shape.kind, 2, hostile_shape.outputs, {4}, model::activation::relu}, {0, 1}, "only a linear model"},
+               {{hostile_shape.kind, 3, hostile_shape.outputs}, {0, 1}, "2 columns for a model of 3 features"},
+               {{hostile_shape.kind, std::int64_t{1} << 62, hostile_shape.outputs}, {0, 1}, "exceeds this node's limit"}}) {
           refusals.push_back(restrict(compact, columns, token));
           INFO(why << ": " << refusals.back());
           CHECK(contains(refusals.back(), "invalid restrict request: " ));
@@ -351,7 +351,7 @@ void attack_a_node(int chosen, std::size_t expected_refusals, layout how) {
         REQUIRE(compact);
         // No columns: a model of biases alone, which a working set can be.
         CHECK(error_of(self, target, actors::restrict_atom::value, std::uint64_t{1}, token,
-                       actors::shard_restriction{own, token, {shape.kind, 0, shape.outputs}, {}, {}}) == "no error");
+                       actors::shard_restriction{own, token, {hostile_shape.kind, 0, hostile_shape.outputs}, {}, {}}) == "no error");
         refusals.push_back(error_of(self, compact, actors::quality_atom::value, actors::access_token::random(),
                                     std::uint64_t{1}, actors::dense_vector{Eigen::VectorXd::Zero(two.dimension())}));
         CHECK(contains(refusals.back(), "belongs to another driver"));

@@ -26,14 +26,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const model::model_shape& shape = shardopt::test::hostile_shape;
+using shardopt::test::hostile_shape;
 
 } // namespace
 
 TEST_CASE("data a driver stops sending in pieces holds a node's room only until --staging-timeout, "
           "and its next piece is refused saying so") {
   const auto data = shardopt::test::random_problem(6, 40, 20, 3);
-  const actors::shard_spec small{shape, actors::data_block{data, {0, 10}}, {}};
+  const actors::shard_spec small{hostile_shape, actors::data_block{data, {0, 10}}, {}};
   auto rt = network_runtime();
   caf::scoped_actor stalled{rt.system()};
   caf::scoped_actor other{rt.system()};

@@ -27,9 +27,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const model::model_shape& shape = shardopt::test::hostile_shape;
+using shardopt::test::hostile_shape;
 /// How the honest PS job's workers describe their model in a hello (lambda 1e-3).
-const std::string job_model = model::describe(shape) + ", lambda 0.001";
+const std::string job_model = model::describe(hostile_shape) + ", lambda 0.001";
 
 /// A `shardopt ps-task --job_name ps` on 127.0.0.1 (one PS of a job with one worker).
 struct ps_process {
@@ -47,7 +47,7 @@ struct ps_process {
 
 actors::ps_job honest_job() {
   actors::ps_job job;
-  job.shape = shape;
+  job.shape = hostile_shape;
   job.lambda = 1e-3;
   job.rule.kind = shardopt::optimizer::update_kind::adam;
   job.rule.rate.initial = 0.01;
@@ -120,7 +120,7 @@ TEST_CASE("a hostile client cannot join, steer or stop a parameter server, and t
   hold = true;
   auto honest = std::async(std::launch::async, [&] { return train(server.endpoint()); });
   reached.get_future().wait();  // the chief is at step 100 and waits for us
-  const actors::dense_vector grad{Eigen::VectorXd::Constant(shape.dimension(), 1e6)};
+  const actors::dense_vector grad{Eigen::VectorXd::Constant(hostile_shape.dimension(), 1e6)};
   std::vector<std::string> refusals{
     error_of(self, ps, actors::pshello_atom::value, std::uint64_t{1},
              actors::ps_hello{actors::protocol_version, actors::wire_probe(), job.token, 0, job_model}),

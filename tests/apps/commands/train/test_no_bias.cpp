@@ -55,7 +55,7 @@ struct sample {
   }
 };
 
-std::vector<std::string> training(const std::string& data, const std::string& solver) {
+std::vector<std::string> no_bias_training(const std::string& data, const std::string& solver) {
   return {"train", "--model", "linear", "--data", data, "--label-column", "-1", "--scale", "none",
           "--lambda", "0", "--solver", solver, "--epsilon", "1e-11", "--max-iter", "2000", "--json", "--quiet"};
 }
@@ -75,7 +75,7 @@ TEST_CASE("--no-bias: least squares through the origin by Newton-CG, L-BFGS and 
   // Newton-CG by its trust region (dense data's default) and by LIBLINEAR's line search; L-BFGS.
   for (const auto& [solver, step] : {std::pair{"newton-cg", "auto"}, std::pair{"newton-cg", "line-search"},
                                      std::pair{"lbfgs", "auto"}}) {
-    const auto args = with(training(data, solver), {"--newton-step", step});
+    const auto args = with(no_bias_training(data, solver), {"--newton-step", step});
     const auto three = run_json(with(args, {"--no-bias", "--shards", "3"}));
     INFO(solver, " ", step, ": ", three.dump());
     CHECK(three["biases"] == false);
@@ -89,16 +89,16 @@ TEST_CASE("--no-bias: least squares through the origin by Newton-CG, L-BFGS and 
     CHECK(fitted["objective"].get<double>() < exact * 0.9);
   }
   // L-BFGS-B with a bound that keeps 0 in (and the solution): the same optimum.
-  const auto bounded = run_json(with(training(data, "lbfgs"), {"--no-bias", "--lower", "-100"}));
+  const auto bounded = run_json(with(no_bias_training(data, "lbfgs"), {"--no-bias", "--lower", "-100"}));
   INFO(bounded.dump());
   CHECK(bounded["objective"].get<double>() == doctest::Approx(exact).epsilon(1e-8));
   // OWL-QN with an L1 weight too small to zero anything ends at the same point, to its tolerance.
-  const auto owlqn = run_json(with(training(data, "owlqn"), {"--no-bias", "--l1", "1e-12", "--shards", "2"}));
+  const auto owlqn = run_json(with(no_bias_training(data, "owlqn"), {"--no-bias", "--l1", "1e-12", "--shards", "2"}));
   INFO(owlqn.dump());
   CHECK(owlqn["objective"].get<double>() == doctest::Approx(exact).epsilon(1e-8));
   // The saved model has zero biases and predicts x w.
   const auto saved = (dir / "m.model").string();
-  REQUIRE(run_json(with(training(data, "newton-cg"), {"--no-bias", "--save", saved})).contains("objective"));
+  REQUIRE(run_json(with(no_bias_training(data, "newton-cg"), {"--no-bias", "--save", saved})).contains("objective"));
   const auto evaluated = run_json({"eval", "--model-file", saved, "--data", data, "--label-column", "-1", "--json"});
   INFO(evaluated.dump());
   CHECK(evaluated["rmse"].get<double>() == doctest::Approx(std::sqrt(2 * exact)).epsilon(1e-8));
@@ -125,7 +125,7 @@ TEST_CASE("--no-bias is refused by name for networks and --mode ps, and a checkp
     CHECK(refused.err.find(expected) != std::string::npos);
   }
   const auto checkpoints = (dir / "ckpt").string();
-  auto args = with(training(data, "newton-cg"),
+  auto args = with(no_bias_training(data, "newton-cg"),
                    {"--checkpoint-dir", checkpoints, "--checkpoint-steps", "1", "--max-iter", "2"});
   args.insert(args.begin(), shardopt_binary());
   const auto no_bias = with(args, {"--no-bias"});

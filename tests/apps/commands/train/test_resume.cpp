@@ -40,7 +40,7 @@ const resume_case lbfgs_case{"lbfgs", "1e-3", 150, "max_iterations", 40, 0,
                              {"lbfgs-000000000147.txt", "lbfgs-000000000150.txt"}};
 
 /// Long enough (epsilon 0: every iteration runs) that the kill lands mid-run.
-std::vector<std::string> training(const std::filesystem::path& save, const resume_case& c = lbfgs_case) {
+std::vector<std::string> resume_training(const std::filesystem::path& save, const resume_case& c = lbfgs_case) {
   return {shardopt_binary(), "train", "--data", "fashion-mnist", "--limit", "4000", "--test-limit", "200",
           "--lambda", c.lambda, "--shards", "3", "--max-iter", std::to_string(c.max_iterations),
           "--epsilon", "0", "--json", "--solver", c.solver, "--save", save.string(),
@@ -68,7 +68,7 @@ json check_kill_and_resume(const std::vector<std::string>& extra, const resume_c
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
 
-  auto reference_args = training(dir / "reference.model", c);
+  auto reference_args = resume_training(dir / "reference.model", c);
   reference_args.insert(reference_args.end(), extra.begin(), extra.end());
   const auto reference_run = run(reference_args);
   INFO("reference stderr: " << reference_run.err);
@@ -78,7 +78,7 @@ json check_kill_and_resume(const std::vector<std::string>& extra, const resume_c
   const int iterations = reference["iterations"].get<int>();
   REQUIRE(iterations > c.kill_after + 7);
 
-  auto args = training(dir / "resumed.model", c);
+  auto args = resume_training(dir / "resumed.model", c);
   args.insert(args.end(), extra.begin(), extra.end());
   const auto metrics = dir / "metrics.jsonl";
   args.insert(args.end(), {"--checkpoint-dir", (dir / "ckpt").string(), "--checkpoint-steps", "7",
@@ -183,7 +183,7 @@ TEST_CASE("OWL-QN with shrinking (--l1) killed with SIGKILL and started again en
     {"--l1", "1e-3", "--nodes", nodes[0]->endpoint() + "," + nodes[1]->endpoint()}, shrinking);
   // ...and the nodes shrank: a local run with shrinking's bits, not plain OWL-QN's.
   temp_dir dir;
-  auto local_args = training(dir / "local.model", shrinking);
+  auto local_args = resume_training(dir / "local.model", shrinking);
   local_args.insert(local_args.end(), {"--l1", "1e-3"});
   auto plain_args = local_args;
   plain_args.push_back("--no-shrinking");
@@ -212,7 +212,7 @@ TEST_CASE("orthant-wise Newton-CG with shrinking (--solver newton-cg --l1) kille
 TEST_CASE("a checkpoint of another run, or one with bounds, is refused by name and nothing is trained") {
   shardopt::test::require_fashion_mnist();
   temp_dir dir;
-  auto args = training(dir / "m.model");
+  auto args = resume_training(dir / "m.model");
   args.insert(args.end(), {"--checkpoint-dir", (dir / "ckpt").string(), "--checkpoint-steps", "1",
                            "--max-iter", "3", "--quiet"});
   REQUIRE(run(args).exit_code == 0);
