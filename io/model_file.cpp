@@ -29,10 +29,10 @@ namespace {
 // vector, or 1, when fewer than a fifth of its entries are non-zero (an L1 model), and its size,
 // the non-zero entries' indices (increasing) and their values. The end marker makes a file cut
 // anywhere fail to load instead of yielding a shorter last number.
-const std::string magic = "shardopt-model";
-const std::string end_marker = "end-of-model";
-constexpr int format_version = 4;  // 4: the feature hashing; 3: theta sparse when mostly 0; 2: the network architecture
-constexpr int oldest_version = 1;
+const std::string model_magic = "shardopt-model";
+const std::string model_end_marker = "end-of-model";
+constexpr int model_format_version = 4;  // 4: the feature hashing; 3: theta sparse when mostly 0; 2: the network architecture
+constexpr int model_oldest_version = 1;
 
 /// Sanity bounds that keep a corrupt size from allocating gigabytes before the load fails.
 constexpr std::int64_t max_features = std::int64_t{1} << 40;
@@ -112,7 +112,7 @@ void write_model_fields(boost::archive::text_oarchive& archive, const saved_mode
   archive << model.scaling.factor;
   save_vector(archive, model.scaling.mean.data(), model.scaling.mean.size());
   save_vector(archive, model.scaling.inv_std.data(), model.scaling.inv_std.size());
-  archive << model.lambda << model.l1 << describe(model.hashing) << end_marker;
+  archive << model.lambda << model.l1 << describe(model.hashing) << model_end_marker;
 }
 
 } // namespace detail
@@ -121,7 +121,7 @@ namespace {
 
 void write_archive(std::ostream& stream, const saved_model& model) {
   boost::archive::text_oarchive archive{stream};
-  archive << magic << format_version;
+  archive << model_magic << model_format_version;
   detail::write_model_fields(archive, model);
 }
 
@@ -212,7 +212,7 @@ result<saved_model> read_model_fields(archive_reader& archive, const std::string
       return fail_invalid(path + ": corrupt model file: " + std::to_string(model.shape.features)
                           + " features, but its hashing makes " + std::to_string(model.hashing.dimension()));
   }
-  if (auto loaded = archive.load_string(file_end); !loaded || file_end != end_marker)
+  if (auto loaded = archive.load_string(file_end); !loaded || file_end != model_end_marker)
     return fail_invalid(path + ": truncated or corrupt model file: no end marker");
   if (auto consistent = check_consistent(model, entries.sparse ? *dimension : model.theta.size()); !consistent)
     return consistent.error().with_context(path + ": corrupt model file");
@@ -233,11 +233,11 @@ result<void> save_model(const std::string& path, const saved_model& model) {
 }
 
 result<saved_model> load_model(const std::string& path) {
-  return detail::read_archive_file<saved_model>(path, magic, format_version, "model file",
+  return detail::read_archive_file<saved_model>(path, model_magic, model_format_version, "model file",
                                                 [&](detail::archive_reader& archive) {
                                                   return detail::read_model_fields(archive, path);
                                                 },
-                                                oldest_version);
+                                                model_oldest_version);
 }
 
 } // namespace shardopt::io

@@ -23,9 +23,9 @@ namespace {
 // File layout, in a Boost text archive (doubles round-trip exactly): magic, format version, step,
 // rule name, updates, slot count and slots, then the model fields exactly as in a model file
 // (ending with its end marker).
-const std::string magic = "shardopt-checkpoint";
-constexpr int format_version = 4;  // 4: the model's feature hashing; 3: theta sparse when mostly 0; 2: the network architecture
-constexpr int oldest_version = 1;
+const std::string checkpoint_magic = "shardopt-checkpoint";
+constexpr int checkpoint_format_version = 4;  // 4: the model's feature hashing; 3: theta sparse when mostly 0; 2: the network architecture
+constexpr int checkpoint_oldest_version = 1;
 constexpr std::size_t max_slots = 8;
 const std::string prefix = "ckpt-";
 
@@ -49,7 +49,7 @@ result<std::string> save_ps_checkpoint(const std::string& directory, const ps_ch
   auto written = stream_file_atomically(path, [&](std::ostream& stream) {
     boost::archive::text_oarchive archive{stream};
     const auto slot_count = static_cast<std::int64_t>(state.slots.size());
-    archive << magic << format_version << state.step << state.rule << state.updates << slot_count;
+    archive << checkpoint_magic << checkpoint_format_version << state.step << state.rule << state.updates << slot_count;
     for (const auto& slot : state.slots)
       detail::save_vector(archive, slot.data(), slot.size());
     detail::write_model_fields(archive, state.model);
@@ -62,7 +62,7 @@ result<std::string> save_ps_checkpoint(const std::string& directory, const ps_ch
 
 result<ps_checkpoint> load_ps_checkpoint(const std::string& path) {
   return detail::read_archive_file<ps_checkpoint>(
-    path, magic, format_version, "checkpoint", [&](detail::archive_reader& archive) -> result<ps_checkpoint> {
+    path, checkpoint_magic, checkpoint_format_version, "checkpoint", [&](detail::archive_reader& archive) -> result<ps_checkpoint> {
       ps_checkpoint state;
       std::int64_t slot_count = 0;
       archive >> state.step;
@@ -85,7 +85,7 @@ result<ps_checkpoint> load_ps_checkpoint(const std::string& path) {
           return fail_invalid(path + ": corrupt checkpoint: an optimizer slot does not match theta");
       return state;
     },
-    oldest_version);
+    checkpoint_oldest_version);
 }
 
 result<readable_ps_checkpoint> newest_readable_ps_checkpoint(const std::string& directory) {

@@ -23,10 +23,10 @@ namespace {
 // are not all zero, and their bit patterns: an L1 run's theta and OWL-QN's pairs are mostly
 // zeros, written at a hashed dimension in the bytes of their non-zeros. Version 1 files (every
 // vector dense, no tag) are still read.
-const std::string magic = "shardopt-solver-checkpoint";
-const std::string end_marker = "end";
-constexpr int format_version = 2;
-constexpr int oldest_version = 1;
+const std::string solver_magic = "shardopt-solver-checkpoint";
+const std::string solver_end_marker = "end";
+constexpr int solver_format_version = 2;
+constexpr int solver_oldest_version = 1;
 constexpr std::int64_t max_entries = 1 << 16;
 constexpr std::int64_t max_vectors = 1 << 20;
 constexpr std::int64_t max_dimension = std::int64_t{1} << 40;
@@ -148,7 +148,7 @@ result<std::string> save_solver_checkpoint(const std::string& directory, const s
     return fail_runtime(directory + ": cannot create the checkpoint directory: " + ec.message());
   auto written = stream_file_atomically(path, [&](std::ostream& stream) {
     boost::archive::text_oarchive archive{stream};
-    archive << magic << format_version << static_cast<std::int64_t>(saved.settings.size());
+    archive << solver_magic << solver_format_version << static_cast<std::int64_t>(saved.settings.size());
     for (const auto& [key, value] : saved.settings)
       archive << key << value;
     archive << saved.solver << saved.iteration << static_cast<std::int64_t>(saved.numbers.size());
@@ -162,7 +162,7 @@ result<std::string> save_solver_checkpoint(const std::string& directory, const s
       for (const auto& vector : list)
         save_bits(archive, vector, bits, indices);
     }
-    archive << end_marker;
+    archive << solver_end_marker;
   });
   if (!written)
     return written.error();
@@ -172,7 +172,7 @@ result<std::string> save_solver_checkpoint(const std::string& directory, const s
 
 result<solver_checkpoint> load_solver_checkpoint(const std::string& path, const checkpoint_limits& limits) {
   return detail::read_archive_file<solver_checkpoint>(
-    path, magic, format_version, "solver checkpoint",
+    path, solver_magic, solver_format_version, "solver checkpoint",
     [&](detail::archive_reader& archive) -> result<solver_checkpoint> {
       const auto corrupt = [&](const std::string& what) {
         return fail_invalid(path + ": corrupt solver checkpoint: " + what);
@@ -234,7 +234,7 @@ result<solver_checkpoint> load_solver_checkpoint(const std::string& path, const 
         }
       }
       std::string end;
-      if (auto ok = archive.load_string(end); !ok || end != end_marker)
+      if (auto ok = archive.load_string(end); !ok || end != solver_end_marker)
         return corrupt("no end marker (truncated?)");
       for (const auto& entries : sparse) {  // the whole file read back: now their zeros
         auto& vector = saved.vectors[entries.list].second[entries.vector];
@@ -244,7 +244,7 @@ result<solver_checkpoint> load_solver_checkpoint(const std::string& path, const 
       }
       return saved;
     },
-    oldest_version);
+    solver_oldest_version);
 }
 
 result<readable<solver_checkpoint>> newest_readable_solver_checkpoint(const std::string& directory,

@@ -17,11 +17,11 @@ using detail::piece_counts;
 using detail::piece_result;
 using detail::region;
 
-bool blank(char c) { return c == ' ' || c == '\t'; }
+bool vw_blank(char c) { return c == ' ' || c == '\t'; }
 
 /// A line without its trailing '\r' and blanks.
 std::string_view trimmed_end(const char* begin, const char* end) {
-  while (end > begin && (end[-1] == '\r' || blank(end[-1])))
+  while (end > begin && (end[-1] == '\r' || vw_blank(end[-1])))
     --end;
   return {begin, static_cast<std::size_t>(end - begin)};
 }
@@ -31,10 +31,10 @@ template <class F>
 void for_each_token(std::string_view text, F&& f) {
   std::size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && blank(text[i]))
+    while (i < text.size() && vw_blank(text[i]))
       ++i;
     const auto start = i;
-    while (i < text.size() && !blank(text[i]))
+    while (i < text.size() && !vw_blank(text[i]))
       ++i;
     if (i > start)
       f(text.substr(start, i - start));
@@ -55,7 +55,7 @@ void for_each_section(std::string_view text, F&& f) {
     const auto next = text.find('|');
     const auto body = text.substr(0, next);
     std::size_t name_end = 0;
-    while (name_end < body.size() && !blank(body[name_end]))
+    while (name_end < body.size() && !vw_blank(body[name_end]))
       ++name_end;
     f(section{body.substr(0, name_end), body.substr(name_end)});
     text.remove_prefix(next == std::string_view::npos ? text.size() : next);

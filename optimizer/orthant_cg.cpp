@@ -12,14 +12,14 @@ namespace shardopt::optimizer::detail {
 
 namespace {
 
-double sign(double v) {
+double orthant_sign(double v) {
   return static_cast<double>((v > 0) - (v < 0));
 }
 
 } // namespace
 
 double orthant::side(const Eigen::VectorXd& x, Eigen::Index i) const {
-  return x[i] != 0 ? sign(x[i]) : -sign(v_[i]);
+  return x[i] != 0 ? orthant_sign(x[i]) : -orthant_sign(v_[i]);
 }
 
 void orthant::update(const Eigen::VectorXd& x, const Eigen::VectorXd& g) {
