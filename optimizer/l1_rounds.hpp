@@ -43,6 +43,19 @@ protected:
   /// F and f's gradient at x in full, with the figures the result reports.
   std::optional<run_stop> evaluate_full(const Eigen::VectorXd& x);
 
+  /// A saved state's fields that both solvers' rounds hold at x (its counts, clock, F, gradient and
+  /// the objective-change test's ring), for a state handed out at a round's start.
+  template <class State>
+  void fill_state(State& state, const Eigen::VectorXd& x) const {
+    state.iterations = info_.iteration;
+    state.evaluations = info_.evaluations;
+    state.seconds = seconds();
+    state.f = fx_;
+    state.theta = x;
+    state.grad = g_;
+    state.f_history = ring_;
+  }
+
   /// The pseudo-gradient's figures at x from the kept g_ and fx_.
   void figures(const Eigen::VectorXd& x);
 

@@ -39,14 +39,8 @@ private:
         || (!last && session_.due && !session_.due(info_.iteration, seconds())))
       return std::nullopt;
     newton_state state;
-    state.iterations = info_.iteration;
-    state.evaluations = info_.evaluations;
+    fill_state(state, x);
     state.products = info_.products;
-    state.seconds = seconds();
-    state.f = fx_;
-    state.theta = x;
-    state.grad = g_;
-    state.f_history = ring_;
     if (auto saved = session_.on_state(state, last); !saved)
       return evaluation_failed(saved.error());
     return std::nullopt;

@@ -45,13 +45,7 @@ private:
         state.y[0][carried_.index[k]] = carried_.y[k];
       }
     }
-    state.iterations = info_.iteration;
-    state.evaluations = info_.evaluations;
-    state.seconds = seconds();
-    state.f = fx_;
-    state.theta = x;
-    state.grad = g_;
-    state.f_history = ring_;
+    fill_state(state, x);
     if (auto saved = session_.on_state(state, last); !saved)
       return evaluation_failed(saved.error());
     return std::nullopt;
